@@ -1,0 +1,25 @@
+# Islet: `make run` starts the server, `make test` runs every test. Both install what is missing first.
+SHELL := /bin/bash
+export PATH := /opt/swift/usr/bin:$(PATH)
+
+LISTEN ?= 127.0.0.1:8080
+DATABASE ?= var/islet.sqlite
+
+.PHONY: deps build run test clean
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	swift build -c release
+
+run: build
+	mkdir -p $(dir $(DATABASE))
+	.build/release/islet serve --listen $(LISTEN) --database $(DATABASE) --apns simulator
+
+test: deps
+	swift build --build-tests
+	swift test --skip-build
+
+clean:
+	swift package clean

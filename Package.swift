@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Islet: a self-hosted Live Activity push server. See docs/ARCHITECTURE.md for the layout.
+// C libraries come from Debian (scripts/install-deps); each sits behind one small shim target.
+let package = Package(
+    name: "Islet",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "islet", targets: ["islet"]),
+    ],
+    targets: [
+        // C shims: only what Swift cannot call directly (variadic functions, macros).
+        .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(name: "CMicroHTTPD", linkerSettings: [.linkedLibrary("microhttpd")]),
+        .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("crypto")]),
+
+        .target(name: "IsletCore"),
+        .target(name: "IsletCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "IsletStore", dependencies: ["IsletCore"]),
+        .target(name: "IsletSQLite", dependencies: ["IsletStore", "CSQLite"]),
+        .target(name: "IsletHTTP", dependencies: ["CMicroHTTPD"]),
+        .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP"]),
+        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletCrypto", "IsletHTTP", "IsletAPI"]),
+        .executableTarget(name: "islet", dependencies: ["IsletApp"]),
+
+        .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"]),
+        .testTarget(name: "IsletSQLiteTests", dependencies: ["IsletSQLite", "IsletStore", "IsletCrypto"]),
+        .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQLite", "IsletStore"]),
+        .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQLite", "IsletStore", "IsletHTTP"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,26 @@
+#ifndef ISLET_MHD_H
+#define ISLET_MHD_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <microhttpd.h>
+
+/// Options for islet_mhd_start; MHD_start_daemon itself is variadic and cannot be called from Swift.
+typedef struct {
+    const struct sockaddr *address;   /* IPv4 or IPv6 socket address to bind */
+    unsigned int thread_pool_size;
+    unsigned int connection_timeout_seconds;
+    size_t connection_memory_limit;
+    unsigned int connection_limit;
+} islet_mhd_options;
+
+/// Starts an epoll, thread-pool daemon that supports quiescing (MHD_USE_ITC).
+struct MHD_Daemon *islet_mhd_start(const islet_mhd_options *options,
+                                   MHD_AccessHandlerCallback handler, void *handler_context,
+                                   MHD_RequestCompletedCallback completed, void *completed_context);
+
+/// The port the daemon is bound to (useful with port 0), or 0 when unknown.
+uint16_t islet_mhd_bound_port(struct MHD_Daemon *daemon);
+
+#endif

@@ -1,0 +1,21 @@
+#include "islet_mhd.h"
+
+struct MHD_Daemon *islet_mhd_start(const islet_mhd_options *options,
+                                   MHD_AccessHandlerCallback handler, void *handler_context,
+                                   MHD_RequestCompletedCallback completed, void *completed_context) {
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
+    if (options->address->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
+    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_context,
+                            MHD_OPTION_SOCK_ADDR, options->address,
+                            MHD_OPTION_THREAD_POOL_SIZE, options->thread_pool_size,
+                            MHD_OPTION_CONNECTION_TIMEOUT, options->connection_timeout_seconds,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, options->connection_memory_limit,
+                            MHD_OPTION_CONNECTION_LIMIT, options->connection_limit,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+                            MHD_OPTION_END);
+}
+
+uint16_t islet_mhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}

@@ -1,0 +1,42 @@
+import Foundation
+import IsletCore
+import IsletStore
+
+/// Who may call a JSON API method (E2, E3).
+public enum APIAccess: Sendable {
+    /// Server API methods: `auth` in the request or `Authorization: Token`, a server API token.
+    case server
+    /// Device API methods (the Pushwoosh SDK): `Authorization: Token`, a device API token.
+    case device
+}
+
+/// What a method handler gets: the authenticated application and the `request` object.
+public struct APICall: Sendable {
+    public let application: Application
+    public let request: FieldReader
+    public let receivedAt: Date
+}
+
+/// One `POST /json/1.3/<name>` method.
+public struct APIMethod: Sendable {
+    public let name: String
+    public let access: APIAccess
+    public let run: @Sendable (APICall) throws -> JSONObject
+
+    public init(name: String, access: APIAccess, run: @escaping @Sendable (APICall) throws -> JSONObject) {
+        self.name = name
+        self.access = access
+        self.run = run
+    }
+}
+
+/// The envelope of every JSON API answer (E1, E4).
+public enum Envelope {
+    public static func ok(_ response: JSONObject) -> JSONValue {
+        ["status_code": 200, "status_message": "OK", "response": .object(response)]
+    }
+
+    public static func error(_ error: APIError) -> JSONValue {
+        ["status_code": .int(Int64(error.code.httpStatus)), "status_message": .string(error.message), "response": nil]
+    }
+}

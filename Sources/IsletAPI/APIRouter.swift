@@ -1,0 +1,131 @@
+import Foundation
+import IsletCore
+import IsletHTTP
+import IsletStore
+
+/// Routes HTTP requests to the JSON API methods, health and metrics, always answering in the envelope (E1–E4).
+public struct APIRouter: HTTPHandler {
+    static let prefix = "/json/1.3/"
+
+    let methods: [String: APIMethod]
+    let authenticator: Authenticator
+    let store: any ApplicationStore
+    let metrics: Metrics
+    let logger: Logger
+
+    public init(methods: [APIMethod], store: any ApplicationStore, metrics: Metrics, logger: Logger) {
+        self.methods = Dictionary(methods.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        self.authenticator = Authenticator(store: store)
+        self.store = store
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        let started = ContinuousClock.now
+        let (route, response) = route(request)
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.record(route: route, status: response.status, seconds: seconds)
+        return response
+    }
+
+    public func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
+        let route = request.path.hasPrefix(Self.prefix) && methods[String(request.path.dropFirst(Self.prefix.count))] != nil
+            ? String(request.path.dropFirst(Self.prefix.count)) : "unknown"
+        metrics.record(route: route, status: 413, seconds: 0)
+        return Self.json(Envelope.error(APIError(.payloadTooLarge, "request body: larger than the limit of \(limit) bytes")), status: 413)
+    }
+
+    private func route(_ request: HTTPRequest) -> (String, HTTPResponse) {
+        switch request.path {
+        case "/healthz":
+            guard request.method == "GET" || request.method == "HEAD" else { return ("healthz", Self.methodNotAllowed(request, allow: "GET, HEAD")) }
+            do {
+                _ = try store.hasNoApplications()
+                return ("healthz", Self.json(["status": "ok"], status: 200))
+            } catch {
+                logger.error("health check failed", ["error": .string("\(error)")])
+                return ("healthz", Self.json(["status": "unavailable", "reason": "database"], status: 503))
+            }
+        case "/metrics":
+            guard request.method == "GET" else { return ("metrics", Self.methodNotAllowed(request, allow: "GET")) }
+            return ("metrics", HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                                            body: Array(metrics.render().utf8)))
+        default:
+            break
+        }
+        guard request.path.hasPrefix(Self.prefix) else {
+            return ("unknown", Self.failure(APIError(.notFound, "no such path \(request.path); JSON API methods are POST /json/1.3/<method>")))
+        }
+        let name = String(request.path.dropFirst(Self.prefix.count))
+        guard let method = methods[name] else {
+            return ("unknown", Self.failure(APIError(.notFound, "unknown method '\(name.prefix(64))'")))
+        }
+        guard request.method == "POST" else { return (name, Self.methodNotAllowed(request, allow: "POST")) }
+        do {
+            return (name, Self.json(Envelope.ok(try call(method, request)), status: 200))
+        } catch let error as APIError {
+            return (name, Self.failure(error))
+        } catch let error as StoreError {
+            logger.error("storage failure", ["method": .string(name), "error": .string(error.message)])
+            return (name, Self.failure(APIError(.unavailable, "storage is unavailable; nothing was changed, retry later")))
+        } catch {
+            logger.error("unexpected failure", ["method": .string(name), "error": .string("\(error)")])
+            return (name, Self.failure(APIError(.internalError, "internal error; nothing was changed")))
+        }
+    }
+
+    private func call(_ method: APIMethod, _ request: HTTPRequest) throws -> JSONObject {
+        let receivedAt = Date()
+        let document: JSONValue
+        do {
+            document = try JSONParser.parse(request.body)
+        } catch {
+            throw APIError(.badRequest, "body: malformed JSON: \(error)")
+        }
+        guard case .object(let envelope) = document else {
+            throw APIError(.badRequest, "body: must be a JSON object {\"request\": {...}}, got \(document.typeName)")
+        }
+        guard let requestValue = envelope["request"] else {
+            throw APIError(.badRequest, "request: is required (the body is {\"request\": {...}})")
+        }
+        let fields = try FieldReader(requestValue, path: "request")
+        let body = FieldReader(fields.object)   // paths below are relative to `request`, as in the docs
+        let codeText = try body.requiredString("application")
+        guard let code = ApplicationCode(codeText) else {
+            throw APIError.invalid("application", "must be an application code of the form XXXXX-XXXXX")
+        }
+        let application: Application
+        switch method.access {
+        case .server:
+            let secret = try body.string("auth") ?? Self.headerToken(request)
+            application = try authenticator.authenticate(application: code, secret: secret, kind: .api)
+        case .device:
+            application = try authenticator.authenticate(application: code, secret: Self.headerToken(request), kind: .device)
+        }
+        return try method.run(APICall(application: application, request: body, receivedAt: receivedAt))
+    }
+
+    /// The token of `Authorization: Token <token>`, the Pushwoosh style.
+    static func headerToken(_ request: HTTPRequest) -> String? {
+        guard let value = request.header("authorization") else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "token" || parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
+    static func json(_ value: JSONValue, status: Int) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json; charset=utf-8")], body: value.jsonBytes)
+    }
+
+    static func failure(_ error: APIError) -> HTTPResponse {
+        json(Envelope.error(error), status: error.code.httpStatus)
+    }
+
+    static func methodNotAllowed(_ request: HTTPRequest, allow: String) -> HTTPResponse {
+        var response = failure(APIError(.methodNotAllowed, "HTTP method \(request.method) is not allowed on \(request.path); use \(allow)"))
+        response.headers.append(("Allow", allow))
+        return response
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import IsletCore
+import IsletCrypto
+import IsletStore
+
+/// Creating applications and managing their credentials: what `islet app …` and the demo set-up do.
+public struct ApplicationAdmin: Sendable {
+    let store: any ApplicationStore
+    let now: @Sendable () -> Date
+
+    public init(store: any ApplicationStore, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.now = now
+    }
+
+    /// A new application with its first server API token and device API token.
+    public struct Created: Sendable {
+        public let application: Application
+        public let apiToken: IssuedToken
+        public let deviceToken: IssuedToken
+    }
+
+    /// Creates an application. `code` and `apiTokenSecret` are fixed only for the demo application.
+    public func create(name: String, bundleID: String, apnsKey: APNsSigningKey? = nil, code: ApplicationCode? = nil,
+                       apiTokenSecret: String? = nil) throws -> Created {
+        let name = name.trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty else { throw APIError.invalid("name", "must not be empty") }
+        guard name.count <= 200 else { throw APIError.invalid("name", "must be at most 200 characters") }
+        try Self.validateBundleID(bundleID)
+        var random = SecureRandom()
+        let code = code ?? ApplicationCode.random(using: &random)
+        let created = now()
+        let application = Application(code: code, name: name, bundleID: bundleID, createdAt: created, apnsKey: apnsKey?.info)
+        let api = Credentials.issue(for: code, kind: .api, label: "initial", secret: apiTokenSecret, at: created)
+        let device = Credentials.issue(for: code, kind: .device, label: "initial", at: created)
+        try store.createApplication(application, tokens: [api.record, device.record], apnsKey: apnsKey)
+        return Created(application: application, apiToken: api, deviceToken: device)
+    }
+
+    /// Issues one more token of `kind`; tokens rotate by issuing a new one and revoking the old.
+    public func issueToken(for code: ApplicationCode, kind: TokenKind, label: String) throws -> IssuedToken {
+        guard try store.application(code) != nil else { throw APIError(.notFound, "application \(code) does not exist") }
+        let token = Credentials.issue(for: code, kind: kind, label: label, at: now())
+        try store.addToken(token.record)
+        return token
+    }
+
+    /// Revokes a token given by its id (`tk_…`) or by its secret value.
+    public func revokeToken(of code: ApplicationCode, idOrSecret: String) throws -> TokenRecord {
+        guard try store.application(code) != nil else { throw APIError(.notFound, "application \(code) does not exist") }
+        let tokens = try store.tokens(of: code)
+        guard let token = tokens.first(where: { $0.id == idOrSecret }) ?? Credentials.match(idOrSecret, in: tokens) else {
+            throw APIError(.notFound, "application \(code) has no token \(idOrSecret.hasPrefix("tk_") ? idOrSecret : "with that value")")
+        }
+        guard !token.isRevoked else { throw APIError(.badRequest, "token \(token.id) is already revoked") }
+        _ = try store.revokeToken(application: code, id: token.id, at: now())
+        return token
+    }
+
+    public func setAPNsKey(for code: ApplicationCode, key: APNsSigningKey) throws {
+        guard try store.application(code) != nil else { throw APIError(.notFound, "application \(code) does not exist") }
+        try store.setAPNsKey(key, for: code)
+    }
+
+    /// Reads and checks an APNs signing key file (.p8) (A3).
+    ///
+    /// Refuses a world-readable file: the key lets anyone push to every user of the app.
+    public static func loadAPNsKey(teamID: String, keyID: String, path: String, environment: APNsEnvironment) throws -> APNsSigningKey {
+        try validateAppleID(teamID, field: "team-id")
+        try validateAppleID(keyID, field: "key-id")
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: path)
+        } catch {
+            throw APIError.invalid("key-file", "cannot read \(path): no such file or no permission")
+        }
+        if let mode = attributes[.posixPermissions] as? Int, mode & 0o004 != 0 {
+            throw APIError.invalid("key-file", "\(path) is readable by every user of this machine; run chmod 600 \(path) first")
+        }
+        guard let data = FileManager.default.contents(atPath: path), let pem = String(data: data, encoding: .utf8) else {
+            throw APIError.invalid("key-file", "cannot read \(path)")
+        }
+        switch Crypto.checkAPNsSigningKey(pem: pem) {
+        case nil: break
+        case .notP256: throw APIError.invalid("key-file", "\(path) is not a P-256 (ES256) key; APNs keys from Apple are")
+        case .unreadable: throw APIError.invalid("key-file", "\(path) is not a PEM private key (an AuthKey_XXXXXXXXXX.p8 from Apple)")
+        }
+        return APNsSigningKey(info: APNsKeyInfo(teamID: teamID, keyID: keyID, environment: environment), pem: pem)
+    }
+
+    /// Apple team and key ids: ten uppercase letters or digits.
+    static func validateAppleID(_ value: String, field: String) throws {
+        let ok = value.utf8.count == 10 && value.utf8.allSatisfy { ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) }
+        guard ok else { throw APIError.invalid(field, "must be 10 uppercase letters or digits, as Apple issues them") }
+    }
+
+    /// A bundle id: reverse-DNS, letters, digits, '-' and '.', as App Store Connect accepts.
+    static func validateBundleID(_ value: String) throws {
+        let allowed = value.utf8.allSatisfy {
+            ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2E
+        }
+        let parts = value.split(separator: ".", omittingEmptySubsequences: false)
+        guard allowed, parts.count >= 2, parts.allSatisfy({ !$0.isEmpty }), value.utf8.count <= 155 else {
+            throw APIError.invalid("bundle-id", "must be a reverse-DNS bundle identifier such as com.example.app")
+        }
+        guard !value.hasSuffix(".push-type.liveactivity") else {
+            throw APIError.invalid("bundle-id", "give the app's bundle id; Islet adds .push-type.liveactivity to the APNs topic itself (A2)")
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Dispatch
+import Foundation
+import IsletAPI
+import IsletCore
+import Synchronization
+
+/// `islet serve`: run the API server until SIGTERM or SIGINT.
+struct ServeCommand: CLICommand {
+    static let spec = CommandSpec(
+        name: "serve",
+        abstract: "Run the Islet server.",
+        discussion: """
+            Serves the JSON API (POST /json/1.3/<method>), GET /healthz and GET /metrics. Logs are JSON lines
+            on stderr. SIGTERM or SIGINT stops accepting connections, lets requests in flight finish, and exits 0.
+            With --apns simulator on a loopback address and an empty database, a demo application
+            XXXXX-XXXXX with server API token SECRET_API_TOKEN is created so the documented examples work.
+            """,
+        options: [
+            OptionSpec(name: "--listen", valueName: "host:port", help: "Address to listen on.",
+                       environment: "ISLET_LISTEN", defaultValue: ServerConfiguration.defaultListen),
+            Common.database,
+            OptionSpec(name: "--apns", valueName: "simulator|apple", help: "Where pushes go.",
+                       environment: "ISLET_APNS", defaultValue: "simulator"),
+            OptionSpec(name: "--apns-url", valueName: "url", help: "APNs base URL replacing Apple's hosts.",
+                       environment: "ISLET_APNS_URL"),
+            OptionSpec(name: "--apns-ca", valueName: "file", help: "Extra CA certificate (PEM) to trust for APNs.",
+                       environment: "ISLET_APNS_CA"),
+        ])
+
+    let configuration: ServerConfiguration
+
+    init(_ arguments: ParsedArguments, context: CLIContext) throws {
+        let listenText = arguments.value("--listen") ?? ServerConfiguration.defaultListen
+        guard let listen = ListenAddress(listenText) else {
+            throw CLIError.usage("--listen: '\(listenText)' is not HOST:PORT with a numeric address and a port 0-65535")
+        }
+        let apnsText = arguments.value("--apns") ?? "simulator"
+        guard let apns = APNsMode(rawValue: apnsText) else {
+            throw CLIError.usage("--apns: '\(apnsText)' is not one of simulator, apple")
+        }
+        var configuration = ServerConfiguration(
+            listen: listen, databasePath: arguments.value("--database") ?? ServerConfiguration.defaultDatabase, apns: apns)
+        if let url = arguments.value("--apns-url") {
+            guard let components = URLComponents(string: url), components.scheme == "https", components.host?.isEmpty == false,
+                  components.path.isEmpty || components.path == "/" else {
+                throw CLIError.usage("--apns-url: '\(url)' is not an https://HOST[:PORT] URL")
+            }
+            configuration.apnsURL = url
+        }
+        if let ca = arguments.value("--apns-ca") {
+            guard FileManager.default.isReadableFile(atPath: ca) else { throw CLIError.usage("--apns-ca: cannot read \(ca)") }
+            configuration.apnsCA = ca
+        }
+        self.configuration = configuration
+    }
+
+    func run(_ context: CLIContext) throws -> Int32 {
+        let logger = Logger(label: "islet", sink: { context.standardError($0 + "\n") })
+        // Signals are taken before anything starts, so an early SIGTERM still shuts down cleanly.
+        let stop = SignalWaiter(signals: [SIGTERM, SIGINT])
+        logger.info("starting", ["configuration": configuration.summary])
+        let server: IsletServer
+        let demo: ApplicationAdmin.Created?
+        do {
+            server = try IsletServer(configuration: configuration, logger: logger)
+            demo = try server.createDemoIfEligible()
+            try server.start()
+        } catch {
+            throw CLIError.failure("cannot start: \(error)")
+        }
+        if let demo { printDemo(demo, port: server.port, context) }
+        let signal = stop.wait()
+        logger.info("signal received", ["signal": .int(Int64(signal))])
+        return server.shutdown() ? 0 : 1
+    }
+
+    private func printDemo(_ demo: ApplicationAdmin.Created, port: Int, _ context: CLIContext) {
+        let base = "http://\(ListenAddress(host: configuration.listen.host, port: port))"
+        context.print("""
+            Islet demo application created (empty database, --apns simulator, loopback address):
+              application code:  \(demo.application.code)
+              server API token:  \(demo.apiToken.secret)
+              device API token:  \(demo.deviceToken.secret)
+            Try it:
+              curl -s \(base)/json/1.3/getApplication -d '{"request":{"application":"\(demo.application.code)","auth":"\(demo.apiToken.secret)"}}'
+            """)
+    }
+}
+
+/// Blocks until one of `signals` arrives; the signals' default actions are disabled while it exists.
+final class SignalWaiter {
+    /// The last signal received, shared with the dispatch handlers.
+    private final class Received: Sendable {
+        let number = Atomic<Int32>(0)
+    }
+
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let received = Received()
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(signals: [Int32]) {
+        for number in signals {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [received, semaphore] in
+                received.number.store(number, ordering: .releasing)
+                semaphore.signal()
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// Waits for a signal and returns its number.
+    func wait() -> Int32 {
+        semaphore.wait()
+        return received.number.load(ordering: .acquiring)
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import IsletCore
+import IsletHTTP
+
+/// Where pushes go: the built-in simulator or Apple's APNs.
+public struct APNsMode: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init?(rawValue: String) {
+        guard rawValue == "simulator" || rawValue == "apple" else { return nil }
+        self.rawValue = rawValue
+    }
+    private init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    public static let simulator = APNsMode(uncheckedRawValue: "simulator")
+    public static let apple = APNsMode(uncheckedRawValue: "apple")
+
+    public var description: String { rawValue }
+}
+
+/// A numeric address and port to listen on, parsed from `HOST:PORT` or `[IPv6]:PORT`.
+public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+    public let host: String
+    public let port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    public init?(_ text: String) {
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else { return nil }
+        self.host = host == "localhost" ? "127.0.0.1" : String(host)
+        self.port = port
+    }
+
+    /// True for 127.0.0.0/8 and ::1: only this machine can reach the server.
+    public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// Everything `islet serve` runs with. Built from flags and environment in the CLI, nowhere else.
+public struct ServerConfiguration: Sendable, CustomStringConvertible {
+    public var listen: ListenAddress
+    public var databasePath: String
+    public var apns: APNsMode
+    /// Replaces both Apple hosts (tests, the simulator).
+    public var apnsURL: String?
+    /// Extra CA certificate file trusted for the APNs connection.
+    public var apnsCA: String?
+    public var shutdownGracePeriod: Duration
+    public var http: HTTPServerConfiguration
+
+    public static let defaultListen = "127.0.0.1:8080"
+    public static let defaultDatabase = "var/islet.sqlite"
+
+    public init(listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080),
+                databasePath: String = ServerConfiguration.defaultDatabase, apns: APNsMode = .simulator,
+                apnsURL: String? = nil, apnsCA: String? = nil, shutdownGracePeriod: Duration = .seconds(10)) {
+        self.listen = listen
+        self.databasePath = databasePath
+        self.apns = apns
+        self.apnsURL = apnsURL
+        self.apnsCA = apnsCA
+        self.shutdownGracePeriod = shutdownGracePeriod
+        self.http = HTTPServerConfiguration(host: listen.host, port: listen.port)
+    }
+
+    /// The configuration as one JSON object for the start-up log; holds no secrets (any URL password is hidden).
+    public var description: String { summary.jsonText }
+
+    public var summary: JSONValue {
+        var object: JSONObject = [
+            "listen": .string(listen.description), "database": .string(databasePath), "apns": .string(apns.rawValue),
+            "max_body_bytes": .int(Int64(http.maximumBodyBytes)), "threads": .int(Int64(http.threads)),
+        ]
+        if let apnsURL { object["apns_url"] = .string(Self.hidingPassword(apnsURL)) }
+        if let apnsCA { object["apns_ca"] = .string(apnsCA) }
+        return .object(object)
+    }
+
+    static func hidingPassword(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "hidden"
+        return components.string ?? url
+    }
+}

@@ -1,0 +1,77 @@
+/// Reads typed fields out of a JSON object and names the full path in every error (E4).
+///
+/// Paths are relative to the `request` object, e.g. `notifications[0].live_activity.content-state`.
+public struct FieldReader: Sendable {
+    public let object: JSONObject
+    public let path: String
+
+    public init(_ object: JSONObject, path: String = "") {
+        self.object = object
+        self.path = path
+    }
+
+    /// Reads `value` as an object, or fails naming `path`.
+    public init(_ value: JSONValue, path: String) throws(APIError) {
+        guard case .object(let object) = value else { throw .invalid(path, "must be an object, got \(value.typeName)") }
+        self.init(object, path: path)
+    }
+
+    public func fieldPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    /// The raw value of `key`, treating an explicit `null` like absence.
+    public func value(_ key: String) -> JSONValue? {
+        guard let value = object[key], value != .null else { return nil }
+        return value
+    }
+
+    public func string(_ key: String) throws(APIError) -> String? {
+        guard let value = value(key) else { return nil }
+        guard case .string(let s) = value else { throw .invalid(fieldPath(key), "must be a string, got \(value.typeName)") }
+        return s
+    }
+
+    public func requiredString(_ key: String, allowEmpty: Bool = false) throws(APIError) -> String {
+        guard let s = try string(key) else { throw .invalid(fieldPath(key), "is required") }
+        guard allowEmpty || !s.isEmpty else { throw .invalid(fieldPath(key), "must not be empty") }
+        return s
+    }
+
+    /// A string, also accepted as a number, as the Pushwoosh SDK sends some fields either way (D1).
+    public func lenientString(_ key: String) throws(APIError) -> String? {
+        switch value(key) {
+        case nil: return nil
+        case .string(let s): return s
+        case .int(let i): return String(i)
+        case .double(let d): return JSONValue.double(d).jsonText
+        case let other?: throw .invalid(fieldPath(key), "must be a string, got \(other.typeName)")
+        }
+    }
+
+    public func int(_ key: String) throws(APIError) -> Int64? {
+        guard let value = value(key) else { return nil }
+        guard let i = value.intValue else { throw .invalid(fieldPath(key), "must be an integer, got \(value.typeName)") }
+        return i
+    }
+
+    public func bool(_ key: String) throws(APIError) -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard case .bool(let b) = value else { throw .invalid(fieldPath(key), "must be a boolean, got \(value.typeName)") }
+        return b
+    }
+
+    public func objectField(_ key: String) throws(APIError) -> FieldReader? {
+        guard let value = value(key) else { return nil }
+        return try FieldReader(value, path: fieldPath(key))
+    }
+
+    public func requiredObject(_ key: String) throws(APIError) -> FieldReader {
+        guard let reader = try objectField(key) else { throw .invalid(fieldPath(key), "is required") }
+        return reader
+    }
+
+    public func array(_ key: String) throws(APIError) -> [JSONValue]? {
+        guard let value = value(key) else { return nil }
+        guard case .array(let a) = value else { throw .invalid(fieldPath(key), "must be an array, got \(value.typeName)") }
+        return a
+    }
+}

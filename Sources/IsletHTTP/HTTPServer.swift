@@ -1,0 +1,226 @@
+import CMicroHTTPD
+import Foundation
+import Synchronization
+
+/// Limits and address of the HTTP server.
+public struct HTTPServerConfiguration: Sendable {
+    /// Numeric IPv4 or IPv6 address to bind.
+    public var host: String
+    /// 0 picks a free port; read it back from `HTTPServer.port`.
+    public var port: Int
+    public var maximumBodyBytes: Int
+    /// An idle or stalled connection is closed after this long.
+    public var connectionTimeoutSeconds: Int
+    /// Memory libmicrohttpd may use per connection for headers and buffers (the body is ours).
+    public var connectionMemoryLimit: Int
+    public var connectionLimit: Int
+    public var threads: Int
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 1 << 20,
+                connectionTimeoutSeconds: Int = 30, connectionMemoryLimit: Int = 64 << 10,
+                connectionLimit: Int = 1024, threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)) {
+        self.host = host
+        self.port = port
+        self.maximumBodyBytes = maximumBodyBytes
+        self.connectionTimeoutSeconds = connectionTimeoutSeconds
+        self.connectionMemoryLimit = connectionMemoryLimit
+        self.connectionLimit = connectionLimit
+        self.threads = threads
+    }
+}
+
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// An HTTP/1.1 server on libmicrohttpd: an epoll thread pool that hands whole requests to an `HTTPHandler`.
+///
+/// `@unchecked Sendable`: the daemon handle is guarded by `daemon`'s mutex; everything the C
+/// callbacks touch lives in `ServerContext`, which is itself thread-safe.
+public final class HTTPServer: @unchecked Sendable {
+    public let configuration: HTTPServerConfiguration
+    private let context: ServerContext
+    private let daemon = Mutex<DaemonHandle?>(nil)
+    private let boundPort = Atomic<Int>(0)
+
+    public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
+        self.configuration = configuration
+        self.context = ServerContext(handler: handler, maximumBodyBytes: configuration.maximumBodyBytes)
+    }
+
+    deinit {
+        if let handle = daemon.withLock({ $0 }) { MHD_stop_daemon(handle.pointer) }
+    }
+
+    /// The bound port, once started.
+    public var port: Int { boundPort.load(ordering: .acquiring) }
+
+    /// Requests whose handling has begun and not yet finished.
+    public var requestsInFlight: Int { context.inFlight.load(ordering: .acquiring) }
+
+    /// Binds and starts serving on the worker threads; returns at once.
+    public func start() throws(HTTPServerError) {
+        var storage = sockaddr_storage()
+        try Self.socketAddress(host: configuration.host, port: configuration.port, into: &storage)
+        let contextPointer = Unmanaged.passUnretained(context).toOpaque()
+        let started: OpaquePointer? = withUnsafePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                var options = islet_mhd_options(
+                    address: address, thread_pool_size: UInt32(configuration.threads),
+                    connection_timeout_seconds: UInt32(configuration.connectionTimeoutSeconds),
+                    connection_memory_limit: configuration.connectionMemoryLimit,
+                    connection_limit: UInt32(configuration.connectionLimit))
+                return islet_mhd_start(&options, accessHandler, contextPointer, completedHandler, contextPointer)
+            }
+        }
+        guard let started else {
+            throw HTTPServerError(description: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not available)")
+        }
+        daemon.withLock { $0 = DaemonHandle(pointer: started) }
+        boundPort.store(Int(islet_mhd_bound_port(started)), ordering: .releasing)
+    }
+
+    /// Stops accepting connections, lets in-flight requests finish (up to `gracePeriod`), then stops.
+    ///
+    /// Returns false when some requests were still running at the deadline.
+    @discardableResult
+    public func shutdown(gracePeriod: Duration = .seconds(10)) -> Bool {
+        guard let running = daemon.withLock({ current -> DaemonHandle? in defer { current = nil }; return current })?.pointer else {
+            return true
+        }
+        let listener = MHD_quiesce_daemon(running)
+        if listener >= 0 { close(listener) }
+        let deadline = ContinuousClock.now + gracePeriod
+        while context.inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        let drained = context.inFlight.load(ordering: .acquiring) == 0
+        MHD_stop_daemon(running)
+        return drained
+    }
+
+    @discardableResult
+    static func socketAddress(host: String, port: Int, into storage: inout sockaddr_storage) throws(HTTPServerError) -> Int {
+        guard (0...65535).contains(port) else { throw HTTPServerError(description: "port \(port) is out of range") }
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        var v4 = in_addr()
+        if inet_pton(AF_INET, bare, &v4) == 1 {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr = v4
+            withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee = address } }
+            return MemoryLayout<sockaddr_in>.size
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, bare, &v6) == 1 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = in_port_t(UInt16(port).bigEndian)
+            address.sin6_addr = v6
+            withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee = address } }
+            return MemoryLayout<sockaddr_in6>.size
+        }
+        throw HTTPServerError(description: "\(host) is not a numeric IPv4 or IPv6 address")
+    }
+}
+
+/// The libmicrohttpd daemon handle; only moved in and out under `HTTPServer.daemon`'s mutex.
+struct DaemonHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// What the C callbacks share: the handler, the body limit, and the in-flight count.
+final class ServerContext: Sendable {
+    let handler: any HTTPHandler
+    let maximumBodyBytes: Int
+    let inFlight = Atomic<Int>(0)
+
+    init(handler: any HTTPHandler, maximumBodyBytes: Int) {
+        self.handler = handler
+        self.maximumBodyBytes = maximumBodyBytes
+    }
+}
+
+/// One request being read. Only the connection's worker thread touches it, one call at a time.
+final class RequestState {
+    let method: String
+    let path: String
+    var headers: [(name: String, value: String)] = []
+    var body: [UInt8] = []
+    var tooLarge = false
+
+    init(method: String, path: String) {
+        self.method = method
+        self.path = path
+    }
+
+    var request: HTTPRequest { HTTPRequest(method: method, path: path, headers: headers, body: tooLarge ? [] : body) }
+}
+
+private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
+    guard let cls, let key else { return .YES }
+    let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
+    state.headers.append((name: String(cString: key).lowercased(), value: value.map { String(cString: $0) } ?? ""))
+    return .YES
+}
+
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer?) -> MHD_Result {
+    let mhdResponse = response.body.withUnsafeBytes { bytes in
+        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+    }
+    guard let mhdResponse else { return .NO }
+    for header in response.headers { MHD_add_response_header(mhdResponse, header.name, header.value) }
+    let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    MHD_destroy_response(mhdResponse)
+    return result
+}
+
+// Runs on libmicrohttpd's worker threads: touches only ServerContext and the request's own state.
+private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, requestContext in
+    guard let cls, let requestContext, let uploadSize else { return .NO }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+
+    guard let existing = requestContext.pointee else {
+        // First call: headers are in, the body is not.
+        let rawPath = url.map { String(cString: $0) } ?? "/"
+        let path = rawPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? rawPath
+        let state = RequestState(method: method.map { String(cString: $0) } ?? "GET", path: path)
+        let unmanaged = Unmanaged.passRetained(state)
+        requestContext.pointee = unmanaged.toOpaque()
+        context.inFlight.add(1, ordering: .acquiringAndReleasing)
+        MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, unmanaged.toOpaque())
+        if let length = state.request.header("content-length").flatMap(Int.init), length > context.maximumBodyBytes {
+            // Answer before reading a body we would refuse; libmicrohttpd then closes the connection.
+            state.tooLarge = true
+            return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection)
+        }
+        return .YES
+    }
+
+    let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+    if uploadSize.pointee > 0 {
+        let count = uploadSize.pointee
+        if !state.tooLarge, state.body.count + count <= context.maximumBodyBytes, let uploadData {
+            uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {
+                state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+            }
+        } else if !state.tooLarge {
+            state.tooLarge = true
+            state.body = []
+        }
+        uploadSize.pointee = 0
+        return .YES
+    }
+    if state.tooLarge {
+        return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection)
+    }
+    return queue(context.handler.handle(state.request), on: connection)
+}
+
+private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
+    guard let cls, let requestContext, let existing = requestContext.pointee else { return }
+    Unmanaged<RequestState>.fromOpaque(existing).release()
+    requestContext.pointee = nil
+    Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .acquiringAndReleasing)
+}

@@ -1,0 +1,163 @@
+import CSQLite
+import IsletStore
+
+/// A value bound to or read from an SQLite statement.
+public enum SQLValue: Sendable, Equatable {
+    case null
+    case int(Int64)
+    case double(Double)
+    case text(String)
+    case blob([UInt8])
+
+    public var int: Int64? { if case .int(let v) = self { v } else { nil } }
+    public var text: String? { if case .text(let v) = self { v } else { nil } }
+    public var blob: [UInt8]? {
+        switch self {
+        case .blob(let v): v
+        case .text(let s): Array(s.utf8)
+        default: nil
+        }
+    }
+}
+
+/// One result row; columns by position, in SELECT order.
+public struct SQLRow: Sendable {
+    public let values: [SQLValue]
+    public subscript(index: Int) -> SQLValue { values[index] }
+}
+
+/// One SQLite connection with its prepared-statement cache.
+///
+/// `@unchecked Sendable`: a connection is only ever used by the thread that checked it out of
+/// `SQLiteDatabase`'s pool, under that pool's mutex; it is never shared while in use.
+public final class SQLiteConnection: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+    private let path: String
+
+    init(path: String) throws(StoreError) {
+        self.path = path
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let status = sqlite3_open_v2(path, &db, flags, nil)
+        guard status == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw StoreError(.io, "cannot open SQLite database \(path): \(message)")
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        // WAL lets readers (the server) and a writer (the CLI) work at once; foreign keys are off by default.
+        try execute("""
+            PRAGMA busy_timeout = 10000;
+            PRAGMA journal_mode = WAL;
+            PRAGMA synchronous = NORMAL;
+            PRAGMA foreign_keys = ON;
+            """)
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    private func failure(_ status: Int32, _ context: String) -> StoreError {
+        let message = String(cString: sqlite3_errmsg(handle))
+        let primary = status & 0xFF
+        if primary == SQLITE_CONSTRAINT { return StoreError(.conflict, "\(context): \(message)") }
+        return StoreError(.io, "\(context) (\(path)): \(message)")
+    }
+
+    /// Runs one or more statements without parameters or results (schema, pragmas).
+    public func execute(_ sql: String) throws(StoreError) {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        if status != SQLITE_OK {
+            let message = errorMessage.map { String(cString: $0) } ?? "error \(status)"
+            sqlite3_free(errorMessage)
+            if status & 0xFF == SQLITE_CONSTRAINT { throw StoreError(.conflict, message) }
+            throw StoreError(.io, "SQLite (\(path)): \(message)")
+        }
+    }
+
+    /// Runs one statement and returns how many rows it changed.
+    @discardableResult
+    public func run(_ sql: String, _ parameters: [SQLValue] = []) throws(StoreError) -> Int {
+        _ = try step(sql, parameters, collect: false)
+        return Int(sqlite3_changes(handle))
+    }
+
+    /// Runs one query and returns all of its rows.
+    public func query(_ sql: String, _ parameters: [SQLValue] = []) throws(StoreError) -> [SQLRow] {
+        try step(sql, parameters, collect: true)
+    }
+
+    /// Runs `body` in a write transaction (BEGIN IMMEDIATE, so it never fails half-way on a lock upgrade).
+    public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard status == SQLITE_OK, let statement else { throw failure(status, "preparing \(sql)") }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func step(_ sql: String, _ parameters: [SQLValue], collect: Bool) throws(StoreError) -> [SQLRow] {
+        let statement = try prepared(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (offset, value) in parameters.enumerated() {
+            let index = Int32(offset + 1)
+            let status: Int32
+            switch value {
+            case .null: status = sqlite3_bind_null(statement, index)
+            case .int(let v): status = sqlite3_bind_int64(statement, index, v)
+            case .double(let v): status = sqlite3_bind_double(statement, index, v)
+            case .text(let v): status = islet_sqlite3_bind_text(statement, index, v, -1)
+            case .blob(let v): status = v.withUnsafeBytes { islet_sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count)) }
+            }
+            guard status == SQLITE_OK else { throw failure(status, "binding parameter \(index)") }
+        }
+        var rows: [SQLRow] = []
+        while true {
+            let status = sqlite3_step(statement)
+            if status == SQLITE_DONE { return rows }
+            guard status == SQLITE_ROW else { throw failure(status, "running \(sql)") }
+            guard collect else { continue }
+            let count = sqlite3_column_count(statement)
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(count))
+            for column in 0..<count {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: values.append(.int(sqlite3_column_int64(statement, column)))
+                case SQLITE_FLOAT: values.append(.double(sqlite3_column_double(statement, column)))
+                case SQLITE_TEXT:
+                    values.append(.text(String(cString: sqlite3_column_text(statement, column))))
+                case SQLITE_BLOB:
+                    let length = Int(sqlite3_column_bytes(statement, column))
+                    if let bytes = sqlite3_column_blob(statement, column), length > 0 {
+                        values.append(.blob(Array(UnsafeRawBufferPointer(start: bytes, count: length))))
+                    } else {
+                        values.append(.blob([]))
+                    }
+                default: values.append(.null)
+                }
+            }
+            rows.append(SQLRow(values: values))
+        }
+    }
+}

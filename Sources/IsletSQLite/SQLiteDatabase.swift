@@ -1,0 +1,54 @@
+import Foundation
+import IsletStore
+import Synchronization
+
+/// A pool of connections to one SQLite file, migrated to the current schema on open.
+public final class SQLiteDatabase: Sendable {
+    public let path: String
+    private let idle = Mutex<[SQLiteConnection]>([])
+    private let maximumIdle: Int
+
+    /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    ///
+    /// `migrateUpTo` stops at an older schema version; only tests of migrations use it.
+    public init(path: String, maximumIdleConnections: Int = 8, migrateUpTo: Int? = nil) throws(StoreError) {
+        self.path = path
+        self.maximumIdle = maximumIdleConnections
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw StoreError(.io, "cannot create directory \(directory): \(error.localizedDescription)")
+            }
+        }
+        let connection = try SQLiteConnection(path: path)
+        try SQLiteMigrations.migrate(connection, upTo: migrateUpTo)
+        idle.withLock { $0.append(connection) }
+    }
+
+    /// Runs `body` with a connection of its own; connections are reused, one thread at a time.
+    public func withConnection<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        let reused = idle.withLock { $0.popLast() }
+        let connection: SQLiteConnection
+        if let reused { connection = reused } else { connection = try SQLiteConnection(path: path) }
+        defer {
+            idle.withLock { pool in
+                if pool.count < maximumIdle { pool.append(connection) }
+            }
+        }
+        return try body(connection)
+    }
+
+    /// Runs `body` inside one write transaction.
+    public func write<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        try withConnection { (connection) throws(StoreError) -> T in
+            try connection.transaction { () throws(StoreError) -> T in try body(connection) }
+        }
+    }
+
+    /// The schema version the file is at.
+    public func schemaVersion() throws(StoreError) -> Int {
+        try withConnection { (connection) throws(StoreError) -> Int in try SQLiteMigrations.currentVersion(connection) }
+    }
+}

@@ -1,0 +1,26 @@
+/// The one error type of storage engines.
+public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The row a change refers to does not exist.
+        public static let notFound = Code(rawValue: "not_found")
+        /// A unique value is taken.
+        public static let conflict = Code(rawValue: "conflict")
+        /// The database was written by a newer Islet.
+        public static let newerSchema = Code(rawValue: "newer_schema")
+        /// The database could not be opened, read or written.
+        public static let io = Code(rawValue: "io")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletSQLite
+import IsletStore
+@testable import IsletApp
+
+@Suite("islet app …")
+struct CLICommandTests {
+    let workspace = Workspace()
+
+    func create(_ extra: [String] = []) throws -> JSONObject {
+        let run = islet(["app", "create", "--name", "Shop", "--bundle-id", "com.example.shop", "--database", workspace.database, "--json"] + extra)
+        #expect(run.status == 0, "\(run.errors)")
+        return try #require(try JSONParser.parse(run.output.trimmingCharacters(in: .newlines)).objectValue)
+    }
+
+    @Test func createPrintsExactlyCodeAndBothTokensAsJSON() throws {
+        let object = try create()
+        #expect(object.keys == ["application", "api_token", "device_token"])
+        let code = try #require(object["application"]?.stringValue)
+        #expect(ApplicationCode(code) != nil)
+        let api = try #require(object["api_token"]?.stringValue), device = try #require(object["device_token"]?.stringValue)
+        #expect(api.count == 40 && device.count == 40 && api != device)
+        let store = SQLiteApplicationStore(database: try SQLiteDatabase(path: workspace.database))
+        #expect(try store.tokens(of: ApplicationCode(code)!).map(\.kind) == [.api, .device])
+    }
+
+    @Test func createTextNamesTheTokensAndTheDatabaseComesFromTheEnvironment() throws {
+        let run = islet(["app", "create", "--name", "Shop", "--bundle-id", "com.example.shop"], environment: ["ISLET_DATABASE": workspace.database])
+        #expect(run.status == 0)
+        #expect(run.output.hasPrefix("Created application "))
+        #expect(run.output.contains("server API token:  "))
+        #expect(run.output.contains("device API token:  "))
+        #expect(FileManager.default.fileExists(atPath: workspace.database))
+    }
+
+    @Test func listAndShow() throws {
+        let code = try #require(try create()["application"]?.stringValue)
+        let list = islet(["app", "list", "--database", workspace.database])
+        #expect(list.output == "\(code)  com.example.shop  Shop  (no APNs key)\n")
+        let show = islet(["app", "show", code, "--database", workspace.database, "--json"])
+        let object = try #require(try JSONParser.parse(show.output.trimmingCharacters(in: .newlines)).objectValue)
+        #expect(object["code"] == .string(code))
+        #expect(object["apns"] == .null)
+        #expect(object["tokens"]?.arrayValue?.count == 2)
+        let text = islet(["app", "show", code, "--database", workspace.database])
+        #expect(text.output.contains("bundle id:  com.example.shop"))
+        #expect(text.output.contains("server API  active"))
+    }
+
+    @Test func tokenCreateAndRevokeByIdOrValue() throws {
+        let created = try create()
+        let code = created["application"]!.stringValue!
+        let issued = islet(["app", "token", "create", code, "--kind", "device", "--label", "ios", "--database", workspace.database, "--json"])
+        #expect(issued.status == 0)
+        let token = try #require(try JSONParser.parse(issued.output.trimmingCharacters(in: .newlines)).objectValue)
+        #expect(token["kind"] == "device")
+        let id = try #require(token["id"]?.stringValue)
+
+        #expect(islet(["app", "token", "revoke", code, id, "--database", workspace.database]).output == "Revoked token \(id) of \(code).\n")
+        let again = islet(["app", "token", "revoke", code, id, "--database", workspace.database])
+        #expect(again.status == 1)
+        #expect(again.errors == "error: token \(id) is already revoked\n")
+
+        let byValue = islet(["app", "token", "revoke", code, created["api_token"]!.stringValue!, "--database", workspace.database])
+        #expect(byValue.status == 0)
+        let unknown = islet(["app", "token", "revoke", code, "tk_000000000000", "--database", workspace.database])
+        #expect(unknown.errors == "error: application \(code) has no token tk_000000000000\n")
+    }
+
+    @Test func setAPNsKeyChecksTheKeyAndTheFile() throws {
+        let code = try #require(try create()["application"]?.stringValue)
+        let good = workspace.file("AuthKey_KEY1234567.p8", TestKeys.p256)
+        let run = islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", good,
+                         "--environment", "sandbox", "--database", workspace.database])
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.output == "Set APNs key KEY1234567 (team TEAM123456, sandbox) for \(code).\n")
+        let store = SQLiteApplicationStore(database: try SQLiteDatabase(path: workspace.database))
+        #expect(try store.apnsKey(for: ApplicationCode(code)!)?.pem == TestKeys.p256)
+
+        let open = workspace.file("open.p8", TestKeys.p256, mode: 0o644)
+        let worldReadable = islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", open,
+                                   "--database", workspace.database])
+        #expect(worldReadable.status == 64)
+        #expect(worldReadable.errors == "error: --key-file: \(open) is readable by every user of this machine; run chmod 600 \(open) first\n")
+
+        let wrongCurve = workspace.file("p384.p8", TestKeys.p384)
+        let p384 = islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", wrongCurve,
+                          "--database", workspace.database])
+        #expect(p384.errors == "error: --key-file: \(wrongCurve) is not a P-256 (ES256) key; APNs keys from Apple are\n")
+
+        let garbage = workspace.file("garbage.p8", "not a key")
+        #expect(islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", garbage,
+                       "--database", workspace.database]).errors.contains("is not a PEM private key"))
+        #expect(islet(["app", "set-apns-key", code, "--team-id", "team", "--key-id", "KEY1234567", "--key-file", good,
+                       "--database", workspace.database]).errors == "error: --team-id: must be 10 uppercase letters or digits, as Apple issues them\n")
+    }
+
+    @Test func createWithAKeyStoresIt() throws {
+        let good = workspace.file("AuthKey.p8", TestKeys.p256)
+        let code = try #require(try create(["--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", good])["application"]?.stringValue)
+        let show = islet(["app", "show", code, "--database", workspace.database])
+        #expect(show.output.contains("APNs key:   KEY1234567 (team TEAM123456, both)"))
+    }
+
+    @Test(arguments: [
+        (["app", "create", "--name", "Shop"], 64, "error: islet app create: missing --bundle-id <id>\n"),
+        (["app", "create", "--name", "Shop", "--bundle-id", "shop"], 1, "error: bundle-id: must be a reverse-DNS bundle identifier such as com.example.app\n"),
+        (["app", "create", "--name", " ", "--bundle-id", "com.example.shop"], 1, "error: name: must not be empty\n"),
+        (["app", "create", "--name", "Shop", "--bundle-id", "com.x.y", "--team-id", "TEAM123456"], 64, "error: an APNs key needs all of --team-id, --key-id and --key-file\n"),
+        (["app", "create", "--nme", "Shop"], 64, "error: islet app create: unknown option '--nme'; see 'islet app create --help'\n"),
+        (["app", "create", "--name"], 64, "error: islet app create: --name needs a value <name>\n"),
+        (["app", "create", "--name", "a", "--name", "b"], 64, "error: islet app create: --name is given more than once\n"),
+        (["app", "show"], 64, "error: islet app show: missing argument <code>; see 'islet app show --help'\n"),
+        (["app", "show", "abc"], 64, "error: 'abc' is not an application code; codes look like ABCDE-12345\n"),
+        (["app", "show", "ABCDE-12345"], 1, "error: application ABCDE-12345 does not exist\n"),
+        (["app", "show", "ABCDE-12345", "extra"], 64, "error: islet app show: unexpected argument 'extra'; see 'islet app show --help'\n"),
+        (["app", "token", "create", "ABCDE-12345", "--kind", "root"], 64, "error: --kind: 'root' is not one of api, device\n"),
+        (["app", "token", "create", "ABCDE-12345"], 1, "error: application ABCDE-12345 does not exist\n"),
+        (["app", "frobnicate"], 64, "error: islet app: unknown command 'frobnicate'; see 'islet app --help'\n"),
+        (["serve", "--listen", "nowhere"], 64, "error: --listen: 'nowhere' is not HOST:PORT with a numeric address and a port 0-65535\n"),
+        (["serve", "--apns", "fcm"], 64, "error: --apns: 'fcm' is not one of simulator, apple\n"),
+        (["serve", "--apns-url", "http://x"], 64, "error: --apns-url: 'http://x' is not an https://HOST[:PORT] URL\n"),
+        (["serve", "--apns-ca", "/nonexistent.pem"], 64, "error: --apns-ca: cannot read /nonexistent.pem\n"),
+    ])
+    func errorsAreOneLineAndNonZero(words: [String], status: Int32, message: String) {
+        let run = islet(words + (words.first == "app" && !words.contains("frobnicate") ? ["--database", workspace.database] : []))
+        #expect(run.status == status)
+        #expect(run.errors == message)
+        #expect(run.output.isEmpty)
+    }
+
+    @Test func serveReadsItsSettingsFromTheEnvironmentAndFlagsWin() throws {
+        let env = ["ISLET_LISTEN": "127.0.0.1:9999", "ISLET_APNS": "apple", "ISLET_APNS_URL": "https://127.0.0.1:2197", "ISLET_DATABASE": "/tmp/x.sqlite"]
+        let parsed = try ParsedArguments([], spec: ServeCommand.spec, commandPath: "islet serve", environment: env)
+        let fromEnvironment = try ServeCommand(parsed, context: .process).configuration
+        #expect(fromEnvironment.listen == ListenAddress(host: "127.0.0.1", port: 9999))
+        #expect(fromEnvironment.apns == .apple)
+        #expect(fromEnvironment.apnsURL == "https://127.0.0.1:2197")
+        #expect(fromEnvironment.databasePath == "/tmp/x.sqlite")
+        let flags = try ParsedArguments(["--listen", "127.0.0.1:1234", "--apns", "simulator"], spec: ServeCommand.spec,
+                                        commandPath: "islet serve", environment: env)
+        let overridden = try ServeCommand(flags, context: .process).configuration
+        #expect(overridden.listen.port == 1234)
+        #expect(overridden.apns == .simulator)
+    }
+
+    @Test func configurationDumpHidesURLPasswords() {
+        var configuration = ServerConfiguration()
+        configuration.apnsURL = "https://user:hunter2@127.0.0.1:2197"
+        #expect(!configuration.description.contains("hunter2"))
+        #expect(configuration.description.contains("127.0.0.1:2197"))
+    }
+
+    @Test(arguments: [("127.0.0.1:80", "127.0.0.1", 80, true), ("[::1]:8080", "::1", 8080, true), ("localhost:0", "127.0.0.1", 0, true),
+                      ("0.0.0.0:8080", "0.0.0.0", 8080, false)])
+    func parsesListenAddresses(text: String, host: String, port: Int, loopback: Bool) throws {
+        let address = try #require(ListenAddress(text))
+        #expect(address.host == host && address.port == port && address.isLoopback == loopback)
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import Synchronization
+@testable import IsletApp
+
+/// Runs the CLI in-process and captures what it prints.
+struct CLIRun {
+    let status: Int32
+    let output: String
+    let errors: String
+}
+
+func islet(_ words: [String], environment: [String: String] = [:]) -> CLIRun {
+    let output = Mutex(""), errors = Mutex("")
+    let context = CLIContext(environment: environment,
+                             standardOutput: { text in output.withLock { $0 += text } },
+                             standardError: { text in errors.withLock { $0 += text } })
+    let status = CommandLineTool.main(words, context: context)
+    return CLIRun(status: status, output: output.withLock { $0 }, errors: errors.withLock { $0 })
+}
+
+/// A temporary directory with a database path, removed at the end of the test.
+final class Workspace {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-cli-\(UUID().uuidString)")
+    var database: String { directory.appendingPathComponent("islet.sqlite").path }
+
+    init() { try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    /// Writes `text` to a file with the given permissions and returns its path.
+    func file(_ name: String, _ text: String, mode: Int16 = 0o600) -> String {
+        let path = directory.appendingPathComponent(name).path
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+        return path
+    }
+}
+
+/// Test-only keys, generated for these tests with `openssl genpkey`; they sign nothing real.
+enum TestKeys {
+    static let p256 = """
+        -----BEGIN PRIVATE KEY-----
+        MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgYWMhT7CTWEmDNML6
+        UfT2nogHHgI9yuHqwl2gN81fGW+hRANCAARUdfjQIFTK2JQKsMdBJOsH4YNtPesB
+        a3PuQPKTHcSSNvBWJTE5tITsD7kLELT4sJPUvIdVV7rGDyYNjkLyP2et
+        -----END PRIVATE KEY-----
+        """
+    static let p384 = """
+        -----BEGIN PRIVATE KEY-----
+        MIG2AgEAMBAGByqGSM49AgEGBSuBBAAiBIGeMIGbAgEBBDCVCzuYb5ZW7QNzgLbw
+        5m/lgLf8KMFyXuNWJnrs+QobhYUAp3rwKMiNSQl09JFpNXChZANiAASBFFRECJSq
+        m6oV2TsFJ0gzAWDEdWbtet4Xmb2p/VjaY1D6LU0CnJBfnHtcddSfi6Qn2zbLMrez
+        fyJzb7CNU2g6N4zhOunp4OK/7P+P5BBMqYwNvSakbzpvRiFtTISXuEY=
+        -----END PRIVATE KEY-----
+        """
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+import IsletApp
+import IsletCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `islet serve` as a real process, as `make run` starts it.
+final class ServeProcess {
+    let process = Process()
+    let directory: URL
+    let logPath: URL
+    let outputPath: URL
+    private(set) var port = 0
+
+    init(arguments: [String] = []) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        logPath = directory.appendingPathComponent("stderr.log")
+        outputPath = directory.appendingPathComponent("stdout.log")
+        FileManager.default.createFile(atPath: logPath.path, contents: nil)
+        FileManager.default.createFile(atPath: outputPath.path, contents: nil)
+        process.executableURL = try isletExecutable()
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--database", directory.appendingPathComponent("islet.sqlite").path] + arguments
+        process.standardError = try FileHandle(forWritingTo: logPath)
+        process.standardOutput = try FileHandle(forWritingTo: outputPath)
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while port == 0 && Date() < deadline && process.isRunning {
+            for line in log.split(separator: "\n") {
+                if let object = try? JSONParser.parse(String(line)).objectValue, object["msg"] == "listening" {
+                    port = Int(object["port"]?.intValue ?? 0)
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        guard port != 0 else { throw TestClientError(description: "islet serve did not start: \(log)") }
+    }
+
+    var log: String { (try? String(contentsOf: logPath, encoding: .utf8)) ?? "" }
+    var output: String { (try? String(contentsOf: outputPath, encoding: .utf8)) ?? "" }
+
+    /// Waits for the process to exit and returns its status.
+    func waitForExit(timeout: TimeInterval = 20) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+@Suite("islet serve process: demo and graceful shutdown")
+struct ServeProcessTests {
+    @Test(arguments: [SIGTERM, SIGINT])
+    func shutdownFinishesTheRequestInFlightAndExitsZero(signal: Int32) throws {
+        let serve = try ServeProcess()
+        let body = Array(#"{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN"}}"#.utf8)
+        let connection = try RawHTTPConnection(port: serve.port)
+        try connection.send(Array("POST /json/1.3/getApplication HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body[..<10])
+        Thread.sleep(forTimeInterval: 0.2)   // the server has begun this request
+
+        kill(serve.process.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(10)
+        while !serve.log.contains("\"shutting down\"") && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(serve.log.contains("\"shutting down\""))
+        #expect(throws: (any Error).self, "no new connections once shutting down") { _ = try RawHTTPConnection(port: serve.port) }
+
+        try connection.send(Array(body[10...]))
+        let response = try connection.readResponse()
+        #expect(response.status == 200, "the request in flight still gets its answer")
+        #expect(response.statusCode == 200)
+        #expect(serve.waitForExit() == 0)
+        #expect(serve.log.contains(#""msg":"stopped","drained":true"#))
+    }
+
+    @Test func theDemoApplicationAnswersTheReferenceCredentials() throws {
+        let serve = try ServeProcess()
+        #expect(serve.output.contains("application code:  XXXXX-XXXXX"))
+        #expect(serve.output.contains("server API token:  SECRET_API_TOKEN"))
+        #expect(serve.output.contains("curl -s http://127.0.0.1:\(serve.port)/json/1.3/getApplication"))
+        let response = try request(serve.port, "/json/1.3/getApplication",
+                                   body: #"{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN"}}"#)
+        #expect(response.status == 200)
+        kill(serve.process.processIdentifier, SIGTERM)
+        #expect(serve.waitForExit() == 0)
+    }
+
+    @Test func noDemoWithAppleAPNs() throws {
+        let serve = try ServeProcess(arguments: ["--apns", "apple"])
+        #expect(!serve.output.contains("XXXXX-XXXXX"))
+        let response = try request(serve.port, "/json/1.3/getApplication",
+                                   body: #"{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN"}}"#)
+        #expect(response.status == 401)
+        kill(serve.process.processIdentifier, SIGTERM)
+        #expect(serve.waitForExit() == 0)
+    }
+
+    @Test func noDemoOnANonLoopbackAddressOrANonEmptyDatabase() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-demo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("islet.sqlite").path
+        // Built but never started: tests bind to 127.0.0.1 only.
+        let exposed = try IsletServer(configuration: ServerConfiguration(listen: ListenAddress("0.0.0.0:0")!, databasePath: database),
+                                      logger: .discard)
+        #expect(try exposed.createDemoIfEligible() == nil)
+        let local = try IsletServer(configuration: ServerConfiguration(listen: ListenAddress("127.0.0.1:0")!, databasePath: database),
+                                    logger: .discard)
+        #expect(try local.createDemoIfEligible() != nil)
+        #expect(try local.createDemoIfEligible() == nil, "only into an empty database")
+    }
+
+    @Test func refusesToStartOnAnAddressInUse() throws {
+        let first = try ServeProcess()
+        let process = Process()
+        process.executableURL = try isletExecutable()
+        process.arguments = ["serve", "--listen", "127.0.0.1:\(first.port)", "--database", first.directory.appendingPathComponent("b.sqlite").path]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 1)
+        #expect(text.contains("error: cannot start: cannot listen on 127.0.0.1:\(first.port)"))
+        kill(first.process.processIdentifier, SIGTERM)
+        #expect(first.waitForExit() == 0)
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import IsletAPI
+import IsletApp
+import IsletCore
+import IsletSQLite
+import IsletStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A minimal HTTP/1.1 client over a raw socket to 127.0.0.1, so tests control every byte sent.
+struct RawHTTPResponse {
+    let status: Int
+    let headers: [String: String]
+    let body: [UInt8]
+
+    var json: JSONValue? { try? JSONParser.parse(body) }
+    var statusCode: Int64? { json?.objectValue?["status_code"]?.intValue }
+    var message: String? { json?.objectValue?["status_message"]?.stringValue }
+}
+
+struct TestClientError: Error, CustomStringConvertible {
+    let description: String
+}
+
+final class RawHTTPConnection {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else { close(fd); throw TestClientError(description: "connect to 127.0.0.1:\(port) failed: errno \(errno)") }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard written > 0 else { throw TestClientError(description: "write failed: errno \(errno)") }
+            offset += written
+        }
+    }
+
+    func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    /// Reads until the server closes the connection, then parses one response.
+    func readResponse() throws -> RawHTTPResponse {
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        guard let split = data.firstRange(of: Array("\r\n\r\n".utf8)) else {
+            throw TestClientError(description: "no complete response: \(String(decoding: data, as: UTF8.self))")
+        }
+        let head = String(decoding: data[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        let status = Int(head[0].split(separator: " ")[1]) ?? 0
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return RawHTTPResponse(status: status, headers: headers, body: Array(data[split.upperBound...]))
+    }
+}
+
+/// Sends one request with `Connection: close` and returns the response.
+func request(_ port: Int, method: String = "POST", _ path: String, body: String? = nil,
+             headers: [String: String] = [:]) throws -> RawHTTPResponse {
+    let connection = try RawHTTPConnection(port: port)
+    var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    for (name, value) in headers { head += "\(name): \(value)\r\n" }
+    let bodyBytes = Array((body ?? "").utf8)
+    if body != nil { head += "Content-Type: application/json\r\nContent-Length: \(bodyBytes.count)\r\n" }
+    try connection.send(Array((head + "\r\n").utf8) + bodyBytes)
+    return try connection.readResponse()
+}
+
+/// The real server on 127.0.0.1, port 0, with a fresh SQLite file; stopped when released.
+final class RunningServer {
+    let directory: URL
+    let server: IsletServer
+    var port: Int { server.port }
+    var databasePath: String { directory.appendingPathComponent("islet.sqlite").path }
+
+    init(demo: Bool = true) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-it-\(UUID().uuidString)")
+        let configuration = ServerConfiguration(
+            listen: ListenAddress(host: "127.0.0.1", port: 0),
+            databasePath: directory.appendingPathComponent("islet.sqlite").path)
+        server = try IsletServer(configuration: configuration, logger: .discard)
+        if demo { _ = try server.createDemoIfEligible() }
+        try server.start()
+    }
+
+    /// What `islet app …` does from another process: its own handle on the same file.
+    func admin() throws -> ApplicationAdmin {
+        ApplicationAdmin(store: SQLiteApplicationStore(database: try SQLiteDatabase(path: databasePath)))
+    }
+
+    deinit {
+        server.shutdown()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// The path of the built `islet` executable, next to the test bundle.
+func isletExecutable() throws -> URL {
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("islet")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    let fallback = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/islet")
+    guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
+        throw TestClientError(description: "the islet executable is not built; run swift build --build-tests first")
+    }
+    return fallback
+}

@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletCrypto
+import IsletStore
+@testable import IsletSQLite
+
+/// A fresh database file in its own temporary directory, removed at the end of the test.
+final class TemporaryDatabase {
+    let directory: URL
+    var path: String { directory.appendingPathComponent("islet.sqlite").path }
+
+    init() {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-test-\(UUID().uuidString)")
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+private func application(_ code: String, name: String = "Shop") -> Application {
+    Application(code: ApplicationCode(code)!, name: name, bundleID: "com.example.shop", createdAt: Date(timeIntervalSince1970: 1_700_000_000))
+}
+
+private func token(_ id: String, _ code: String, _ kind: TokenKind, secret: String) -> TokenRecord {
+    TokenRecord(id: id, application: ApplicationCode(code)!, kind: kind, hash: Crypto.sha256(Array(secret.utf8)), label: "l",
+                createdAt: Date(timeIntervalSince1970: 1_700_000_000))
+}
+
+@Suite("SQLite application store")
+struct SQLiteApplicationStoreTests {
+    let temporary = TemporaryDatabase()
+
+    func store() throws -> SQLiteApplicationStore {
+        SQLiteApplicationStore(database: try SQLiteDatabase(path: temporary.path))
+    }
+
+    @Test func createsAndReadsApplicationsWithTokensAndKey() throws {
+        let store = try store()
+        #expect(try store.hasNoApplications())
+        let key = APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .sandbox), pem: "PEM")
+        try store.createApplication(application("ABCDE-12345"), tokens: [
+            token("tk_1", "ABCDE-12345", .api, secret: "a"), token("tk_2", "ABCDE-12345", .device, secret: "d"),
+        ], apnsKey: key)
+        #expect(try !store.hasNoApplications())
+        let read = try #require(try store.application(ApplicationCode("ABCDE-12345")!))
+        #expect(read.name == "Shop")
+        #expect(read.apnsKey == key.info)
+        #expect(try store.apnsKey(for: read.code) == key)
+        let tokens = try store.tokens(of: read.code)
+        #expect(tokens.map(\.id) == ["tk_1", "tk_2"])
+        #expect(tokens[0].hash == Crypto.sha256(Array("a".utf8)))
+        #expect(try store.application(ApplicationCode("ZZZZZ-99999")!) == nil)
+    }
+
+    @Test func creationIsAllOrNothing() throws {
+        let store = try store()
+        try store.createApplication(application("ABCDE-12345"), tokens: [token("tk_1", "ABCDE-12345", .api, secret: "a")], apnsKey: nil)
+        // The second application's token reuses the first one's secret: the unique hash fails the whole creation.
+        #expect(throws: StoreError.self) {
+            try store.createApplication(application("FGHIJ-67890"), tokens: [token("tk_9", "FGHIJ-67890", .api, secret: "a")], apnsKey: nil)
+        }
+        #expect(try store.application(ApplicationCode("FGHIJ-67890")!) == nil)
+        #expect(try store.applications().count == 1)
+        #expect(throws: StoreError(.conflict, "application ABCDE-12345 already exists")) {
+            try store.createApplication(application("ABCDE-12345"), tokens: [], apnsKey: nil)
+        }
+    }
+
+    @Test func revokesOnceAndOnlyWithinTheApplication() throws {
+        let store = try store()
+        try store.createApplication(application("ABCDE-12345"), tokens: [token("tk_1", "ABCDE-12345", .api, secret: "a")], apnsKey: nil)
+        try store.createApplication(application("FGHIJ-67890"), tokens: [], apnsKey: nil)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(try !store.revokeToken(application: ApplicationCode("FGHIJ-67890")!, id: "tk_1", at: now))
+        #expect(try store.revokeToken(application: ApplicationCode("ABCDE-12345")!, id: "tk_1", at: now))
+        #expect(try !store.revokeToken(application: ApplicationCode("ABCDE-12345")!, id: "tk_1", at: now))
+        #expect(try store.tokens(of: ApplicationCode("ABCDE-12345")!).first?.revokedAt == now)
+    }
+
+    @Test func refusesTokensAndKeysForUnknownApplications() throws {
+        let store = try store()
+        #expect(throws: StoreError(.notFound, "application ABCDE-12345 does not exist")) {
+            try store.addToken(token("tk_1", "ABCDE-12345", .api, secret: "a"))
+        }
+        let key = APNsSigningKey(info: APNsKeyInfo(teamID: "T", keyID: "K", environment: .both), pem: "P")
+        #expect(throws: StoreError.self) { try store.setAPNsKey(key, for: ApplicationCode("ABCDE-12345")!) }
+    }
+
+    @Test func replacesTheAPNsKey() throws {
+        let store = try store()
+        try store.createApplication(application("ABCDE-12345"), tokens: [], apnsKey: nil)
+        let code = ApplicationCode("ABCDE-12345")!
+        for keyID in ["KEY0000001", "KEY0000002"] {
+            try store.setAPNsKey(APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: keyID, environment: .both), pem: keyID), for: code)
+        }
+        #expect(try store.apnsKey(for: code)?.pem == "KEY0000002")
+        #expect(try store.application(code)?.apnsKey?.keyID == "KEY0000002")
+    }
+
+    @Test func aSecondHandleOnTheSameFileSeesWritesAtOnce() throws {
+        // The CLI and a running server open the same file: the server must see new applications (issue 2).
+        let server = try store()
+        let cli = try store()
+        #expect(try server.application(ApplicationCode("ABCDE-12345")!) == nil)
+        try cli.createApplication(application("ABCDE-12345"), tokens: [], apnsKey: nil)
+        #expect(try server.application(ApplicationCode("ABCDE-12345")!) != nil)
+    }
+
+    @Test func concurrentWritersAllSucceed() async throws {
+        let store = try store()
+        try store.createApplication(application("ABCDE-12345"), tokens: [], apnsKey: nil)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<40 {
+                group.addTask { try store.addToken(token("tk_\(i)", "ABCDE-12345", .device, secret: "s\(i)")) }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try store.tokens(of: ApplicationCode("ABCDE-12345")!).count == 40)
+    }
+}
+
+@Suite("SQLite migrations")
+struct SQLiteMigrationTests {
+    let temporary = TemporaryDatabase()
+
+    @Test func aFreshFileIsAtTheLatestVersion() throws {
+        let database = try SQLiteDatabase(path: temporary.path)
+        #expect(try database.schemaVersion() == SQLiteMigrations.latestVersion)
+        // Opening again applies nothing and keeps the version.
+        #expect(try SQLiteDatabase(path: temporary.path).schemaVersion() == SQLiteMigrations.latestVersion)
+    }
+
+    @Test func upgradesAnExistingVersionOneDatabaseKeepingItsData() throws {
+        let old = try SQLiteDatabase(path: temporary.path, migrateUpTo: 1)
+        #expect(try old.schemaVersion() == 1)
+        try SQLiteApplicationStore(database: old).createApplication(
+            application("ABCDE-12345"), tokens: [token("tk_1", "ABCDE-12345", .api, secret: "a")], apnsKey: nil)
+        #expect(throws: StoreError.self) {
+            try old.withConnection { (c) throws(StoreError) in try c.query("SELECT * FROM apns_keys") }
+        }
+
+        let upgraded = try SQLiteDatabase(path: temporary.path)
+        #expect(try upgraded.schemaVersion() == SQLiteMigrations.latestVersion)
+        let store = SQLiteApplicationStore(database: upgraded)
+        let code = ApplicationCode("ABCDE-12345")!
+        #expect(try store.application(code)?.name == "Shop")
+        #expect(try store.tokens(of: code).map(\.id) == ["tk_1"])
+        try store.setAPNsKey(APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both), pem: "P"), for: code)
+        #expect(try store.application(code)?.apnsKey?.keyID == "KEY1234567")
+        let names = try upgraded.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT version, name FROM schema_migrations ORDER BY version").map { $0[1].text ?? "" }
+        }
+        #expect(names == SQLiteMigrations.all.map(\.name))
+    }
+
+    @Test func refusesADatabaseFromANewerIslet() throws {
+        let database = try SQLiteDatabase(path: temporary.path)
+        try database.withConnection { (c) throws(StoreError) in
+            try c.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)")
+        }
+        #expect {
+            _ = try SQLiteDatabase(path: temporary.path)
+        } throws: { error in
+            (error as? StoreError)?.code == .newerSchema
+        }
+    }
+
+    @Test func reportsAnUnopenableFile() {
+        #expect {
+            _ = try SQLiteDatabase(path: "/proc/islet-cannot-exist/x.sqlite")
+        } throws: { error in
+            (error as? StoreError)?.code == .io
+        }
+    }
+}

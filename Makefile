@@ -5,7 +5,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 LISTEN ?= 127.0.0.1:8080
 DATABASE ?= var/islet.sqlite
 
-.PHONY: deps build run test clean
+.PHONY: deps build run test bench clean
 
 deps:
 	@scripts/install-deps
@@ -20,6 +20,13 @@ run: build
 test: deps
 	swift build --build-tests
 	swift test --skip-build
+
+# Benchmarks: figures and the machine they came from go into BENCHMARKS.md.
+BENCH_DEVICES ?= 1000000
+bench: deps
+	swift build -c release --product islet-bench
+	mkdir -p var
+	.build/release/islet-bench devices --count $(BENCH_DEVICES) --database var/bench-devices.sqlite
 
 clean:
 	swift package clean

@@ -23,10 +23,11 @@ let package = Package(
         .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP"]),
         .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletCrypto", "IsletHTTP", "IsletAPI"]),
         .executableTarget(name: "islet", dependencies: ["IsletApp"]),
+        .executableTarget(name: "islet-bench", dependencies: ["IsletCore", "IsletStore", "IsletSQLite"], path: "Sources/IsletBenchmarks"),
 
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"]),
         .testTarget(name: "IsletSQLiteTests", dependencies: ["IsletSQLite", "IsletStore", "IsletCrypto"]),
-        .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQLite", "IsletStore"]),
+        .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQLite", "IsletStore"], exclude: ["Golden"]),
         .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQLite", "IsletStore", "IsletHTTP"]),
     ],
     swiftLanguageModes: [.v6]

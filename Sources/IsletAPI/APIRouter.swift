@@ -96,14 +96,11 @@ public struct APIRouter: HTTPHandler {
         guard let code = ApplicationCode(codeText) else {
             throw APIError.invalid("application", "must be an application code of the form XXXXX-XXXXX")
         }
-        let application: Application
-        switch method.access {
-        case .server:
-            let secret = try body.string("auth") ?? Self.headerToken(request)
-            application = try authenticator.authenticate(application: code, secret: secret, kind: .api)
-        case .device:
-            application = try authenticator.authenticate(application: code, secret: Self.headerToken(request), kind: .device)
-        }
+        // Server calls carry `auth` (or the header); the SDK's device calls carry the header (E2, E3).
+        let secret = method.access == .server
+            ? try body.string("auth") ?? Self.headerToken(request)
+            : try Self.headerToken(request) ?? body.string("auth")
+        let application = try authenticator.authenticate(application: code, secret: secret, access: method.access)
         return try method.run(APICall(application: application, request: body, receivedAt: receivedAt))
     }
 

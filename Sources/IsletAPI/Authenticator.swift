@@ -10,26 +10,28 @@ public struct Authenticator: Sendable {
 
     public init(store: any ApplicationStore) { self.store = store }
 
-    /// The application `code` when `secret` is one of its unrevoked tokens of `kind`; 401 otherwise.
-    public func authenticate(application code: ApplicationCode, secret: String?, kind: TokenKind) throws -> Application {
-        let field = kind == .api ? "auth" : "Authorization"
+    /// The application `code` when `secret` is one of its unrevoked tokens allowed for `access`; 401 otherwise.
+    ///
+    /// Server API methods take server API tokens only. Device API methods take the device API token
+    /// the SDK sends, and also a server API token, which may do anything for its application.
+    public func authenticate(application code: ApplicationCode, secret: String?, access: APIAccess) throws -> Application {
+        let field = access == .server ? "auth" : "Authorization"
+        let wanted = access == .server ? "server API" : "device API"
         guard let secret, !secret.isEmpty else {
-            let how = kind == .api ? "request.auth or header Authorization: Token <token>" : "header Authorization: Token <device API token>"
-            throw APIError(.unauthorized, "\(field): a \(kind == .api ? "server API" : "device API") token is required (\(how))")
+            let how = access == .server ? "request.auth or header Authorization: Token <token>" : "header Authorization: Token <token>"
+            throw APIError(.unauthorized, "\(field): a \(wanted) token is required (\(how))")
         }
         let application = try store.application(code)
         let tokens = application == nil ? [] : try store.tokens(of: code)
         guard let application, let token = Credentials.match(secret, in: tokens) else {
-            throw APIError(.unauthorized, "\(field): not a valid \(kind == .api ? "server API" : "device API") token for application \(code)")
+            throw APIError(.unauthorized, "\(field): not a valid \(wanted) token for application \(code)")
         }
         if token.isRevoked {
             throw APIError(.unauthorized, "\(field): this token was revoked")
         }
-        if token.kind != kind {
+        if access == .server && token.kind == .device {
             // E3: a device token can never call server API methods.
-            throw APIError(.unauthorized, kind == .api
-                ? "\(field): a device API token cannot call server API methods; use a server API token"
-                : "\(field): a server API token cannot call device API methods; use the application's device API token")
+            throw APIError(.unauthorized, "\(field): a device API token cannot call server API methods; use a server API token")
         }
         return application
     }

@@ -58,6 +58,13 @@ public struct JSONObject: Sendable, Hashable {
         }
     }
 
+    /// This object with `other`'s entries set on top (replacing equal keys in place).
+    public func merging(_ other: JSONObject) -> JSONObject {
+        var merged = self
+        for (key, value) in other.entries { merged[key] = value }
+        return merged
+    }
+
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         lhs.entries.count == rhs.entries.count
             && zip(lhs.entries, rhs.entries).allSatisfy { $0.key == $1.key && $0.value == $1.value }

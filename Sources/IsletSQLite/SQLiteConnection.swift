@@ -63,9 +63,8 @@ public final class SQLiteConnection: @unchecked Sendable {
 
     private func failure(_ status: Int32, _ context: String) -> StoreError {
         let message = String(cString: sqlite3_errmsg(handle))
-        let primary = status & 0xFF
-        if primary == SQLITE_CONSTRAINT { return StoreError(.conflict, "\(context): \(message)") }
-        return StoreError(.io, "\(context) (\(path)): \(message)")
+        if status & 0xFF == SQLITE_CONSTRAINT { return StoreError(.conflict, "\(context): \(message)") }
+        return StoreError(.io, "\(context) (\(path)): \(message) (SQLite code \(sqlite3_extended_errcode(handle)), errno \(sqlite3_system_errno(handle)))")
     }
 
     /// Runs one or more statements without parameters or results (schema, pragmas).
@@ -76,7 +75,7 @@ public final class SQLiteConnection: @unchecked Sendable {
             let message = errorMessage.map { String(cString: $0) } ?? "error \(status)"
             sqlite3_free(errorMessage)
             if status & 0xFF == SQLITE_CONSTRAINT { throw StoreError(.conflict, message) }
-            throw StoreError(.io, "SQLite (\(path)): \(message)")
+            throw StoreError(.io, "SQLite (\(path)): \(message) (SQLite code \(sqlite3_extended_errcode(handle)), errno \(sqlite3_system_errno(handle)))")
         }
     }
 
@@ -93,7 +92,9 @@ public final class SQLiteConnection: @unchecked Sendable {
     }
 
     /// Runs `body` in a write transaction (BEGIN IMMEDIATE, so it never fails half-way on a lock upgrade).
-    public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+    ///
+    /// Any error `body` throws rolls the transaction back and is rethrown as it is.
+    public func transaction<T>(rethrowing body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -102,6 +103,17 @@ public final class SQLiteConnection: @unchecked Sendable {
         } catch {
             try? execute("ROLLBACK")
             throw error
+        }
+    }
+
+    /// `transaction(rethrowing:)` for bodies that throw only `StoreError`.
+    public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        do {
+            return try transaction(rethrowing: body)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            preconditionFailure("only StoreError can come out of a StoreError transaction: \(error)")
         }
     }
 

@@ -27,16 +27,22 @@ public final class SQLiteDatabase: Sendable {
         idle.withLock { $0.append(connection) }
     }
 
+    /// A connection for one thread's use; give it back with `checkIn`.
+    private func checkOut() throws(StoreError) -> SQLiteConnection {
+        if let reused = idle.withLock({ $0.popLast() }) { return reused }
+        return try SQLiteConnection(path: path)
+    }
+
+    private func checkIn(_ connection: SQLiteConnection) {
+        idle.withLock { pool in
+            if pool.count < maximumIdle { pool.append(connection) }
+        }
+    }
+
     /// Runs `body` with a connection of its own; connections are reused, one thread at a time.
     public func withConnection<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        let reused = idle.withLock { $0.popLast() }
-        let connection: SQLiteConnection
-        if let reused { connection = reused } else { connection = try SQLiteConnection(path: path) }
-        defer {
-            idle.withLock { pool in
-                if pool.count < maximumIdle { pool.append(connection) }
-            }
-        }
+        let connection = try checkOut()
+        defer { checkIn(connection) }
         return try body(connection)
     }
 
@@ -45,6 +51,13 @@ public final class SQLiteDatabase: Sendable {
         try withConnection { (connection) throws(StoreError) -> T in
             try connection.transaction { () throws(StoreError) -> T in try body(connection) }
         }
+    }
+
+    /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
+    public func write<T>(rethrowing body: (SQLiteConnection) throws -> T) throws -> T {
+        let connection = try checkOut()
+        defer { checkIn(connection) }
+        return try connection.transaction(rethrowing: { try body(connection) })
     }
 
     /// The schema version the file is at.

@@ -40,6 +40,62 @@ enum SQLiteMigrations {
                 updated_at INTEGER NOT NULL
             ) STRICT;
             """),
+        Migration(version: 3, name: "devices, tags, tokens and filters", sql: """
+            CREATE TABLE devices (
+                id INTEGER PRIMARY KEY,
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                hwid TEXT NOT NULL,
+                push_token TEXT,
+                sandbox INTEGER NOT NULL DEFAULT 0,
+                language TEXT,
+                timezone TEXT,
+                os_version TEXT,
+                os_version_key INTEGER,
+                user_id TEXT,
+                updated_at INTEGER NOT NULL,
+                UNIQUE (application, hwid)
+            ) STRICT;
+            -- Audiences are read in id order per application: (application, rowid) pages without sorting.
+            CREATE INDEX devices_by_application ON devices (application);
+            -- A 16-hex-digit prefix finds a token as well as the whole token would, in a quarter of the space.
+            CREATE INDEX devices_by_push_token ON devices (substr(push_token, 1, 16));
+            CREATE INDEX devices_by_user ON devices (user_id) WHERE user_id IS NOT NULL;
+            CREATE TABLE tag_types (
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                name TEXT NOT NULL,
+                type TEXT NOT NULL CHECK (type IN ('string', 'integer', 'list')),
+                PRIMARY KEY (application, name)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE device_tags (
+                device INTEGER NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+                name TEXT NOT NULL,
+                value ANY NOT NULL,
+                PRIMARY KEY (device, name, value)
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX device_tags_by_value ON device_tags (name, value);
+            CREATE TABLE push_to_start_tokens (
+                device INTEGER NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+                attributes_type TEXT NOT NULL,
+                token TEXT NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (device, attributes_type)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE activity_tokens (
+                device INTEGER NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+                activity_id TEXT NOT NULL,
+                token TEXT,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (device, activity_id)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE filters (
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                name TEXT NOT NULL,
+                operator TEXT NOT NULL CHECK (operator IN ('AND', 'OR')),
+                conditions TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                PRIMARY KEY (application, name)
+            ) STRICT;
+            """),
     ]
 
     static var latestVersion: Int { all.last!.version }

@@ -2,36 +2,26 @@ import Foundation
 import IsletCore
 
 /// Which calls a token may make: server API methods or device API methods (E2, E3).
-public struct TokenKind: Hashable, Sendable, CustomStringConvertible {
+public struct TokenKind: WireValue {
     public let rawValue: String
-    public init?(rawValue: String) {
-        guard rawValue == "api" || rawValue == "device" else { return nil }
-        self.rawValue = rawValue
-    }
-    private init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
 
     /// Server API token: startLiveActivity, updateLiveActivity, filters, schemas, stats.
-    public static let api = TokenKind(uncheckedRawValue: "api")
+    public static let api = Self(uncheckedRawValue: "api")
     /// Device API token: what the Pushwoosh SDK sends as `Authorization: Token …`.
-    public static let device = TokenKind(uncheckedRawValue: "device")
-
-    public var description: String { rawValue }
+    public static let device = Self(uncheckedRawValue: "device")
+    public static let all = [api, device]
 }
 
 /// Which APNs environments an application's signing key may be used for.
-public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
+public struct APNsEnvironment: WireValue {
     public let rawValue: String
-    public init?(rawValue: String) {
-        guard ["production", "sandbox", "both"].contains(rawValue) else { return nil }
-        self.rawValue = rawValue
-    }
-    private init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
 
-    public static let production = APNsEnvironment(uncheckedRawValue: "production")
-    public static let sandbox = APNsEnvironment(uncheckedRawValue: "sandbox")
-    public static let both = APNsEnvironment(uncheckedRawValue: "both")
-
-    public var description: String { rawValue }
+    public static let production = Self(uncheckedRawValue: "production")
+    public static let sandbox = Self(uncheckedRawValue: "sandbox")
+    public static let both = Self(uncheckedRawValue: "both")
+    public static let all = [production, sandbox, both]
 }
 
 /// The public facts of an application's APNs key: safe to show and log.

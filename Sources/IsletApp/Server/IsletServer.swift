@@ -9,6 +9,7 @@ import IsletStore
 public final class IsletServer: Sendable {
     public let configuration: ServerConfiguration
     public let store: any ApplicationStore
+    public let devices: any DeviceStore
     public let metrics = Metrics()
     private let http: HTTPServer
     private let logger: Logger
@@ -18,14 +19,11 @@ public final class IsletServer: Sendable {
         self.logger = logger
         let database = try SQLiteDatabase(path: configuration.databasePath)
         self.store = SQLiteApplicationStore(database: database)
-        let router = APIRouter(methods: Self.methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"))
+        self.devices = SQLiteDeviceStore(database: database)
+        let methods = [ApplicationMethods.getApplication] + DeviceMethods(store: devices).all + FilterMethods(store: devices).all
+        let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"))
         self.http = HTTPServer(configuration: configuration.http, handler: router)
     }
-
-    /// Every JSON API method Islet serves.
-    static let methods: [APIMethod] = [
-        ApplicationMethods.getApplication,
-    ]
 
     /// Starts listening; returns the bound port.
     @discardableResult

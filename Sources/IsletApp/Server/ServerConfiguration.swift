@@ -3,18 +3,13 @@ import IsletCore
 import IsletHTTP
 
 /// Where pushes go: the built-in simulator or Apple's APNs.
-public struct APNsMode: Hashable, Sendable, CustomStringConvertible {
+public struct APNsMode: WireValue {
     public let rawValue: String
-    public init?(rawValue: String) {
-        guard rawValue == "simulator" || rawValue == "apple" else { return nil }
-        self.rawValue = rawValue
-    }
-    private init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
 
-    public static let simulator = APNsMode(uncheckedRawValue: "simulator")
-    public static let apple = APNsMode(uncheckedRawValue: "apple")
-
-    public var description: String { rawValue }
+    public static let simulator = Self(uncheckedRawValue: "simulator")
+    public static let apple = Self(uncheckedRawValue: "apple")
+    public static let all = [simulator, apple]
 }
 
 /// A numeric address and port to listen on, parsed from `HOST:PORT` or `[IPv6]:PORT`.

@@ -1,0 +1,185 @@
+import Foundation
+import IsletCore
+import IsletStore
+
+/// The device API of the Pushwoosh iOS SDK (D1–D4): what an app calls about its own device.
+public struct DeviceMethods: Sendable {
+    let store: any DeviceStore
+
+    public init(store: any DeviceStore) { self.store = store }
+
+    public var all: [APIMethod] {
+        [registerDevice, unregisterDevice, setTags, getTags, setActivityPushToStartToken, setActivityToken]
+    }
+
+    static let maximumTags = 100
+    static let maximumListItems = 100
+    static let maximumText = 1024
+
+    /// `registerDevice` (D1): create or update (application, hwid), with tags merged.
+    var registerDevice: APIMethod {
+        APIMethod(name: "registerDevice", access: .device) { [store] call in
+            let body = call.request
+            let hwid = try Self.hwid(body)
+            let tokenText = try body.requiredString("push_token")
+            guard let pushToken = HexToken.normalize(tokenText) else {
+                throw APIError.invalid("push_token", "must be an even-length hex string of 16 to 400 characters")
+            }
+            if let type = try body.lenientString("device_type"), type != "1" {
+                throw APIError.invalid("device_type", "must be 1 (iOS): Islet serves iOS Live Activities")
+            }
+            var gateway = Gateway.production
+            if let text = try body.string("gateway") {
+                guard let value = Gateway(rawValue: text) else { throw APIError.invalid("gateway", "must be \"production\" or \"sandbox\"") }
+                gateway = value
+            }
+            let registration = DeviceRegistration(
+                hwid: hwid, pushToken: pushToken, gateway: gateway,
+                language: try Self.shortText(body, "language"), timezone: try Self.shortText(body, "timezone"),
+                osVersion: try Self.shortText(body, "os_version"), userID: try Self.shortText(body, "userId"))
+            let tags = try body.objectField("tags").map(Self.parseTags) ?? []
+            _ = try Self.mappingTagErrors { try store.registerDevice(registration, tags: tags, in: call.application.code, at: call.receivedAt) }
+            return [:]
+        }
+    }
+
+    /// `unregisterDevice` (D2): the device stops receiving pushes; idempotent.
+    var unregisterDevice: APIMethod {
+        APIMethod(name: "unregisterDevice", access: .device) { [store] call in
+            _ = try store.unregisterDevice(hwid: try Self.hwid(call.request), in: call.application.code, at: call.receivedAt)
+            return [:]
+        }
+    }
+
+    /// `setTags` (D2): merge; `null` removes a tag.
+    var setTags: APIMethod {
+        APIMethod(name: "setTags", access: .device) { [store] call in
+            let hwid = try Self.hwid(call.request)
+            let tags = try Self.parseTags(try call.request.requiredObject("tags"))
+            let found = try Self.mappingTagErrors { try store.setTags(tags, hwid: hwid, in: call.application.code, at: call.receivedAt) }
+            guard found else { throw Self.unknownDevice(hwid, call.application) }
+            return [:]
+        }
+    }
+
+    /// `getTags` (D2) → `{"result": {tags}}`, built-in tags included.
+    var getTags: APIMethod {
+        APIMethod(name: "getTags", access: .device) { [store] call in
+            let hwid = try Self.hwid(call.request)
+            guard let device = try store.device(hwid: hwid, in: call.application.code),
+                  let tags = try store.tags(hwid: hwid, in: call.application.code) else {
+                throw Self.unknownDevice(hwid, call.application)
+            }
+            var result = JSONObject()
+            for (tag, value) in [(BuiltInTag.language, device.language), (.osVersion, device.osVersion), (.timezone, device.timezone),
+                                 (.userID, device.userID)] {
+                if let value { result[tag.name] = .string(value) }
+            }
+            for name in tags.keys.sorted() { result[name] = tags[name]!.json }
+            return ["result": .object(result)]
+        }
+    }
+
+    /// `setActivityPushToStartToken` (D3): the token that lets Islet start activities remotely (S7).
+    var setActivityPushToStartToken: APIMethod {
+        APIMethod(name: "setActivityPushToStartToken", access: .device) { [store] call in
+            let hwid = try Self.hwid(call.request)
+            let text = try call.request.requiredString("activity_push_to_start_token", allowEmpty: true)
+            let token = try text.isEmpty ? nil : Self.activityToken(text, field: "activity_push_to_start_token")
+            let attributesType = try call.request.string("attributes_type") ?? ""
+            guard attributesType.count <= 256 else { throw APIError.invalid("attributes_type", "must be at most 256 characters") }
+            guard try store.setPushToStartToken(token, attributesType: attributesType, hwid: hwid, in: call.application.code,
+                                                at: call.receivedAt) else {
+                throw Self.unknownDevice(hwid, call.application)
+            }
+            return [:]
+        }
+    }
+
+    /// `setActivityToken` (D4): an activity's update token on this device; empty means it ended there.
+    var setActivityToken: APIMethod {
+        APIMethod(name: "setActivityToken", access: .device) { [store] call in
+            let hwid = try Self.hwid(call.request)
+            let activityID = try call.request.string("activity_id") ?? ""
+            guard activityID.count <= 256 else { throw APIError.invalid("activity_id", "must be at most 256 characters") }
+            let text = try call.request.string("activity_token") ?? ""
+            let token = try text.isEmpty ? nil : Self.activityToken(text, field: "activity_token")
+            if activityID.isEmpty && token != nil {
+                throw APIError.invalid("activity_id", "is required with an activity_token (only an ending may omit it)")
+            }
+            guard try store.setActivityToken(token, activityID: activityID, hwid: hwid, in: call.application.code,
+                                             at: call.receivedAt) else {
+                throw Self.unknownDevice(hwid, call.application)
+            }
+            return [:]
+        }
+    }
+
+    // MARK: - Field rules
+
+    static func hwid(_ body: FieldReader) throws(APIError) -> String {
+        let hwid = try body.requiredString("hwid")
+        guard hwid.count <= 256 else { throw APIError.invalid("hwid", "must be at most 256 characters") }
+        return hwid
+    }
+
+    static func shortText(_ body: FieldReader, _ key: String) throws(APIError) -> String? {
+        guard let text = try body.lenientString(key), !text.isEmpty else { return nil }
+        guard text.count <= 256 else { throw APIError.invalid(key, "must be at most 256 characters") }
+        return text
+    }
+
+    static func activityToken(_ text: String, field: String) throws(APIError) -> String {
+        guard let token = HexToken.normalize(text) else {
+            throw APIError.invalid(field, "must be an even-length hex string of 16 to 400 characters")
+        }
+        return token
+    }
+
+    static func unknownDevice(_ hwid: String, _ application: Application) -> APIError {
+        APIError.invalid("hwid", "no device '\(hwid)' is registered in application \(application.code); call registerDevice first")
+    }
+
+    /// Tags of setTags and registerDevice: strings, integers, lists of strings, or null to remove (D2).
+    static func parseTags(_ tags: FieldReader) throws(APIError) -> [(name: String, value: TagValue?)] {
+        guard tags.object.count <= maximumTags else { throw APIError.invalid("tags", "must hold at most \(maximumTags) tags per call") }
+        var parsed: [(name: String, value: TagValue?)] = []
+        for (name, value) in tags.object.entries {
+            let path = "tags.\(name)"
+            guard !name.isEmpty, name.count <= 128 else { throw APIError.invalid("tags", "tag names must be 1 to 128 characters") }
+            guard BuiltInTag.named(name) == nil else { throw APIError.invalid(path, "is a built-in tag; registerDevice sets it") }
+            switch value {
+            case .null:
+                parsed.append((name, nil))
+            case .string(let s):
+                guard s.count <= maximumText else { throw APIError.invalid(path, "must be at most \(maximumText) characters") }
+                parsed.append((name, .string(s)))
+            case .int, .double:
+                guard let i = value.intValue else { throw APIError.invalid(path, "must be an integer; decimals are not tag values") }
+                parsed.append((name, .integer(i)))
+            case .array(let items):
+                guard items.count <= maximumListItems else { throw APIError.invalid(path, "must hold at most \(maximumListItems) strings") }
+                var list: [String] = []
+                for (index, item) in items.enumerated() {
+                    guard case .string(let s) = item, s.count <= maximumText else {
+                        throw APIError.invalid("\(path)[\(index)]", "list tags hold strings of at most \(maximumText) characters")
+                    }
+                    list.append(s)
+                }
+                parsed.append((name, .list(list)))
+            default:
+                throw APIError.invalid(path, "must be a string, an integer, a list of strings or null, got \(value.typeName)")
+            }
+        }
+        return parsed
+    }
+
+    /// Turns a tag type clash from the store into the 400 that names the tag.
+    static func mappingTagErrors<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let mismatch as TagTypeMismatch {
+            throw APIError.invalid("tags.\(mismatch.tag)", "is a tag of type \(mismatch.existing); got a value of type \(mismatch.given)")
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import IsletCore
+import IsletSQLite
+import IsletStore
+
+/// Issue 3's benchmark: register N devices in SQLite, resolve a filter matching about half of them,
+/// and measure the database size per device.
+struct DeviceBenchmark {
+    let count: Int
+    let path: String
+
+    func run() throws {
+        try? FileManager.default.removeItem(atPath: path)
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        let database = try SQLiteDatabase(path: path)
+        let applications = SQLiteApplicationStore(database: database)
+        let code = ApplicationCode("BENCH-00001")!
+        try applications.createApplication(Application(code: code, name: "bench", bundleID: "com.example.bench", createdAt: Date()),
+                                           tokens: [], apnsKey: nil)
+        let devices = SQLiteDeviceStore(database: database)
+        let versions = ["16.4", "17.2", "17.5", "18.1"]
+
+        // 1. Registration: one registerDevice per device, each its own transaction, as the API does.
+        var registered = 0
+        let registration = try measure {
+            for n in 0..<count {
+                let registration = DeviceRegistration(
+                    hwid: UUID().uuidString, pushToken: String(format: "%016llx", UInt64(n)) + Self.tokenTail,
+                    language: n % 2 == 0 ? "en" : "pt", timezone: "3600", osVersion: versions[n % versions.count], userID: "user-\(n)")
+                _ = try devices.registerDevice(registration, tags: [("Level", .integer(Int64(n % 100)))], in: code, at: Date())
+                registered += 1
+                if registered % 100_000 == 0 { print("  registered \(registered)") }
+            }
+        }
+
+        // 2. Filter resolution, paging through the whole audience 1,000 devices at a time.
+        let types = try devices.tagTypes(in: code)
+        let byLanguage = try FilterDefinition.parse(name: "en", join: .and, conditions: [["Language", "EQ", "en"]], tagTypes: types)
+        let byTag = try FilterDefinition.parse(name: "level", join: .and, conditions: [["Level", "GTE", 50]], tagTypes: types)
+        let byVersion = try FilterDefinition.parse(name: "os", join: .and, conditions: [["OS Version", "GTE", "17.5"]], tagTypes: types)
+        var results: [(String, Int, Double)] = []
+        for filter in [byLanguage, byTag, byVersion] {
+            var matched = 0
+            let seconds = try measure {
+                var after: Int64 = 0
+                while true {
+                    let page = try devices.targets(.filter(filter), in: code, attributesType: "FoodDeliveryAttributes", afterID: after, limit: 1000)
+                    guard let last = page.last else { break }
+                    matched += page.count
+                    after = last.id
+                }
+            }
+            results.append(("\(filter.conditions[0].json.jsonText)", matched, seconds))
+        }
+
+        // Baseline in the same run: one plain statement reading every device of the application.
+        var scanned = 0
+        let baseline = try measure {
+            scanned = try database.withConnection { (c) throws(StoreError) in
+                try c.query("SELECT id, hwid, push_token FROM devices WHERE application = ?", [.text(code.rawValue)]).count
+            }
+        }
+
+        // 3. Size: checkpoint the WAL so the main file holds everything, then count pages.
+        let pages = try database.withConnection { (c) throws(StoreError) -> (Int64, Int64) in
+            try c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            let count = try c.query("PRAGMA page_count")[0][0].int ?? 0
+            let size = try c.query("PRAGMA page_size")[0][0].int ?? 0
+            return (count, size)
+        }
+        let bytes = Double(pages.0 * pages.1)
+
+        print("""
+
+            devices registered:        \(count)
+            registration:              \(String(format: "%.1f", registration)) s, \(Int(Double(count) / registration)) devices/s (one transaction each)
+            """)
+        for (name, matched, seconds) in results {
+            print("filter \(name): \(matched) devices in \(String(format: "%.3f", seconds)) s (\(Int(Double(matched) / seconds)) devices/s, pages of 1000; \(String(format: "%.2f", seconds / baseline))x the baseline)")
+        }
+        print("baseline: one SELECT of all \(scanned) devices in \(String(format: "%.3f", baseline)) s")
+        print("database size:             \(String(format: "%.1f", bytes / 1_048_576)) MiB, \(Int(bytes / Double(count))) bytes per device")
+    }
+
+    static let tokenTail = String(repeating: "ab", count: 24)
+
+    func measure(_ body: () throws -> Void) throws -> Double {
+        let start = ContinuousClock.now
+        try body()
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+}

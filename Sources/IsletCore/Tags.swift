@@ -1,0 +1,85 @@
+/// A tag's value on a device: a string, an integer, or a list of strings (D2).
+public enum TagValue: Sendable, Hashable {
+    case string(String)
+    case integer(Int64)
+    case list([String])
+
+    public var type: TagType {
+        switch self {
+        case .string: .string
+        case .integer: .integer
+        case .list: .list
+        }
+    }
+
+    public var json: JSONValue {
+        switch self {
+        case .string(let s): .string(s)
+        case .integer(let i): .int(i)
+        case .list(let l): .array(l.map { .string($0) })
+        }
+    }
+}
+
+/// The type of a tag, fixed by the first value any device sets for it.
+public struct TagType: WireValue {
+    public let rawValue: String
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    public static let string = Self(uncheckedRawValue: "string")
+    public static let integer = Self(uncheckedRawValue: "integer")
+    public static let list = Self(uncheckedRawValue: "list")
+    /// Dotted version numbers (`OS Version`), compared part by part.
+    public static let version = Self(uncheckedRawValue: "version")
+    public static let all = [string, integer, list, version]
+}
+
+/// The tags every device has, derived from registerDevice (X1).
+public struct BuiltInTag: Hashable, Sendable {
+    public let name: String
+    public let type: TagType
+
+    public static let language = BuiltInTag(name: "Language", type: .string)
+    public static let osVersion = BuiltInTag(name: "OS Version", type: .version)
+    public static let timezone = BuiltInTag(name: "Timezone", type: .string)
+    public static let userID = BuiltInTag(name: "User ID", type: .string)
+
+    public static let all: [BuiltInTag] = [.language, .osVersion, .timezone, .userID]
+
+    public static func named(_ name: String) -> BuiltInTag? { all.first { $0.name == name } }
+}
+
+/// Version numbers as one sortable integer, so `17.10 > 17.2` in SQL: major·10⁶ + minor·10³ + patch.
+public enum VersionKey {
+    /// nil unless `text` is 1 to 3 dot-separated numbers, each below 1000.
+    public static func make(_ text: String) -> Int64? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...3).contains(parts.count) else { return nil }
+        var key: Int64 = 0
+        for index in 0..<3 {
+            let part = index < parts.count ? parts[index] : "0"
+            guard !part.isEmpty, part.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), part.count <= 3, let number = Int64(part) else { return nil }
+            key = key * 1000 + number
+        }
+        return key
+    }
+}
+
+/// Hex tokens (push, push-to-start, activity) as Islet stores them: lowercase (D4).
+public enum HexToken {
+    /// The lowercased token when `text` is even-length hex of `lengths` characters; nil otherwise.
+    public static func normalize(_ text: String, lengths: ClosedRange<Int> = 16...400) -> String? {
+        let bytes = Array(text.utf8)
+        guard lengths.contains(bytes.count), bytes.count % 2 == 0 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count)
+        for byte in bytes {
+            switch byte {
+            case 0x30...0x39, 0x61...0x66: out.append(byte)
+            case 0x41...0x46: out.append(byte + 0x20)
+            default: return nil
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

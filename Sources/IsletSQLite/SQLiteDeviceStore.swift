@@ -1,0 +1,334 @@
+import Foundation
+import IsletCore
+import IsletStore
+
+/// Devices, tags, tokens and filters in SQLite. Filters are compiled to SQL, so audiences are
+/// selected by the database with its indexes and read page by page (issue 3).
+public struct SQLiteDeviceStore: DeviceStore {
+    let database: SQLiteDatabase
+
+    public init(database: SQLiteDatabase) { self.database = database }
+
+    // MARK: - Devices
+
+    public func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, value: TagValue?)],
+                               in application: ApplicationCode, at date: Date) throws -> Device {
+        try database.write(rethrowing: { c in
+            let app = SQLValue.text(application.rawValue)
+            // A push token belongs to one app install: a device that re-registers under a new HWID takes it over.
+            try c.run("""
+                UPDATE devices SET push_token = NULL
+                WHERE substr(push_token, 1, 16) = substr(?1, 1, 16) AND push_token = ?1 AND +application = ?2 AND hwid != ?3
+                """, [.text(registration.pushToken), app, .text(registration.hwid)])
+            try c.run("""
+                INSERT INTO devices (application, hwid, push_token, sandbox, language, timezone, os_version, os_version_key, user_id, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (application, hwid) DO UPDATE SET
+                    push_token = excluded.push_token, sandbox = excluded.sandbox,
+                    language = COALESCE(excluded.language, language), timezone = COALESCE(excluded.timezone, timezone),
+                    os_version = COALESCE(excluded.os_version, os_version),
+                    os_version_key = CASE WHEN excluded.os_version IS NULL THEN os_version_key ELSE excluded.os_version_key END,
+                    user_id = COALESCE(excluded.user_id, user_id), updated_at = excluded.updated_at
+                """, [
+                app, .text(registration.hwid), .text(registration.pushToken), .int(registration.gateway == .sandbox ? 1 : 0),
+                Self.optional(registration.language), Self.optional(registration.timezone), Self.optional(registration.osVersion),
+                registration.osVersion.flatMap(VersionKey.make).map { .int($0) } ?? .null, Self.optional(registration.userID),
+                Self.seconds(date),
+            ])
+            guard let device = try Self.device(hwid: registration.hwid, app: application, c) else {
+                throw StoreError(.io, "device \(registration.hwid) vanished while registering")
+            }
+            try applyTags(tags, device: device.id, application: application, c)
+            return device
+        })
+    }
+
+    public func unregisterDevice(hwid: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool {
+        try database.write { (c) throws(StoreError) in
+            guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
+            try c.run("UPDATE devices SET push_token = NULL, updated_at = ? WHERE id = ?", [Self.seconds(date), .int(device.id)])
+            try c.run("DELETE FROM push_to_start_tokens WHERE device = ?", [.int(device.id)])
+            try c.run("UPDATE activity_tokens SET token = NULL, updated_at = ? WHERE device = ? AND token IS NOT NULL",
+                      [Self.seconds(date), .int(device.id)])
+            return true
+        }
+    }
+
+    public func device(hwid: String, in application: ApplicationCode) throws(StoreError) -> Device? {
+        try database.withConnection { (c) throws(StoreError) in try Self.device(hwid: hwid, app: application, c) }
+    }
+
+    // MARK: - Tags
+
+    public func setTags(_ tags: [(name: String, value: TagValue?)], hwid: String, in application: ApplicationCode,
+                        at date: Date) throws -> Bool {
+        try database.write(rethrowing: { c in
+            guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
+            try applyTags(tags, device: device.id, application: application, c)
+            try c.run("UPDATE devices SET updated_at = ? WHERE id = ?", [Self.seconds(date), .int(device.id)])
+            return true
+        })
+    }
+
+    public func tags(hwid: String, in application: ApplicationCode) throws(StoreError) -> [String: TagValue]? {
+        try database.withConnection { (c) throws(StoreError) -> [String: TagValue]? in
+            guard let device = try Self.device(hwid: hwid, app: application, c) else { return nil }
+            let rows = try c.query("""
+                SELECT t.name, t.value, y.type FROM device_tags t
+                JOIN tag_types y ON y.application = ? AND y.name = t.name
+                WHERE t.device = ? ORDER BY t.name, t.value
+                """, [.text(application.rawValue), .int(device.id)])
+            var tags: [String: TagValue] = [:]
+            for row in rows {
+                let name = row[0].text ?? ""
+                switch row[2].text {
+                case "integer": tags[name] = .integer(row[1].int ?? 0)
+                case "list":
+                    if case .list(let existing)? = tags[name] { tags[name] = .list(existing + [row[1].text ?? ""]) } else { tags[name] = .list([row[1].text ?? ""]) }
+                default: tags[name] = .string(row[1].text ?? "")
+                }
+            }
+            return tags
+        }
+    }
+
+    public func tagTypes(in application: ApplicationCode) throws(StoreError) -> [String: TagType] {
+        try database.withConnection { (c) throws(StoreError) in
+            var types: [String: TagType] = [:]
+            for row in try c.query("SELECT name, type FROM tag_types WHERE application = ?", [.text(application.rawValue)]) {
+                types[row[0].text ?? ""] = TagType(rawValue: row[1].text ?? "")
+            }
+            return types
+        }
+    }
+
+    /// Replaces each named tag's values; a tag's type is fixed by the first value ever set for it.
+    private func applyTags(_ tags: [(name: String, value: TagValue?)], device: Int64, application: ApplicationCode,
+                           _ c: SQLiteConnection) throws {
+        for (name, value) in tags {
+            try c.run("DELETE FROM device_tags WHERE device = ? AND name = ?", [.int(device), .text(name)])
+            guard let value else { continue }
+            let existing = try c.query("SELECT type FROM tag_types WHERE application = ? AND name = ?",
+                                       [.text(application.rawValue), .text(name)]).first?[0].text.flatMap(TagType.init(rawValue:))
+            if let existing, existing != value.type {
+                throw TagTypeMismatch(tag: name, existing: existing, given: value.type)
+            }
+            if existing == nil {
+                try c.run("INSERT INTO tag_types (application, name, type) VALUES (?, ?, ?)",
+                          [.text(application.rawValue), .text(name), .text(value.type.rawValue)])
+            }
+            let values: [SQLValue]
+            switch value {
+            case .string(let s): values = [.text(s)]
+            case .integer(let i): values = [.int(i)]
+            case .list(let list): values = Array(Set(list)).sorted().map { .text($0) }
+            }
+            for stored in values {
+                try c.run("INSERT INTO device_tags (device, name, value) VALUES (?, ?, ?)", [.int(device), .text(name), stored])
+            }
+        }
+    }
+
+    // MARK: - Live Activity tokens
+
+    public func setPushToStartToken(_ token: String?, attributesType: String, hwid: String, in application: ApplicationCode,
+                                    at date: Date) throws(StoreError) -> Bool {
+        try database.write { (c) throws(StoreError) in
+            guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
+            if let token {
+                try c.run("""
+                    INSERT INTO push_to_start_tokens (device, attributes_type, token, updated_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (device, attributes_type) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at
+                    """, [.int(device.id), .text(attributesType), .text(token), Self.seconds(date)])
+            } else {
+                try c.run("DELETE FROM push_to_start_tokens WHERE device = ? AND attributes_type = ?", [.int(device.id), .text(attributesType)])
+            }
+            return true
+        }
+    }
+
+    public func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
+                                 at date: Date) throws(StoreError) -> Bool {
+        try database.write { (c) throws(StoreError) in
+            guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
+            if activityID.isEmpty {
+                // The SDK's stopLiveActivity() without an id: every activity on the device ended (D4).
+                try c.run("UPDATE activity_tokens SET token = NULL, updated_at = ? WHERE device = ? AND token IS NOT NULL",
+                          [Self.seconds(date), .int(device.id)])
+            } else {
+                try c.run("""
+                    INSERT INTO activity_tokens (device, activity_id, token, updated_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (device, activity_id) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at
+                    """, [.int(device.id), .text(activityID), Self.optional(token), Self.seconds(date)])
+            }
+            return true
+        }
+    }
+
+    public func activityTokens(hwid: String, in application: ApplicationCode) throws(StoreError) -> [ActivityToken] {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("""
+                SELECT a.activity_id, a.token, a.updated_at FROM activity_tokens a JOIN devices d ON d.id = a.device
+                WHERE d.application = ? AND d.hwid = ? ORDER BY a.activity_id
+                """, [.text(application.rawValue), .text(hwid)]).map { row in
+                ActivityToken(activityID: row[0].text ?? "", token: row[1].text, updatedAt: Date(timeIntervalSince1970: Double(row[2].int ?? 0)))
+            }
+        }
+    }
+
+    // MARK: - Filters
+
+    public func createFilter(_ filter: FilterDefinition, in application: ApplicationCode, at date: Date) throws(StoreError) {
+        try database.write { (c) throws(StoreError) in
+            do throws(StoreError) {
+                try c.run("INSERT INTO filters (application, name, operator, conditions, created_at) VALUES (?, ?, ?, ?, ?)", [
+                    .text(application.rawValue), .text(filter.name), .text(filter.join.rawValue),
+                    .text(JSONValue.array(filter.conditions.map(\.json)).jsonText), Self.seconds(date),
+                ])
+            } catch where error.code == .conflict {
+                throw StoreError(.conflict, "a filter named '\(filter.name)' already exists")
+            }
+        }
+    }
+
+    public func filters(in application: ApplicationCode) throws(StoreError) -> [FilterDefinition] {
+        try loadFilters("SELECT name, operator, conditions FROM filters WHERE application = ? ORDER BY name", [.text(application.rawValue)], application)
+    }
+
+    public func filter(named name: String, in application: ApplicationCode) throws(StoreError) -> FilterDefinition? {
+        try loadFilters("SELECT name, operator, conditions FROM filters WHERE application = ? AND name = ?",
+                        [.text(application.rawValue), .text(name)], application).first
+    }
+
+    public func deleteFilter(named name: String, in application: ApplicationCode) throws(StoreError) -> Bool {
+        try database.write { (c) throws(StoreError) in
+            try c.run("DELETE FROM filters WHERE application = ? AND name = ?", [.text(application.rawValue), .text(name)]) == 1
+        }
+    }
+
+    private func loadFilters(_ sql: String, _ parameters: [SQLValue], _ application: ApplicationCode) throws(StoreError) -> [FilterDefinition] {
+        let rows = try database.withConnection { (c) throws(StoreError) in try c.query(sql, parameters) }
+        guard !rows.isEmpty else { return [] }
+        let types = try tagTypes(in: application)
+        var filters: [FilterDefinition] = []
+        for row in rows {
+            let name = row[0].text ?? ""
+            // Stored definitions were validated when created; tag types never change, so they parse again.
+            do {
+                let conditions = try JSONParser.parse(row[2].text ?? "")
+                filters.append(try FilterDefinition.parse(name: name, join: FilterJoin(rawValue: row[1].text ?? "") ?? .and,
+                                                          conditions: conditions, tagTypes: types))
+            } catch {
+                throw StoreError(.io, "stored filter '\(name)' is unreadable: \(error)")
+            }
+        }
+        return filters
+    }
+
+    // MARK: - Targeting
+
+    public func targets(_ selection: TargetSelection, in application: ApplicationCode, attributesType: String?,
+                        afterID: Int64, limit: Int) throws(StoreError) -> [Device] {
+        let app = SQLValue.text(application.rawValue)
+        var parameters: [SQLValue] = []
+        var pushToStart = "NULL"
+        if let attributesType {
+            // A token registered for this attributes type wins over the generic one ("").
+            pushToStart = """
+                (SELECT p.token FROM push_to_start_tokens p WHERE p.device = d.id AND p.attributes_type IN (?, '')
+                 ORDER BY p.attributes_type = '' LIMIT 1)
+                """
+            parameters.append(.text(attributesType))
+        }
+        let (condition, conditionParameters) = Self.sql(for: selection, app: app)
+        parameters += [app, .int(afterID)] + conditionParameters + [.int(Int64(limit))]
+        let sql = """
+            SELECT \(Self.deviceColumns), \(pushToStart) FROM devices d
+            WHERE d.application = ? AND d.push_token IS NOT NULL AND d.id > ? AND (\(condition))
+            ORDER BY d.id LIMIT ?
+            """
+        return try database.withConnection { (c) throws(StoreError) in
+            try c.query(sql, parameters).map { Self.device($0, application) }
+        }
+    }
+
+    /// The WHERE clause (over `devices d`) that picks a selection's devices, with its parameters.
+    static func sql(for selection: TargetSelection, app: SQLValue) -> (String, [SQLValue]) {
+        switch selection {
+        case .devices(let entries):
+            // Each entry is a HWID or a push token; tokens are compared lowercased (D4).
+            let list = SQLValue.text(JSONValue.array(entries.map { .string($0) }).jsonText)
+            return ("""
+                d.id IN (SELECT id FROM devices WHERE application = ? AND hwid IN (SELECT value FROM json_each(?))
+                         UNION SELECT id FROM devices
+                         WHERE substr(push_token, 1, 16) IN (SELECT substr(lower(value), 1, 16) FROM json_each(?))
+                           AND push_token IN (SELECT lower(value) FROM json_each(?)) AND +application = ?)
+                """, [app, list, list, list, app])
+        case .users(let users):
+            let list = SQLValue.text(JSONValue.array(users.map { .string($0) }).jsonText)
+            return ("d.id IN (SELECT id FROM devices WHERE user_id IN (SELECT value FROM json_each(?)) AND +application = ?)", [list, app])
+        case .filter(let filter):
+            var clauses: [String] = []
+            var parameters: [SQLValue] = []
+            for condition in filter.conditions {
+                let (clause, values) = sql(for: condition)
+                clauses.append("(\(clause))")
+                parameters += values
+            }
+            return (clauses.joined(separator: filter.join == .and ? " AND " : " OR "), parameters)
+        }
+    }
+
+    /// One condition as SQL. Built-in tags are device columns; custom tags are rows of `device_tags`.
+    static func sql(for condition: FilterCondition) -> (String, [SQLValue]) {
+        let values = condition.values.map { scalar -> SQLValue in
+            switch scalar {
+            case .text(let s): .text(s)
+            case .integer(let i): .int(i)
+            case .version(let key, _): .int(key)
+            }
+        }
+        let placeholders = Array(repeating: "?", count: values.count).joined(separator: ", ")
+        let comparison: String
+        switch condition.op {
+        case .eq, .notEq: comparison = "= ?"
+        case .in, .notIn: comparison = "IN (\(placeholders))"
+        case .gte: comparison = ">= ?"
+        case .lte: comparison = "<= ?"
+        default: comparison = "BETWEEN ? AND ?"
+        }
+        let negated = condition.op == .notEq || condition.op == .notIn
+        if let builtIn = condition.builtIn {
+            let column: String
+            switch builtIn {
+            case .language: column = "d.language"
+            case .timezone: column = "d.timezone"
+            case .userID: column = "d.user_id"
+            default: column = "d.os_version_key"
+            }
+            // A device without the value matches NOTEQ/NOTIN: it is not equal to it.
+            return negated ? ("\(column) IS NULL OR \(column) NOT IN (\(placeholders))", values) : ("\(column) \(comparison)", values)
+        }
+        // Correlated, so each candidate device costs one primary-key probe, whatever the page.
+        let subquery = "SELECT 1 FROM device_tags t WHERE t.device = d.id AND t.name = ? AND t.value \(comparison)"
+        return ("\(negated ? "NOT EXISTS" : "EXISTS") (\(subquery))", [.text(condition.tag)] + values)
+    }
+
+    // MARK: - Rows
+
+    static let deviceColumns = "d.id, d.hwid, d.push_token, d.sandbox, d.language, d.timezone, d.os_version, d.user_id"
+
+    static func device(hwid: String, app: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> Device? {
+        try c.query("SELECT \(deviceColumns), NULL FROM devices d WHERE d.application = ? AND d.hwid = ?",
+                    [.text(app.rawValue), .text(hwid)]).first.map { device($0, app) }
+    }
+
+    static func device(_ row: SQLRow, _ application: ApplicationCode) -> Device {
+        Device(id: row[0].int ?? 0, application: application, hwid: row[1].text ?? "", pushToken: row[2].text,
+               gateway: row[3].int == 1 ? .sandbox : .production, language: row[4].text, timezone: row[5].text,
+               osVersion: row[6].text, userID: row[7].text, pushToStartToken: row[8].text)
+    }
+
+    static func optional(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }
+    static func seconds(_ date: Date) -> SQLValue { .int(Int64(date.timeIntervalSince1970)) }
+}

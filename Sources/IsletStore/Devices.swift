@@ -1,0 +1,136 @@
+import Foundation
+import IsletCore
+
+/// Which APNs environment a device's tokens belong to (A1): from `gateway` at registerDevice.
+public struct Gateway: WireValue {
+    public let rawValue: String
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    public static let production = Self(uncheckedRawValue: "production")
+    public static let sandbox = Self(uncheckedRawValue: "sandbox")
+    public static let all = [production, sandbox]
+}
+
+/// What registerDevice says of a device (D1). Tokens are already lowercase hex.
+public struct DeviceRegistration: Sendable, Equatable {
+    public var hwid: String
+    public var pushToken: String
+    public var gateway: Gateway
+    public var language: String?
+    public var timezone: String?
+    public var osVersion: String?
+    public var userID: String?
+
+    public init(hwid: String, pushToken: String, gateway: Gateway = .production, language: String? = nil,
+                timezone: String? = nil, osVersion: String? = nil, userID: String? = nil) {
+        self.hwid = hwid
+        self.pushToken = pushToken
+        self.gateway = gateway
+        self.language = language
+        self.timezone = timezone
+        self.osVersion = osVersion
+        self.userID = userID
+    }
+}
+
+/// A registered device, as targeting and delivery see it.
+public struct Device: Sendable, Equatable {
+    /// Storage identity; stable for the device's life, used to page through audiences.
+    public let id: Int64
+    public let application: ApplicationCode
+    public let hwid: String
+    /// nil once unregistered.
+    public let pushToken: String?
+    public let gateway: Gateway
+    public let language: String?
+    public let timezone: String?
+    public let osVersion: String?
+    public let userID: String?
+    /// The push-to-start token that serves the requested attributes type, when one was asked for (S7, D3).
+    public let pushToStartToken: String?
+
+    public init(id: Int64, application: ApplicationCode, hwid: String, pushToken: String?, gateway: Gateway, language: String?,
+                timezone: String?, osVersion: String?, userID: String?, pushToStartToken: String?) {
+        self.id = id
+        self.application = application
+        self.hwid = hwid
+        self.pushToken = pushToken
+        self.gateway = gateway
+        self.language = language
+        self.timezone = timezone
+        self.osVersion = osVersion
+        self.userID = userID
+        self.pushToStartToken = pushToStartToken
+    }
+}
+
+/// A per-device update token of one activity (D4); `token` nil means the activity ended on the device.
+public struct ActivityToken: Sendable, Equatable {
+    public let activityID: String
+    public let token: String?
+    public let updatedAt: Date
+
+    public init(activityID: String, token: String?, updatedAt: Date) {
+        self.activityID = activityID
+        self.token = token
+        self.updatedAt = updatedAt
+    }
+}
+
+/// Who a start is for (S4): a filter, devices by push token or HWID, or users by User ID.
+public enum TargetSelection: Sendable, Equatable {
+    case filter(FilterDefinition)
+    case devices([String])
+    case users([String])
+}
+
+/// Why a tag change was refused; the API turns it into a 400 naming the tag.
+public struct TagTypeMismatch: Error, Sendable, Equatable {
+    public let tag: String
+    public let existing: TagType
+    public let given: TagType
+
+    public init(tag: String, existing: TagType, given: TagType) {
+        self.tag = tag
+        self.existing = existing
+        self.given = given
+    }
+}
+
+/// Devices, their tags and tokens, and the filters over them.
+public protocol DeviceStore: Sendable {
+    /// Creates or updates the device (application, hwid), merging `tags`; all or nothing.
+    func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, value: TagValue?)],
+                        in application: ApplicationCode, at date: Date) throws -> Device
+    /// Clears the device's push tokens; false when no such device exists.
+    func unregisterDevice(hwid: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool
+    func device(hwid: String, in application: ApplicationCode) throws(StoreError) -> Device?
+
+    /// Merges tags (nil removes one); throws `TagTypeMismatch` when a value's type differs from the tag's.
+    /// False when the device does not exist.
+    func setTags(_ tags: [(name: String, value: TagValue?)], hwid: String, in application: ApplicationCode, at date: Date) throws -> Bool
+    /// The device's custom tags, nil when the device does not exist.
+    func tags(hwid: String, in application: ApplicationCode) throws(StoreError) -> [String: TagValue]?
+    /// Types of the custom tags devices of the application have set.
+    func tagTypes(in application: ApplicationCode) throws(StoreError) -> [String: TagType]
+
+    /// Stores (or with nil, removes) the push-to-start token for `attributesType` ("" serves every type). False: no device.
+    func setPushToStartToken(_ token: String?, attributesType: String, hwid: String, in application: ApplicationCode,
+                             at date: Date) throws(StoreError) -> Bool
+    /// Stores an activity's update token; nil marks the activity ended on the device, and with
+    /// `activityID` "" every activity on the device. False: no device.
+    func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
+                          at date: Date) throws(StoreError) -> Bool
+    func activityTokens(hwid: String, in application: ApplicationCode) throws(StoreError) -> [ActivityToken]
+
+    func createFilter(_ filter: FilterDefinition, in application: ApplicationCode, at date: Date) throws(StoreError)
+    func filters(in application: ApplicationCode) throws(StoreError) -> [FilterDefinition]
+    func filter(named name: String, in application: ApplicationCode) throws(StoreError) -> FilterDefinition?
+    func deleteFilter(named name: String, in application: ApplicationCode) throws(StoreError) -> Bool
+
+    /// One page of the devices a selection targets, in id order after `afterID`: an audience is
+    /// read page by page, never whole. Unregistered devices are left out.
+    /// With `attributesType`, each device carries its push-to-start token for that type (or the generic one).
+    func targets(_ selection: TargetSelection, in application: ApplicationCode, attributesType: String?,
+                 afterID: Int64, limit: Int) throws(StoreError) -> [Device]
+}

@@ -19,16 +19,20 @@ let package = Package(
         .target(name: "IsletCrypto", dependencies: ["COpenSSL"]),
         .target(name: "IsletStore", dependencies: ["IsletCore"]),
         .target(name: "IsletSQLite", dependencies: ["IsletStore", "CSQLite"]),
+        .target(name: "IsletDelivery", dependencies: ["IsletCore", "IsletStore", "IsletCrypto"]),
         .target(name: "IsletHTTP", dependencies: ["CMicroHTTPD"]),
-        .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP"]),
-        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletCrypto", "IsletHTTP", "IsletAPI"]),
+        .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP", "IsletDelivery"]),
+        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletDelivery"]),
         .executableTarget(name: "islet", dependencies: ["IsletApp"]),
         .executableTarget(name: "islet-bench", dependencies: ["IsletCore", "IsletStore", "IsletSQLite"], path: "Sources/IsletBenchmarks"),
+
+        // `islet serve` with a transport that records to a file: for the crash-and-resume test only.
+        .executableTarget(name: "islet-test-server", dependencies: ["IsletApp", "IsletCore", "IsletDelivery"], path: "Tests/TestServer"),
 
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"]),
         .testTarget(name: "IsletSQLiteTests", dependencies: ["IsletSQLite", "IsletStore", "IsletCrypto"]),
         .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQLite", "IsletStore"], exclude: ["Golden"]),
-        .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQLite", "IsletStore", "IsletHTTP"]),
+        .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQLite", "IsletStore", "IsletHTTP", "IsletDelivery"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -12,8 +12,11 @@ public struct APIRouter: HTTPHandler {
     let store: any ApplicationStore
     let metrics: Metrics
     let logger: Logger
+    let now: @Sendable () -> Date
 
-    public init(methods: [APIMethod], store: any ApplicationStore, metrics: Metrics, logger: Logger) {
+    public init(methods: [APIMethod], store: any ApplicationStore, metrics: Metrics, logger: Logger,
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        self.now = now
         self.methods = Dictionary(methods.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         self.authenticator = Authenticator(store: store)
         self.store = store
@@ -77,7 +80,7 @@ public struct APIRouter: HTTPHandler {
     }
 
     private func call(_ method: APIMethod, _ request: HTTPRequest) throws -> JSONObject {
-        let receivedAt = Date()
+        let receivedAt = now()
         let document: JSONValue
         do {
             document = try JSONParser.parse(request.body)
@@ -92,9 +95,14 @@ public struct APIRouter: HTTPHandler {
         }
         let fields = try FieldReader(requestValue, path: "request")
         let body = FieldReader(fields.object)   // paths below are relative to `request`, as in the docs
-        let codeText = try body.requiredString("application")
-        guard let code = ApplicationCode(codeText) else {
-            throw APIError.invalid("application", "must be an application code of the form XXXXX-XXXXX")
+        var code: ApplicationCode?
+        if let codeText = try body.string("application") {
+            guard let parsed = ApplicationCode(codeText) else {
+                throw APIError.invalid("application", "must be an application code of the form XXXXX-XXXXX")
+            }
+            code = parsed
+        } else if method.access == .device {
+            throw APIError.invalid("application", "is required")
         }
         // Server calls carry `auth` (or the header); the SDK's device calls carry the header (E2, E3).
         let secret = method.access == .server

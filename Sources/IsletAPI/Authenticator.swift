@@ -14,12 +14,22 @@ public struct Authenticator: Sendable {
     ///
     /// Server API methods take server API tokens only. Device API methods take the device API token
     /// the SDK sends, and also a server API token, which may do anything for its application.
-    public func authenticate(application code: ApplicationCode, secret: String?, access: APIAccess) throws -> Application {
+    /// A server call may leave out `application` (as Pushwoosh's getMessageDetails does): then the
+    /// application is the one the token belongs to, since a token authorises exactly one (E2).
+    public func authenticate(application code: ApplicationCode?, secret: String?, access: APIAccess) throws -> Application {
         let field = access == .server ? "auth" : "Authorization"
         let wanted = access == .server ? "server API" : "device API"
         guard let secret, !secret.isEmpty else {
             let how = access == .server ? "request.auth or header Authorization: Token <token>" : "header Authorization: Token <token>"
             throw APIError(.unauthorized, "\(field): a \(wanted) token is required (\(how))")
+        }
+        guard let code else {
+            guard access == .server, let owner = try store.token(hash: Credentials.hash(secret)), owner.kind == .api,
+                  let application = try store.application(owner.application) else {
+                throw APIError(.unauthorized, "\(field): not a valid \(wanted) token")
+            }
+            guard !owner.isRevoked else { throw APIError(.unauthorized, "\(field): this token was revoked") }
+            return application
         }
         let application = try store.application(code)
         let tokens = application == nil ? [] : try store.tokens(of: code)

@@ -59,17 +59,24 @@ public struct SQLiteApplicationStore: ApplicationStore {
 
     public func tokens(of application: ApplicationCode) throws(StoreError) -> [TokenRecord] {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query("""
-                SELECT id, application, kind, hash, label, created_at, revoked_at FROM tokens
-                WHERE application = ? ORDER BY created_at, rowid
-                """, [.text(application.rawValue)]).map { row in
-                TokenRecord(
-                    id: row[0].text ?? "", application: ApplicationCode(row[1].text ?? "") ?? application,
-                    kind: TokenKind(rawValue: row[2].text ?? "") ?? .api, hash: row[3].blob ?? [], label: row[4].text ?? "",
-                    createdAt: Date(timeIntervalSince1970: Double(row[5].int ?? 0)),
-                    revokedAt: row[6].int.map { Date(timeIntervalSince1970: Double($0)) })
-            }
+            try c.query(Self.selectToken + " WHERE application = ? ORDER BY created_at, rowid", [.text(application.rawValue)]).compactMap(Self.token)
         }
+    }
+
+    public func token(hash: [UInt8]) throws(StoreError) -> TokenRecord? {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query(Self.selectToken + " WHERE hash = ?", [.blob(hash)]).first.flatMap(Self.token)
+        }
+    }
+
+    private static let selectToken = "SELECT id, application, kind, hash, label, created_at, revoked_at FROM tokens"
+
+    private static func token(_ row: SQLRow) -> TokenRecord? {
+        guard let application = ApplicationCode(row[1].text ?? ""), let kind = TokenKind(rawValue: row[2].text ?? "") else { return nil }
+        return TokenRecord(
+            id: row[0].text ?? "", application: application, kind: kind, hash: row[3].blob ?? [], label: row[4].text ?? "",
+            createdAt: Date(timeIntervalSince1970: Double(row[5].int ?? 0)),
+            revokedAt: row[6].int.map { Date(timeIntervalSince1970: Double($0)) })
     }
 
     public func setAPNsKey(_ key: APNsSigningKey, for application: ApplicationCode) throws(StoreError) {

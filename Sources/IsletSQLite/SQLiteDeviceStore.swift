@@ -160,9 +160,26 @@ public struct SQLiteDeviceStore: DeviceStore {
                     INSERT INTO activity_tokens (device, activity_id, token, updated_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (device, activity_id) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at
                     """, [.int(device.id), .text(activityID), Self.optional(token), Self.seconds(date)])
+                if token != nil { try linkActivity(activityID, device: device.id, application: application, at: date, c) }
             }
             return true
         }
+    }
+
+    /// A device that reports an update token takes part in that activity: updates reach it (S8, U2).
+    /// An activity the app started on its own (not through startLiveActivity) becomes known this way;
+    /// an ended one stays ended, since ids are unique per session (reference docs).
+    private func linkActivity(_ activityID: String, device: Int64, application: ApplicationCode, at date: Date,
+                              _ c: SQLiteConnection) throws(StoreError) {
+        let activity = try c.query("""
+            INSERT INTO activities (application, activity_id, state, updated_at) VALUES (?, ?, 'active', ?)
+            ON CONFLICT (application, activity_id) DO UPDATE SET updated_at = excluded.updated_at
+            RETURNING id
+            """, [.text(application.rawValue), .text(activityID), Self.seconds(date)])[0][0]
+        try c.run("""
+            INSERT INTO activity_devices (activity, device, state) VALUES (?, ?, 'active')
+            ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
+            """, [activity, .int(device)])
     }
 
     public func activityTokens(hwid: String, in application: ApplicationCode) throws(StoreError) -> [ActivityToken] {

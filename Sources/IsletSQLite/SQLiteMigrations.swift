@@ -96,6 +96,56 @@ enum SQLiteMigrations {
                 PRIMARY KEY (application, name)
             ) STRICT;
             """),
+        Migration(version: 4, name: "activities, messages and deliveries", sql: """
+            CREATE TABLE activities (
+                id INTEGER PRIMARY KEY,
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                activity_id TEXT NOT NULL,
+                state TEXT NOT NULL CHECK (state IN ('scheduled', 'active', 'ended')),
+                attributes_type TEXT,
+                name TEXT,
+                content_state TEXT,
+                updated_at INTEGER NOT NULL,
+                UNIQUE (application, activity_id)
+            ) STRICT;
+            CREATE TABLE messages (
+                id INTEGER PRIMARY KEY,
+                code TEXT NOT NULL UNIQUE,
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                activity INTEGER NOT NULL REFERENCES activities(id) ON DELETE CASCADE,
+                event TEXT NOT NULL CHECK (event IN ('start', 'update', 'end')),
+                target TEXT,
+                attributes_type TEXT,
+                payload BLOB NOT NULL,
+                fallback_payload BLOB,
+                priority INTEGER NOT NULL,
+                state TEXT NOT NULL CHECK (state IN ('pending', 'sending', 'done', 'cancelled')),
+                due_at INTEGER NOT NULL,
+                cursor INTEGER NOT NULL DEFAULT 0,
+                claimed INTEGER NOT NULL DEFAULT 0,
+                created_at INTEGER NOT NULL,
+                finished_at INTEGER
+            ) STRICT;
+            CREATE INDEX messages_waiting ON messages (due_at, id) WHERE state IN ('pending', 'sending');
+            CREATE INDEX messages_by_activity ON messages (activity, id);
+            CREATE TABLE deliveries (
+                message INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+                device INTEGER NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+                push_type TEXT,
+                status INTEGER NOT NULL,
+                reason TEXT,
+                apns_id TEXT,
+                attempts INTEGER NOT NULL,
+                at INTEGER NOT NULL,
+                PRIMARY KEY (message, device)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE activity_devices (
+                activity INTEGER NOT NULL REFERENCES activities(id) ON DELETE CASCADE,
+                device INTEGER NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+                state TEXT NOT NULL CHECK (state IN ('active', 'token-dead')),
+                PRIMARY KEY (activity, device)
+            ) STRICT, WITHOUT ROWID;
+            """),
     ]
 
     static var latestVersion: Int { all.last!.version }

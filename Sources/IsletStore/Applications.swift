@@ -108,6 +108,8 @@ public protocol ApplicationStore: Sendable {
     func revokeToken(application: ApplicationCode, id: String, at date: Date) throws(StoreError) -> Bool
     /// Every token of the application, revoked ones included, oldest first.
     func tokens(of application: ApplicationCode) throws(StoreError) -> [TokenRecord]
+    /// The token with this SHA-256 hash, in any application (hashes are unique).
+    func token(hash: [UInt8]) throws(StoreError) -> TokenRecord?
 
     func setAPNsKey(_ key: APNsSigningKey, for application: ApplicationCode) throws(StoreError)
     func apnsKey(for application: ApplicationCode) throws(StoreError) -> APNsSigningKey?

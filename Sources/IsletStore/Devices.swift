@@ -1,16 +1,6 @@
 import Foundation
 import IsletCore
 
-/// Which APNs environment a device's tokens belong to (A1): from `gateway` at registerDevice.
-public struct Gateway: WireValue {
-    public let rawValue: String
-    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
-
-    public static let production = Self(uncheckedRawValue: "production")
-    public static let sandbox = Self(uncheckedRawValue: "sandbox")
-    public static let all = [production, sandbox]
-}
-
 /// What registerDevice says of a device (D1). Tokens are already lowercase hex.
 public struct DeviceRegistration: Sendable, Equatable {
     public var hwid: String

@@ -28,7 +28,6 @@ struct EnvelopeTests {
         (#"[1]"#, 400, #"body: must be a JSON object {"request": {...}}, got array"#),
         (#"{}"#, 400, #"request: is required (the body is {"request": {...}})"#),
         (#"{"request":[]}"#, 400, "request: must be an object, got array"),
-        (#"{"request":{"auth":"SECRET_API_TOKEN"}}"#, 400, "application: is required"),
         (#"{"request":{"application":12345,"auth":"SECRET_API_TOKEN"}}"#, 400, "application: must be a string, got number"),
         (#"{"request":{"application":"xxxxx","auth":"SECRET_API_TOKEN"}}"#, 400, "application: must be an application code of the form XXXXX-XXXXX"),
         (#"{"request":{"application":"XXXXX-XXXXX","auth":7}}"#, 400, "auth: must be a string, got number"),
@@ -39,6 +38,20 @@ struct EnvelopeTests {
         #expect(response.statusCode == Int64(status))
         #expect(response.message == message)
         #expect(response.json?.objectValue?["response"] == JSONValue.null)
+    }
+
+    @Test func aServerCallWithoutApplicationActsForTheTokensApplication() throws {
+        // A token authorises exactly one application (E2), so it names it, as Pushwoosh's {auth, message} calls rely on.
+        let response = try request(running.port, "/json/1.3/getApplication", body: #"{"request":{"auth":"SECRET_API_TOKEN"}}"#)
+        #expect(response.status == 200)
+        #expect(response.json?.objectValue?["response"]?.objectValue?["application"]?.objectValue?["code"] == "XXXXX-XXXXX")
+        let wrong = try request(running.port, "/json/1.3/getApplication", body: #"{"request":{"auth":"nope"}}"#)
+        #expect(wrong.status == 401)
+        #expect(wrong.message == "auth: not a valid server API token")
+        let device = try request(running.port, "/json/1.3/registerDevice", body: #"{"request":{"hwid":"h","push_token":"00"}}"#,
+                                 headers: ["Authorization": "Token SECRET_API_TOKEN"])
+        #expect(device.status == 400)
+        #expect(device.message == "application: is required", "device calls always name their application")
     }
 
     @Test func unknownMethodIs404() throws {

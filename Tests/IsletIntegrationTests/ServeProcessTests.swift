@@ -6,23 +6,34 @@ import IsletCore
 import Glibc
 #endif
 
-/// `islet serve` as a real process, as `make run` starts it.
+/// `islet serve` as a real process, as `make run` starts it (or another server executable of the package).
 final class ServeProcess {
     let process = Process()
     let directory: URL
     let logPath: URL
     let outputPath: URL
+    /// Removed with the process when the process made it.
+    private let ownsDirectory: Bool
     private(set) var port = 0
 
-    init(arguments: [String] = []) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-serve-\(UUID().uuidString)")
+    convenience init(arguments: [String] = []) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-serve-\(UUID().uuidString)")
+        try self.init(executable: "islet", arguments: ["serve", "--listen", "127.0.0.1:0", "--database",
+                                                       directory.appendingPathComponent("islet.sqlite").path] + arguments,
+                      directory: directory, ownsDirectory: true)
+    }
+
+    /// Runs `executable` (built beside the tests) in `directory`, and waits for its "listening" log line.
+    init(executable: String, arguments: [String], directory: URL, ownsDirectory: Bool = false) throws {
+        self.directory = directory
+        self.ownsDirectory = ownsDirectory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        logPath = directory.appendingPathComponent("stderr.log")
-        outputPath = directory.appendingPathComponent("stdout.log")
+        logPath = directory.appendingPathComponent("stderr-\(UUID().uuidString).log")
+        outputPath = directory.appendingPathComponent("stdout-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: logPath.path, contents: nil)
         FileManager.default.createFile(atPath: outputPath.path, contents: nil)
-        process.executableURL = try isletExecutable()
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--database", directory.appendingPathComponent("islet.sqlite").path] + arguments
+        process.executableURL = try builtExecutable(executable)
+        process.arguments = arguments
         process.standardError = try FileHandle(forWritingTo: logPath)
         process.standardOutput = try FileHandle(forWritingTo: outputPath)
         try process.run()
@@ -35,7 +46,7 @@ final class ServeProcess {
             }
             Thread.sleep(forTimeInterval: 0.02)
         }
-        guard port != 0 else { throw TestClientError(description: "islet serve did not start: \(log)") }
+        guard port != 0 else { throw TestClientError(description: "\(executable) did not start: \(log)") }
     }
 
     var log: String { (try? String(contentsOf: logPath, encoding: .utf8)) ?? "" }
@@ -50,7 +61,7 @@ final class ServeProcess {
 
     deinit {
         if process.isRunning { process.terminate() }
-        try? FileManager.default.removeItem(at: directory)
+        if ownsDirectory { try? FileManager.default.removeItem(at: directory) }
     }
 }
 
@@ -117,7 +128,7 @@ struct ServeProcessTests {
     @Test func refusesToStartOnAnAddressInUse() throws {
         let first = try ServeProcess()
         let process = Process()
-        process.executableURL = try isletExecutable()
+        process.executableURL = try builtExecutable("islet")
         process.arguments = ["serve", "--listen", "127.0.0.1:\(first.port)", "--database", first.directory.appendingPathComponent("b.sqlite").path]
         let errors = Pipe()
         process.standardError = errors

@@ -2,7 +2,9 @@ import Foundation
 import IsletAPI
 import IsletApp
 import IsletCore
+import IsletDelivery
 import IsletSQLite
+import Synchronization
 import IsletStore
 #if canImport(Glibc)
 import Glibc
@@ -95,12 +97,17 @@ final class RunningServer {
     var port: Int { server.port }
     var databasePath: String { directory.appendingPathComponent("islet.sqlite").path }
 
-    init(demo: Bool = true) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-it-\(UUID().uuidString)")
+    /// `transport` receives every push; `clock` is the server's time.
+    init(demo: Bool = true, transport: (any PushTransport)? = nil, clock: TestClock? = nil, directory: URL? = nil) throws {
+        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("islet-it-\(UUID().uuidString)")
         let configuration = ServerConfiguration(
             listen: ListenAddress(host: "127.0.0.1", port: 0),
-            databasePath: directory.appendingPathComponent("islet.sqlite").path)
-        server = try IsletServer(configuration: configuration, logger: .discard)
+            databasePath: self.directory.appendingPathComponent("islet.sqlite").path)
+        let delivery = DeliveryConfiguration(workers: 2, batchSize: 3, maximumAttempts: 3, retryDelay: .milliseconds(5),
+                                             idlePoll: .milliseconds(50))
+        let now: @Sendable () -> Date
+        if let clock { now = { clock.now } } else { now = { Date() } }
+        server = try IsletServer(configuration: configuration, logger: .discard, transport: transport, delivery: delivery, clock: now)
         if demo { _ = try server.createDemoIfEligible() }
         try server.start()
     }
@@ -110,23 +117,66 @@ final class RunningServer {
         ApplicationAdmin(store: SQLiteApplicationStore(database: try SQLiteDatabase(path: databasePath)))
     }
 
+    /// Stops without removing the database, to start another server on it.
+    func stop() { server.shutdown() }
+
     deinit {
         server.shutdown()
         try? FileManager.default.removeItem(at: directory)
     }
 }
 
-/// The path of the built `islet` executable, next to the test bundle.
-func isletExecutable() throws -> URL {
+/// A clock tests move by hand.
+final class TestClock: Sendable {
+    private let current: Mutex<Date>
+    init(_ start: Date = Date()) { current = Mutex(start) }
+    var now: Date { current.withLock { $0 } }
+    func advance(_ seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+}
+
+/// A fake APNs: records every push and answers 200, or what `answer` says for a push.
+final class RecordingTransport: PushTransport {
+    private let state = Mutex<[Push]>([])
+    private let answer: @Sendable (Push, Int) -> PushOutcome
+
+    /// `answer` gets the push and how many times this apns-id was sent before.
+    init(answer: @escaping @Sendable (Push, Int) -> PushOutcome = { _, _ in .delivered }) { self.answer = answer }
+
+    func send(_ pushes: [Push]) -> [PushOutcome] {
+        state.withLock { sent in
+            pushes.map { push in
+                let earlier = sent.filter { $0.apnsID == push.apnsID }.count
+                sent.append(push)
+                return answer(push, earlier)
+            }
+        }
+    }
+
+    var pushes: [Push] { state.withLock { $0 } }
+    func reset() { state.withLock { $0 = [] } }
+}
+
+/// Polls `condition` until it holds or `seconds` pass.
+func eventually(_ seconds: TimeInterval = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        Thread.sleep(forTimeInterval: 0.01)
+    }
+    return try condition()
+}
+
+/// The path of an executable of this package, built beside the test bundle.
+func builtExecutable(_ name: String) throws -> URL {
     var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     for _ in 0..<4 {
-        let candidate = directory.appendingPathComponent("islet")
+        let candidate = directory.appendingPathComponent(name)
         if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         directory = directory.deletingLastPathComponent()
     }
-    let fallback = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/islet")
+    let fallback = packageRoot.appendingPathComponent(".build/debug/\(name)")
     guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
-        throw TestClientError(description: "the islet executable is not built; run swift build --build-tests first")
+        throw TestClientError(description: "\(name) is not built; run swift build --build-tests first")
     }
     return fallback
 }

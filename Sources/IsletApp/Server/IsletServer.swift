@@ -1,6 +1,7 @@
 import Foundation
 import IsletAPI
 import IsletCore
+import IsletDelivery
 import IsletHTTP
 import IsletSQLite
 import IsletStore
@@ -10,24 +11,44 @@ public final class IsletServer: Sendable {
     public let configuration: ServerConfiguration
     public let store: any ApplicationStore
     public let devices: any DeviceStore
+    public let messages: any MessageStore
     public let metrics = Metrics()
+    /// Sends accepted messages; nil while no transport is configured (messages then wait, stored).
+    public let delivery: DeliveryService?
     private let http: HTTPServer
     private let logger: Logger
 
-    public init(configuration: ServerConfiguration, logger: Logger) throws {
+    /// `clock` is the time every rule sees (schedules, timestamps); tests move it.
+    public init(configuration: ServerConfiguration, logger: Logger, transport: (any PushTransport)? = nil,
+                delivery deliveryConfiguration: DeliveryConfiguration = DeliveryConfiguration(),
+                clock: @escaping @Sendable () -> Date = { Date() }) throws {
         self.configuration = configuration
         self.logger = logger
         let database = try SQLiteDatabase(path: configuration.databasePath)
-        self.store = SQLiteApplicationStore(database: database)
-        self.devices = SQLiteDeviceStore(database: database)
+        let store = SQLiteApplicationStore(database: database), devices = SQLiteDeviceStore(database: database)
+        let messages = SQLiteMessageStore(database: database)
+        self.store = store
+        self.devices = devices
+        self.messages = messages
+        let delivery = transport.map {
+            DeliveryService(messages: messages, devices: devices, applications: store, transport: $0,
+                            configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock)
+        }
+        self.delivery = delivery
         let methods = [ApplicationMethods.getApplication] + DeviceMethods(store: devices).all + FilterMethods(store: devices).all
-        let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"))
+            + LiveActivityMethods(devices: devices, messages: messages, kick: { delivery?.kick() }).all
+        let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock)
         self.http = HTTPServer(configuration: configuration.http, handler: router)
     }
 
     /// Starts listening; returns the bound port.
     @discardableResult
     public func start() throws -> Int {
+        if let delivery {
+            try delivery.start()
+        } else {
+            logger.warning("no APNs transport is configured: accepted messages are stored and wait to be sent")
+        }
         try http.start()
         logger.info("listening", ["address": .string(configuration.listen.host), "port": .int(Int64(http.port))])
         return http.port
@@ -40,6 +61,7 @@ public final class IsletServer: Sendable {
     public func shutdown() -> Bool {
         logger.info("shutting down", ["in_flight": .int(Int64(http.requestsInFlight))])
         let drained = http.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+        delivery?.shutdown()
         logger.info("stopped", ["drained": .bool(drained)])
         return drained
     }

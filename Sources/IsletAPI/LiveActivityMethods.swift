@@ -1,0 +1,224 @@
+import Foundation
+import IsletCore
+import IsletDelivery
+import IsletStore
+
+/// startLiveActivity, updateLiveActivity and what goes with them: deleteMessage, getMessageDetails,
+/// getLiveActivity (SPEC §2, §3, X3, X4).
+public struct LiveActivityMethods: Sendable {
+    let devices: any DeviceStore
+    let messages: any MessageStore
+    /// Wakes the delivery service after a message is stored; nil when nothing sends (tests of the API alone).
+    let kick: @Sendable () -> Void
+
+    public init(devices: any DeviceStore, messages: any MessageStore, kick: @escaping @Sendable () -> Void) {
+        self.devices = devices
+        self.messages = messages
+        self.kick = kick
+    }
+
+    public var all: [APIMethod] { [startLiveActivity, updateLiveActivity, deleteMessage, getMessageDetails, getLiveActivity] }
+
+    /// Pushes shown per notification by a dry run (X3).
+    static let dryRunPushes = 100
+
+    // MARK: - startLiveActivity
+
+    var startLiveActivity: APIMethod {
+        APIMethod(name: "startLiveActivity", access: .server) { [self] call in
+            let now = call.receivedAt
+            let dryRun = try call.request.bool("dry_run") ?? false
+            var accepted: [(message: NewMessage, path: String)] = []
+            for n in try LiveActivityRequests.notifications(call.request) {
+                let start = try LiveActivityRequests.start(n, now: now)
+                let dueAt: Date
+                switch start.sendTime {
+                case .now: dueAt = now
+                case .at(let date): dueAt = date
+                }
+                // A fixed timestamp per message: a resend after a crash is harmless on the device (A4).
+                let timestamp = Int64(dueAt.timeIntervalSince1970)
+                let payload = LiveActivityPayload.start(start, timestamp: timestamp).jsonBytes
+                try LiveActivityPayload.checkSize(payload, path: n.path)
+                let fallback = LiveActivityPayload.fallbackAlert(start).jsonBytes
+                try LiveActivityPayload.checkSize(fallback, path: n.path)
+                accepted.append((NewMessage(
+                    code: MessageCode.random(), event: .start, activityID: start.activityID,
+                    target: try selection(start.targeting, n, call.application.code), attributesType: start.attributesType,
+                    name: start.name, contentState: start.contentState, payload: payload, fallbackPayload: fallback,
+                    priority: start.priority, dueAt: dueAt), n.path))
+            }
+            try refusalsAsErrors(accepted.map(\.path)) {
+                try messages.acceptStarts(accepted.map(\.message), in: call.application.code, at: now, validateOnly: dryRun)
+            }
+            if dryRun { return try dryRunResponse(accepted.map(\.message), call.application) }
+            kick()
+            return ["Messages": .array(accepted.map { .string($0.message.code) })]
+        }
+    }
+
+    /// S4: a filter by name (unknown: refused), or the listed devices or users.
+    private func selection(_ targeting: Targeting, _ n: FieldReader, _ application: ApplicationCode) throws -> TargetSelection {
+        switch targeting {
+        case .filter(let name):
+            guard let filter = try devices.filter(named: name, in: application) else {
+                let key = n.object["filter"] != nil ? "filter" : "filter_code"
+                throw APIError.invalid(n.fieldPath(key), "no filter named '\(name)' in this application (create it with createFilter)")
+            }
+            return .filter(filter)
+        case .devices(let list): return .devices(list)
+        case .users(let list): return .users(list)
+        }
+    }
+
+    // MARK: - updateLiveActivity
+
+    var updateLiveActivity: APIMethod {
+        APIMethod(name: "updateLiveActivity", access: .server) { [self] call in
+            let now = call.receivedAt
+            let dryRun = try call.request.bool("dry_run") ?? false
+            var accepted: [(message: NewMessage, path: String)] = []
+            for n in try LiveActivityRequests.notifications(call.request) {
+                let update = try LiveActivityRequests.update(n)
+                let payload = LiveActivityPayload.update(update, timestamp: Int64(now.timeIntervalSince1970)).jsonBytes
+                try LiveActivityPayload.checkSize(payload, path: n.path)
+                accepted.append((NewMessage(
+                    code: MessageCode.random(), event: update.event, activityID: update.activityID, target: nil, attributesType: nil,
+                    name: nil, contentState: update.contentState, payload: payload, fallbackPayload: nil, priority: update.priority,
+                    dueAt: now), n.path))
+            }
+            try refusalsAsErrors(accepted.map(\.path)) {
+                try messages.acceptUpdates(accepted.map(\.message), in: call.application.code, at: now, validateOnly: dryRun)
+            }
+            if dryRun { return try dryRunResponse(accepted.map(\.message), call.application) }
+            kick()
+            return ["Messages": .array(accepted.map { .string($0.message.code) })]
+        }
+    }
+
+    /// A refusal by stored state (S3, U1) becomes the 400 that names the notification and field.
+    private func refusalsAsErrors(_ paths: [String], _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let refusal as AcceptRefusal {
+            throw APIError.invalid("\(paths[refusal.index]).\(refusal.field)", refusal.message)
+        }
+    }
+
+    // MARK: - Dry run (X3)
+
+    /// The exact pushes each notification would make, for its first targets, with the target count.
+    private func dryRunResponse(_ messages: [NewMessage], _ application: Application) throws -> JSONObject {
+        var results: [JSONValue] = []
+        for message in messages {
+            let planner = PushPlanner(application: application.code, bundleID: application.bundleID, messageCode: message.code,
+                                      payload: message.payload, fallbackPayload: message.fallbackPayload, priority: message.priority)
+            var shown: [JSONValue] = []
+            var count = 0
+            var after: Int64 = 0
+            while true {
+                let page: [(hwid: String, id: Int64, plan: PlannedDelivery)]
+                if let target = message.target {
+                    page = try devices.targets(target, in: application.code, attributesType: message.attributesType, afterID: after, limit: 1000)
+                        .map { ($0.hwid, $0.id, planner.start($0)) }
+                } else if let activity = try self.messages.activity(message.activityID, in: application.code) {
+                    page = try self.messages.updateTargets(activity: activity.id, afterID: after, limit: 1000)
+                        .map { ($0.device.hwid, $0.device.id, planner.update($0)) }
+                } else {
+                    page = []
+                }
+                guard let last = page.last else { break }
+                for entry in page where shown.count < Self.dryRunPushes { shown.append(Self.describe(entry.plan, hwid: entry.hwid)) }
+                count += page.count
+                after = last.id
+            }
+            results.append([
+                "live_activity_id": .string(message.activityID), "event": .string(message.event.rawValue),
+                "send_at": .string(message.dueAt.formatted(.iso8601)), "targets": .int(Int64(count)), "pushes": .array(shown),
+            ])
+        }
+        return ["Messages": [], "dry_run": .array(results)]
+    }
+
+    static func describe(_ plan: PlannedDelivery, hwid: String) -> JSONValue {
+        switch plan {
+        case .skip(let reason):
+            return ["hwid": .string(hwid), "skipped": .string(reason)]
+        case .push(let push):
+            var headers = JSONObject()
+            for header in push.headers { headers[header.name] = .string(header.value) }
+            return [
+                "hwid": .string(hwid), "gateway": .string(push.gateway.rawValue), "path": .string(push.path),
+                "headers": .object(headers), "payload": (try? JSONParser.parse(push.payload)) ?? .null,
+                "bytes": .int(Int64(push.payload.count)),
+            ]
+        }
+    }
+
+    // MARK: - Messages and activities
+
+    var deleteMessage: APIMethod {
+        APIMethod(name: "deleteMessage", access: .server) { [messages] call in
+            let code = try call.request.requiredString("message")
+            switch try messages.cancelMessage(code: code, in: call.application.code, at: call.receivedAt) {
+            case nil:
+                throw APIError.invalid("message", "no message '\(code)' in this application")
+            case .cancelled?:
+                return [:]
+            case let state?:
+                throw APIError.invalid("message", "'\(code)' is \(state == .sending ? "being sent" : state.rawValue); only a message that has not started sending can be deleted")
+            }
+        }
+    }
+
+    var getMessageDetails: APIMethod {
+        APIMethod(name: "getMessageDetails", access: .server) { [messages] call in
+            let code = try call.request.requiredString("message")
+            guard let details = try messages.messageDetails(code: code, in: call.application.code) else {
+                throw APIError.invalid("message", "no message '\(code)' in this application")
+            }
+            let status = details.state == .pending && details.dueAt > call.receivedAt ? "scheduled" : details.state.rawValue
+            var object: JSONObject = [
+                "code": .string(details.code), "event": .string(details.event.rawValue), "live_activity_id": .string(details.activityID),
+                "status": .string(status), "created_at": .string(details.createdAt.formatted(.iso8601)),
+                "send_at": .string(details.dueAt.formatted(.iso8601)),
+                "finished_at": details.finishedAt.map { .string($0.formatted(.iso8601)) } ?? .null,
+            ]
+            object["counts"] = [
+                "targeted": .int(Int64(details.targeted)), "sent": .int(Int64(details.sent)), "failed": .int(Int64(details.failed)),
+                "skipped": .object(Self.counts(details.skipped)),
+            ]
+            object["apns_reasons"] = .object(Self.counts(details.reasons))
+            return ["message": .object(object)]
+        }
+    }
+
+    var getLiveActivity: APIMethod {
+        APIMethod(name: "getLiveActivity", access: .server) { [messages] call in
+            let activityID = try call.request.requiredString("live_activity_id")
+            guard let activity = try messages.activity(activityID, in: call.application.code) else {
+                throw APIError.invalid("live_activity_id", "no activity '\(activityID)' in this application")
+            }
+            let devices = try messages.activityDevices(activity: activity.id, limit: 1000)
+            return ["live_activity": [
+                "live_activity_id": .string(activity.activityID), "state": .string(activity.state.rawValue),
+                "attributes_type": activity.attributesType.map { .string($0) } ?? .null,
+                "name": activity.name.map { .string($0) } ?? .null,
+                "content_state": activity.contentState.map { .object($0) } ?? .null,
+                "updated_at": .string(activity.updatedAt.formatted(.iso8601)),
+                "devices": .array(devices.map { device in
+                    [
+                        "hwid": .string(device.hwid), "state": .string(device.state),
+                        "last_status": device.lastStatus.map { .int(Int64($0)) } ?? .null,
+                        "last_reason": device.lastReason.map { .string($0) } ?? .null,
+                        "last_message": device.lastMessage.map { .string($0) } ?? .null,
+                    ]
+                }),
+            ]]
+        }
+    }
+
+    static func counts(_ counts: [String: Int]) -> JSONObject {
+        JSONObject(counts.keys.sorted().map { (key: $0, value: .int(Int64(counts[$0]!))) })
+    }
+}

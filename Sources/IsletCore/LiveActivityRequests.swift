@@ -1,0 +1,263 @@
+import Foundation
+
+/// The `event` of a Live Activity push (A4).
+public struct LiveActivityEvent: WireValue {
+    public let rawValue: String
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    public static let start = Self(uncheckedRawValue: "start")
+    public static let update = Self(uncheckedRawValue: "update")
+    public static let end = Self(uncheckedRawValue: "end")
+    public static let all = [start, update, end]
+}
+
+/// Who a start is for (S4).
+public enum Targeting: Sendable, Equatable {
+    case filter(String)
+    case devices([String])
+    case users([String])
+}
+
+/// When a start is sent (S5).
+public enum SendTime: Sendable, Equatable {
+    case now
+    case at(Date)
+}
+
+/// An alert carried by a push: `aps.alert` (S2, U6).
+public struct PushAlert: Sendable, Equatable {
+    public var title: String?
+    public var subtitle: String?
+    public var body: String?
+    /// `aps.alert.sound`: only ever inside the alert, never top-level `aps.sound` (U6).
+    public var sound: String?
+
+    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, sound: String? = nil) {
+        self.title = title
+        self.subtitle = subtitle
+        self.body = body
+        self.sound = sound
+    }
+
+    public var json: JSONValue {
+        var object = JSONObject()
+        if let title { object["title"] = .string(title) }
+        if let subtitle { object["subtitle"] = .string(subtitle) }
+        if let body { object["body"] = .string(body) }
+        if let sound { object["sound"] = .string(sound) }
+        return .object(object)
+    }
+}
+
+/// One validated notification of startLiveActivity (S1–S6).
+public struct StartNotification: Sendable, Equatable {
+    public let activityID: String
+    /// `live_activity.title`: the activity's name (S1).
+    public let name: String?
+    public let attributesType: String
+    public let contentState: JSONObject
+    /// The caller's attributes with `pushwoosh.activityId` added (A4).
+    public let attributes: JSONObject
+    /// From `title` and `content`; at least one is set (S2).
+    public let alert: PushAlert
+    public let targeting: Targeting
+    public let sendTime: SendTime
+    public let priority: Int
+}
+
+/// One validated notification of updateLiveActivity (U1–U6).
+public struct UpdateNotification: Sendable, Equatable {
+    public let activityID: String
+    public let event: LiveActivityEvent
+    public let contentState: JSONObject
+    public let dismissalDate: Int64?
+    public let relevanceScore: Int64?
+    public let staleDate: Int64?
+    /// nil: a silent content-state update (U6).
+    public let alert: PushAlert?
+    public let priority: Int
+}
+
+/// Parsing and validation of the two Live Activity methods. Every error names the notification's
+/// index and the field, and one bad notification rejects the whole request (E4).
+public enum LiveActivityRequests {
+    public static let maximumNotifications = 100
+    public static let maximumListedTargets = 10_000
+
+    /// S6/U5: 10 only for the integer 10; anything else, or nothing, is 5 — without an error.
+    public static func priority(_ value: JSONValue?) -> Int {
+        value == .int(10) ? 10 : 5
+    }
+
+    /// The `notifications` array, each item an object, with its path.
+    public static func notifications(_ request: FieldReader) throws(APIError) -> [FieldReader] {
+        guard let items = try request.array("notifications") else { throw .invalid("notifications", "is required: an array of notifications") }
+        guard !items.isEmpty else { throw .invalid("notifications", "must hold at least one notification") }
+        guard items.count <= maximumNotifications else {
+            throw .invalid("notifications", "must hold at most \(maximumNotifications) notifications per request")
+        }
+        var readers: [FieldReader] = []
+        for (index, item) in items.enumerated() { readers.append(try FieldReader(item, path: "notifications[\(index)]")) }
+        return readers
+    }
+
+    /// Validates one startLiveActivity notification at `now`.
+    public static func start(_ n: FieldReader, now: Date) throws(APIError) -> StartNotification {
+        let activity = try n.requiredObject("live_activity")
+        if let event = try activity.string("event"), event != LiveActivityEvent.start.rawValue {
+            throw .invalid(activity.fieldPath("event"), "must be \"start\" in startLiveActivity (use updateLiveActivity for \"\(event)\")")
+        }
+        let contentState = try activity.requiredObject("content-state").object
+        let attributesType = try activity.requiredString("attributes-type")
+        var attributes = try activity.requiredObject("attributes").object
+        let activityID = try n.requiredString("live_activity_id")
+        guard activityID.count <= 256 else { throw .invalid(n.fieldPath("live_activity_id"), "must be at most 256 characters") }
+
+        // A4: the Pushwoosh SDK finds the activity's id in attributes.pushwoosh.activityId.
+        switch attributes["pushwoosh"] {
+        case nil, .null?:
+            attributes["pushwoosh"] = ["activityId": .string(activityID)]
+        case .object(var pushwoosh)?:
+            if pushwoosh["activityId"] == nil {
+                pushwoosh["activityId"] = .string(activityID)
+                attributes["pushwoosh"] = .object(pushwoosh)
+            }
+        case let other?:
+            throw .invalid(activity.fieldPath("attributes.pushwoosh"), "must be an object like {\"activityId\": \"...\"}, got \(other.typeName)")
+        }
+
+        let title = try n.string("title"), content = try n.string("content")
+        guard !(title ?? "").isEmpty || !(content ?? "").isEmpty else {
+            throw .invalid(n.path, "content or title must be a non-empty string: they are the start push's alert (S2)")
+        }
+        let alert = PushAlert(title: title.flatMap { $0.isEmpty ? nil : $0 }, body: content.flatMap { $0.isEmpty ? nil : $0 })
+
+        return StartNotification(
+            activityID: activityID, name: try activity.string("title"), attributesType: attributesType,
+            contentState: contentState, attributes: attributes, alert: alert, targeting: try targeting(n),
+            sendTime: try sendTime(n, now: now), priority: priority(n.value("apns_priority")))
+    }
+
+    /// S4: exactly one of filter (or the older filter_code), devices, users.
+    static func targeting(_ n: FieldReader) throws(APIError) -> Targeting {
+        var found: [(String, Targeting)] = []
+        for key in ["filter", "filter_code"] {
+            if let name = try n.string(key) {
+                guard !name.isEmpty else { throw .invalid(n.fieldPath(key), "must not be empty") }
+                found.append((key, .filter(name)))
+            }
+        }
+        for key in ["devices", "users"] {
+            guard let list = try n.array(key) else { continue }
+            guard !list.isEmpty else { throw .invalid(n.fieldPath(key), "must hold at least one entry") }
+            guard list.count <= maximumListedTargets else { throw .invalid(n.fieldPath(key), "must hold at most \(maximumListedTargets) entries; use a filter") }
+            var entries: [String] = []
+            for (index, value) in list.enumerated() {
+                guard case .string(let entry) = value, !entry.isEmpty else {
+                    throw .invalid("\(n.fieldPath(key))[\(index)]", "must be a non-empty string")
+                }
+                entries.append(entry)
+            }
+            found.append((key, key == "devices" ? .devices(entries) : .users(entries)))
+        }
+        guard let first = found.first else {
+            throw .invalid(n.path, "a target is required: filter or devices (or users) (S4)")
+        }
+        guard found.count == 1 else {
+            throw .invalid(n.path, "give one target, not \(found.map(\.0).joined(separator: " and ")) (S4)")
+        }
+        return first.1
+    }
+
+    /// S5: "now" or `YYYY-MM-DD HH:mm` in `timezone` (default UTC), from 1 day ago to 30 days ahead.
+    static func sendTime(_ n: FieldReader, now: Date) throws(APIError) -> SendTime {
+        let zoneName = try n.string("timezone")
+        guard let text = try n.string("send_date"), text != "now" else {
+            if let zoneName, TimeZone(identifier: zoneName) == nil { throw .invalid(n.fieldPath("timezone"), "unknown time zone '\(zoneName)' (use an IANA name such as Europe/Lisbon)") }
+            return .now
+        }
+        var zone = TimeZone(identifier: "UTC")!
+        if let zoneName {
+            guard let named = TimeZone(identifier: zoneName) else {
+                throw .invalid(n.fieldPath("timezone"), "unknown time zone '\(zoneName)' (use an IANA name such as Europe/Lisbon)")
+            }
+            zone = named
+        }
+        guard let date = Schedule.parse(text, in: zone) else {
+            throw .invalid(n.fieldPath("send_date"), "must be \"now\" or a date and time as YYYY-MM-DD HH:mm, got '\(text)'")
+        }
+        let zoneLabel = zoneName ?? "UTC"
+        if date < now.addingTimeInterval(-Schedule.maximumPast) {
+            throw .invalid(n.fieldPath("send_date"), "\(text) (\(zoneLabel)) is more than 1 day in the past (S5)")
+        }
+        if date > now.addingTimeInterval(Schedule.maximumFuture) {
+            throw .invalid(n.fieldPath("send_date"), "\(text) (\(zoneLabel)) is more than 30 days in the future (S5)")
+        }
+        return date <= now ? .now : .at(date)
+    }
+
+    /// Validates one updateLiveActivity notification.
+    public static func update(_ n: FieldReader) throws(APIError) -> UpdateNotification {
+        let activityID = try n.requiredString("live_activity_id")
+        let activity = try n.requiredObject("live_activity")
+        guard let eventText = try activity.string("event") else { throw .invalid(activity.fieldPath("event"), "is required: \"update\" or \"end\"") }
+        guard let event = LiveActivityEvent(rawValue: eventText), event != .start else {
+            throw .invalid(activity.fieldPath("event"), "must be \"update\" or \"end\" (start with startLiveActivity)")
+        }
+        let contentState = try activity.requiredObject("content-state").object
+        let relevance = try activity.int("relevance-score")
+        if let relevance, relevance < 1 { throw .invalid(activity.fieldPath("relevance-score"), "must be an integer of at least 1") }
+
+        // U6: any of content/title/subtitle makes it an alert; older revisions put the title in live_activity.
+        var title = try n.string("title")
+        if title == nil { title = try activity.string("title") }
+        let subtitle = try n.string("subtitle"), body = try n.string("content"), sound = try n.string("ios_sound")
+        let alerting = [title, subtitle, body].contains { !($0 ?? "").isEmpty }
+        let alert = alerting
+            ? PushAlert(title: title.flatMap { $0.isEmpty ? nil : $0 }, subtitle: subtitle.flatMap { $0.isEmpty ? nil : $0 },
+                        body: body.flatMap { $0.isEmpty ? nil : $0 }, sound: sound.flatMap { $0.isEmpty ? nil : $0 })
+            : nil
+
+        return UpdateNotification(
+            activityID: activityID, event: event, contentState: contentState, dismissalDate: try activity.int("dismissal-date"),
+            relevanceScore: relevance, staleDate: try activity.int("stale-date"), alert: alert,
+            priority: priority(n.value("apns_priority")))
+    }
+}
+
+/// Scheduled sends (S5).
+public enum Schedule {
+    public static let maximumPast: TimeInterval = 86_400
+    public static let maximumFuture: TimeInterval = 30 * 86_400
+
+    /// `YYYY-MM-DD HH:mm` as an instant in `zone`; nil for any other shape or an impossible date.
+    public static func parse(_ text: String, in zone: TimeZone) -> Date? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 16, bytes[4] == 0x2D, bytes[7] == 0x2D, bytes[10] == 0x20, bytes[13] == 0x3A else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            guard bytes[range].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            return Int(String(decoding: bytes[range], as: UTF8.self))
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), hour < 24, minute < 60 else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let components = DateComponents(year: year, month: month, day: day, hour: hour, minute: minute)
+        guard let date = calendar.date(from: components) else { return nil }
+        // Reject dates the calendar would roll over (2026-02-30 → March 2).
+        let back = calendar.dateComponents([.year, .month, .day], from: date)
+        guard back.year == year, back.month == month, back.day == day else { return nil }
+        return date
+    }
+}
+
+/// Message codes, `XXXXX-XXXXXXXX-XXXXXXXX` (E5).
+public enum MessageCode {
+    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+    public static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        func group(_ n: Int) -> String { String((0..<n).map { _ in alphabet.randomElement(using: &generator)! }) }
+        return "\(group(5))-\(group(8))-\(group(8))"
+    }
+}

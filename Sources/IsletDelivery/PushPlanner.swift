@@ -1,0 +1,80 @@
+import IsletCore
+import IsletCrypto
+import IsletStore
+
+/// Why a device got no push (S7, U2): counted per message in its statistics (X4).
+public enum SkipReason {
+    public static let noPushToStartToken = "no push-to-start token"
+    public static let cannotStartRemotely = "iOS 16.1–17.1"
+    public static let activityEndedOnDevice = "activity ended on device"
+    public static let updateTokenUnregistered = "update token unregistered"
+    public static let noUpdateToken = "no update token yet"
+}
+
+/// What one device gets from one message.
+public enum PlannedDelivery: Sendable, Equatable {
+    case push(Push)
+    case skip(reason: String)
+}
+
+/// Decides, per device, which push a message becomes (S7, U2) — for delivery and for dry runs alike.
+public struct PushPlanner: Sendable {
+    public let application: ApplicationCode
+    public let bundleID: String
+    public let messageCode: String
+    public let payload: [UInt8]
+    public let fallbackPayload: [UInt8]?
+    public let priority: Int
+
+    public init(application: ApplicationCode, bundleID: String, messageCode: String, payload: [UInt8], fallbackPayload: [UInt8]?,
+                priority: Int) {
+        self.application = application
+        self.bundleID = bundleID
+        self.messageCode = messageCode
+        self.payload = payload
+        self.fallbackPayload = fallbackPayload
+        self.priority = priority
+    }
+
+    static let iOS16_1 = VersionKey.make("16.1")!
+    static let iOS17_2 = VersionKey.make("17.2")!
+
+    /// S7: the push-to-start token if the device has one (that alone means iOS 17.2+); a plain alert
+    /// below iOS 16.1; otherwise a skip with its reason.
+    public func start(_ device: Device) -> PlannedDelivery {
+        if let token = device.pushToStartToken {
+            return .push(liveActivity(to: token, device: device))
+        }
+        let version = device.osVersion.flatMap(VersionKey.make)
+        if let version, version < Self.iOS16_1, let fallbackPayload, let pushToken = device.pushToken {
+            return .push(Push(application: application, deviceToken: pushToken, gateway: device.gateway, pushType: "alert",
+                              topic: bundleID, priority: priority, apnsID: apnsID(device), payload: fallbackPayload))
+        }
+        if let version, version < Self.iOS17_2 { return .skip(reason: SkipReason.cannotStartRemotely) }
+        return .skip(reason: SkipReason.noPushToStartToken)
+    }
+
+    /// U2: the device's update token for the activity, unless it ended there or APNs declared it dead.
+    public func update(_ target: UpdateTarget) -> PlannedDelivery {
+        if target.tokenDead { return .skip(reason: SkipReason.updateTokenUnregistered) }
+        if let token = target.updateToken { return .push(liveActivity(to: token, device: target.device)) }
+        return .skip(reason: target.endedOnDevice ? SkipReason.activityEndedOnDevice : SkipReason.noUpdateToken)
+    }
+
+    private func liveActivity(to token: String, device: Device) -> Push {
+        Push(application: application, deviceToken: token, gateway: device.gateway, pushType: "liveactivity",
+             topic: "\(bundleID).push-type.liveactivity", priority: priority, apnsID: apnsID(device), payload: payload)
+    }
+
+    /// The same UUID every time this message goes to this device, so a resend after a crash is the
+    /// same request in APNs' and Islet's records (A2).
+    func apnsID(_ device: Device) -> String {
+        // Version 4 / variant 1 bits, so it is a well-formed UUID.
+        var chars = Array(Crypto.hex(Crypto.sha256(Array("\(messageCode):\(device.id)".utf8)).prefix(16)).uppercased())
+        chars[12] = "4"
+        chars[16] = ["8", "9", "A", "B"][Int(String(chars[16]), radix: 16)! & 3]
+        let s = String(chars)
+        let parts = [s.prefix(8), s.dropFirst(8).prefix(4), s.dropFirst(12).prefix(4), s.dropFirst(16).prefix(4), s.dropFirst(20)]
+        return parts.joined(separator: "-")
+    }
+}

@@ -1,0 +1,338 @@
+import Foundation
+import IsletCore
+import IsletStore
+
+/// Messages, their delivery jobs, activities and per-device deliveries in SQLite.
+///
+/// A job is a `messages` row: `state`, `due_at`, and `cursor` (the last device id done). Accepting
+/// writes the message and its job in one transaction; each batch of a fan-out writes its results
+/// and the new cursor in one transaction, so a crash loses nothing and a resumed job repeats at most
+/// one batch, with the same stored payload bytes.
+public struct SQLiteMessageStore: MessageStore {
+    let database: SQLiteDatabase
+
+    public init(database: SQLiteDatabase) { self.database = database }
+
+    // MARK: - Accepting
+
+    public func acceptStarts(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws {
+        try accept(validateOnly: validateOnly) { c in
+            for (index, message) in messages.enumerated() {
+                let state: ActivityState = message.dueAt > date ? .scheduled : .active
+                let activity: Int64
+                if let existing = try activityRow(message.activityID, application, c) {
+                    guard existing.state == .ended else {
+                        let why = existing.state == .scheduled ? "is already scheduled to start" : "is still active"
+                        throw AcceptRefusal(index: index, field: "live_activity_id",
+                                            message: "'\(message.activityID)' \(why) in this application; end it before starting it again (S3)")
+                    }
+                    // A new session of an ended id: the old session's devices and update tokens are gone with it.
+                    try c.run("""
+                        UPDATE activity_tokens SET token = NULL, updated_at = ?
+                        WHERE activity_id = ? AND device IN (SELECT device FROM activity_devices WHERE activity = ?)
+                        """, [Self.seconds(date), .text(message.activityID), .int(existing.id)])
+                    try c.run("DELETE FROM activity_devices WHERE activity = ?", [.int(existing.id)])
+                    try c.run("""
+                        UPDATE activities SET state = ?, attributes_type = ?, name = ?, content_state = ?, updated_at = ? WHERE id = ?
+                        """, [.text(state.rawValue), Self.optional(message.attributesType), Self.optional(message.name),
+                              .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date), .int(existing.id)])
+                    activity = existing.id
+                } else {
+                    activity = try c.query("""
+                        INSERT INTO activities (application, activity_id, state, attributes_type, name, content_state, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id
+                        """, [.text(application.rawValue), .text(message.activityID), .text(state.rawValue),
+                              Self.optional(message.attributesType), Self.optional(message.name),
+                              .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date)])[0][0].int ?? 0
+                }
+                try insert(message, activity: activity, application: application, at: date, c)
+            }
+        }
+    }
+
+    public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws {
+        try accept(validateOnly: validateOnly) { c in
+            for (index, message) in messages.enumerated() {
+                guard let activity = try activityRow(message.activityID, application, c) else {
+                    throw AcceptRefusal(index: index, field: "live_activity_id",
+                                        message: "no activity '\(message.activityID)' in this application; start it with startLiveActivity first (U1)")
+                }
+                switch activity.state {
+                case .ended:
+                    throw AcceptRefusal(index: index, field: "live_activity_id",
+                                        message: "'\(message.activityID)' has ended; it takes no more updates (U1)")
+                case .scheduled:
+                    throw AcceptRefusal(index: index, field: "live_activity_id",
+                                        message: "'\(message.activityID)' is scheduled and has not started yet; update it once it has (U1)")
+                default:
+                    break
+                }
+                let state: ActivityState = message.event == .end ? .ended : .active
+                try c.run("UPDATE activities SET state = ?, content_state = ?, updated_at = ? WHERE id = ?",
+                          [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date), .int(activity.id)])
+                try insert(message, activity: activity.id, application: application, at: date, c)
+            }
+        }
+    }
+
+    /// Runs `body` in one write transaction, rolled back when only validating.
+    private func accept(validateOnly: Bool, _ body: (SQLiteConnection) throws -> Void) throws {
+        struct RollBack: Error {}
+        do {
+            try database.write(rethrowing: { c in
+                try body(c)
+                if validateOnly { throw RollBack() }
+            })
+        } catch is RollBack {
+            return
+        }
+    }
+
+    private func insert(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
+                        _ c: SQLiteConnection) throws(StoreError) {
+        try c.run("""
+            INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, fallback_payload,
+                                  priority, state, due_at, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)
+            """, [
+            .text(message.code), .text(application.rawValue), .int(activity), .text(message.event.rawValue),
+            message.target.map { .text(Self.encode($0).jsonText) } ?? .null, Self.optional(message.attributesType),
+            .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
+            Self.milliseconds(message.dueAt), Self.seconds(date),
+        ])
+    }
+
+    // MARK: - Jobs
+
+    public func claimNextJob(at date: Date) throws(StoreError) -> MessageJob? {
+        let claimed: (SQLRow, ApplicationCode)? = try database.write { (c) throws(StoreError) in
+            // Messages of one activity go out in order: a job waits while an earlier one of its activity is unfinished.
+            let rows = try c.query("""
+                UPDATE messages SET state = 'sending', claimed = 1
+                WHERE id = (
+                    SELECT m.id FROM messages m
+                    WHERE ((m.state = 'pending' AND m.due_at <= ?) OR (m.state = 'sending' AND m.claimed = 0))
+                      AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id
+                                      AND e.state IN ('pending', 'sending'))
+                    ORDER BY m.due_at, m.id LIMIT 1)
+                RETURNING id, code, application, event, activity, target, attributes_type, payload, fallback_payload, priority, cursor
+                """, [Self.milliseconds(date)])
+            guard let row = rows.first, let application = ApplicationCode(row[2].text ?? "") else { return nil }
+            if row[3].text == LiveActivityEvent.start.rawValue {
+                try c.run("UPDATE activities SET state = 'active', updated_at = ? WHERE id = ? AND state = 'scheduled'",
+                          [Self.seconds(date), .int(row[4].int ?? 0)])
+            }
+            return (row, application)
+        }
+        guard let (row, application) = claimed else { return nil }
+        let activityID = try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT activity_id FROM activities WHERE id = ?", [.int(row[4].int ?? 0)]).first?[0].text ?? ""
+        }
+        var target: TargetSelection?
+        if let text = row[5].text {
+            target = try decodeTarget(text, application)
+        }
+        return MessageJob(
+            id: row[0].int ?? 0, code: row[1].text ?? "", application: application,
+            event: LiveActivityEvent(rawValue: row[3].text ?? "") ?? .update, activity: row[4].int ?? 0, activityID: activityID,
+            target: target, attributesType: row[6].text, payload: row[7].blob ?? [], fallbackPayload: row[8].blob,
+            priority: Int(row[9].int ?? 5), cursor: row[10].int ?? 0)
+    }
+
+    public func nextDueDate() throws(StoreError) -> Date? {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT MIN(due_at) FROM messages WHERE state IN ('pending', 'sending')")[0][0].int
+                .map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        }
+    }
+
+    public func releaseClaims() throws(StoreError) {
+        try database.write { (c) throws(StoreError) in
+            try c.run("UPDATE messages SET claimed = 0 WHERE state = 'sending' AND claimed = 1")
+        }
+    }
+
+    public func updateTargets(activity: Int64, afterID: Int64, limit: Int) throws(StoreError) -> [UpdateTarget] {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("""
+                SELECT \(SQLiteDeviceStore.deviceColumns), NULL, d.application, t.token, t.device IS NOT NULL, ad.state
+                FROM activity_devices ad
+                JOIN devices d ON d.id = ad.device
+                JOIN activities a ON a.id = ad.activity
+                LEFT JOIN activity_tokens t ON t.device = ad.device AND t.activity_id = a.activity_id
+                WHERE ad.activity = ? AND ad.device > ?
+                ORDER BY ad.device LIMIT ?
+                """, [.int(activity), .int(afterID), .int(Int64(limit))]).map { row in
+                let device = SQLiteDeviceStore.device(row, ApplicationCode(row[9].text ?? "") ?? ApplicationCode("XXXXX-XXXXX")!)
+                let token = row[10].text
+                return UpdateTarget(device: device, updateToken: token, endedOnDevice: row[11].int == 1 && token == nil,
+                                    tokenDead: row[12].text == "token-dead")
+            }
+        }
+    }
+
+    public func recordBatch(_ result: BatchResult, of job: MessageJob, at date: Date) throws(StoreError) {
+        try database.write { (c) throws(StoreError) in
+            for record in result.records {
+                try c.run("""
+                    INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (message, device) DO UPDATE SET push_type = excluded.push_type, status = excluded.status,
+                        reason = excluded.reason, apns_id = excluded.apns_id, attempts = attempts + excluded.attempts, at = excluded.at
+                    """, [.int(job.id), .int(record.device), Self.optional(record.pushType), .int(Int64(record.status)),
+                          Self.optional(record.reason), Self.optional(record.apnsID), .int(Int64(record.attempts)), Self.seconds(date)])
+            }
+            for device in result.startedOn {
+                try c.run("""
+                    INSERT INTO activity_devices (activity, device, state) VALUES (?, ?, 'active')
+                    ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
+                    """, [.int(job.activity), .int(device)])
+            }
+            for dead in result.deadPushToStartTokens {
+                try c.run("DELETE FROM push_to_start_tokens WHERE device = ? AND token = ?", [.int(dead.device), .text(dead.token)])
+            }
+            for device in result.deadUpdateTokens {
+                try c.run("UPDATE activity_devices SET state = 'token-dead' WHERE activity = ? AND device = ?", [.int(job.activity), .int(device)])
+            }
+            for dead in result.deadPushTokens {
+                try c.run("UPDATE devices SET push_token = NULL WHERE id = ? AND push_token = ?", [.int(dead.device), .text(dead.token)])
+            }
+            try c.run("UPDATE messages SET cursor = ? WHERE id = ?", [.int(result.cursor), .int(job.id)])
+        }
+    }
+
+    public func finish(_ job: MessageJob, at date: Date) throws(StoreError) {
+        try database.write { (c) throws(StoreError) in
+            try c.run("UPDATE messages SET state = 'done', claimed = 0, finished_at = ? WHERE id = ?", [Self.seconds(date), .int(job.id)])
+        }
+    }
+
+    public func release(_ job: MessageJob) throws(StoreError) {
+        try database.write { (c) throws(StoreError) in
+            try c.run("UPDATE messages SET claimed = 0 WHERE id = ? AND state = 'sending'", [.int(job.id)])
+        }
+    }
+
+    // MARK: - Reading and cancelling
+
+    public func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> MessageState? {
+        try database.write { (c) throws(StoreError) -> MessageState? in
+            guard let row = try c.query("SELECT id, state, event, activity FROM messages WHERE code = ? AND application = ?",
+                                        [.text(code), .text(application.rawValue)]).first else { return nil }
+            let state = MessageState(rawValue: row[1].text ?? "") ?? .done
+            guard state == .pending else { return state }
+            try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [Self.seconds(date), .int(row[0].int ?? 0)])
+            if row[2].text == LiveActivityEvent.start.rawValue {
+                // The activity never started: its id is free again.
+                try c.run("UPDATE activities SET state = 'ended', updated_at = ? WHERE id = ? AND state = 'scheduled'",
+                          [Self.seconds(date), .int(row[3].int ?? 0)])
+            }
+            return .cancelled
+        }
+    }
+
+    public func messageDetails(code: String, in application: ApplicationCode) throws(StoreError) -> MessageDetails? {
+        try database.withConnection { (c) throws(StoreError) -> MessageDetails? in
+            guard let row = try c.query("""
+                SELECT m.id, m.event, a.activity_id, m.state, m.created_at, m.due_at, m.finished_at
+                FROM messages m JOIN activities a ON a.id = m.activity WHERE m.code = ? AND m.application = ?
+                """, [.text(code), .text(application.rawValue)]).first else { return nil }
+            let id = SQLValue.int(row[0].int ?? 0)
+            let counts = try c.query("""
+                SELECT COUNT(*), COALESCE(SUM(status = 200), 0), COALESCE(SUM(push_type IS NOT NULL AND status != 200), 0)
+                FROM deliveries WHERE message = ?
+                """, [id])[0]
+            var skipped: [String: Int] = [:], reasons: [String: Int] = [:]
+            for group in try c.query("""
+                SELECT push_type IS NULL, COALESCE(reason, ''), COUNT(*) FROM deliveries
+                WHERE message = ? AND status != 200 GROUP BY 1, 2
+                """, [id]) {
+                if group[0].int == 1 { skipped[group[1].text ?? "", default: 0] += Int(group[2].int ?? 0) }
+                else { reasons[group[1].text ?? "", default: 0] += Int(group[2].int ?? 0) }
+            }
+            return MessageDetails(
+                code: code, event: LiveActivityEvent(rawValue: row[1].text ?? "") ?? .update, activityID: row[2].text ?? "",
+                state: MessageState(rawValue: row[3].text ?? "") ?? .pending,
+                createdAt: Date(timeIntervalSince1970: Double(row[4].int ?? 0)),
+                dueAt: Date(timeIntervalSince1970: Double(row[5].int ?? 0) / 1000),
+                finishedAt: row[6].int.map { Date(timeIntervalSince1970: Double($0)) },
+                targeted: Int(counts[0].int ?? 0), sent: Int(counts[1].int ?? 0), failed: Int(counts[2].int ?? 0),
+                skipped: skipped, reasons: reasons)
+        }
+    }
+
+    public func activity(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> ActivityRecord? {
+        try database.withConnection { (c) throws(StoreError) in try activityRow(activityID, application, c) }
+    }
+
+    public func activityDevices(activity: Int64, limit: Int) throws(StoreError) -> [ActivityDevice] {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("""
+                SELECT d.hwid, ad.state, last.status, last.reason, last.code
+                FROM activity_devices ad JOIN devices d ON d.id = ad.device
+                LEFT JOIN (
+                    SELECT dl.device AS device, dl.status AS status, dl.reason AS reason, m.code AS code,
+                           ROW_NUMBER() OVER (PARTITION BY dl.device ORDER BY m.id DESC) AS n
+                    FROM messages m JOIN deliveries dl ON dl.message = m.id WHERE m.activity = ?1
+                ) last ON last.device = ad.device AND last.n = 1
+                WHERE ad.activity = ?1 ORDER BY ad.device LIMIT ?2
+                """, [.int(activity), .int(Int64(limit))]).map { row in
+                ActivityDevice(hwid: row[0].text ?? "", state: row[1].text ?? "", lastStatus: row[2].int.map { Int($0) },
+                               lastReason: row[3].text, lastMessage: row[4].text)
+            }
+        }
+    }
+
+    // MARK: - Rows
+
+    private func activityRow(_ activityID: String, _ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> ActivityRecord? {
+        try c.query("""
+            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at FROM activities
+            WHERE application = ? AND activity_id = ?
+            """, [.text(application.rawValue), .text(activityID)]).first.map { row in
+            ActivityRecord(
+                id: row[0].int ?? 0, activityID: row[1].text ?? "", state: ActivityState(rawValue: row[2].text ?? "") ?? .ended,
+                attributesType: row[3].text, name: row[4].text,
+                contentState: row[5].text.flatMap { try? JSONParser.parse($0).objectValue },
+                updatedAt: Date(timeIntervalSince1970: Double(row[6].int ?? 0)))
+        }
+    }
+
+    private func tagTypes(_ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> [String: TagType] {
+        var types: [String: TagType] = [:]
+        for row in try c.query("SELECT name, type FROM tag_types WHERE application = ?", [.text(application.rawValue)]) {
+            types[row[0].text ?? ""] = TagType(rawValue: row[1].text ?? "")
+        }
+        return types
+    }
+
+    /// A target as stored with its message: a filter keeps its definition, so deleting the filter later changes nothing.
+    static func encode(_ target: TargetSelection) -> JSONValue {
+        switch target {
+        case .filter(let filter): ["filter": filter.json]
+        case .devices(let list): ["devices": .array(list.map { .string($0) })]
+        case .users(let list): ["users": .array(list.map { .string($0) })]
+        }
+    }
+
+    private func decodeTarget(_ text: String, _ application: ApplicationCode) throws(StoreError) -> TargetSelection {
+        do {
+            let object = try JSONParser.parse(text).objectValue ?? [:]
+            if let filter = object["filter"]?.objectValue {
+                let types = try database.withConnection { (c) throws(StoreError) in try tagTypes(application, c) }
+                return .filter(try FilterDefinition.parse(
+                    name: filter["name"]?.stringValue ?? "", join: FilterJoin(rawValue: filter["operator"]?.stringValue ?? "") ?? .and,
+                    conditions: filter["conditions"], tagTypes: types))
+            }
+            let strings = { (key: String) in object[key]?.arrayValue?.compactMap(\.stringValue) }
+            if let devices = strings("devices") { return .devices(devices) }
+            if let users = strings("users") { return .users(users) }
+        } catch {
+            throw StoreError(.io, "stored target is unreadable: \(error)")
+        }
+        throw StoreError(.io, "stored target is unreadable: \(text)")
+    }
+
+    static func optional(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }
+    static func seconds(_ date: Date) -> SQLValue { .int(Int64(date.timeIntervalSince1970)) }
+    static func milliseconds(_ date: Date) -> SQLValue { .int(Int64((date.timeIntervalSince1970 * 1000).rounded())) }
+}

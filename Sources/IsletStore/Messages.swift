@@ -1,0 +1,273 @@
+import Foundation
+import IsletCore
+
+/// Where a Live Activity is (S3, U1): scheduled to start, active, or ended.
+public struct ActivityState: WireValue {
+    public let rawValue: String
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    public static let scheduled = Self(uncheckedRawValue: "scheduled")
+    public static let active = Self(uncheckedRawValue: "active")
+    public static let ended = Self(uncheckedRawValue: "ended")
+    public static let all = [scheduled, active, ended]
+}
+
+/// Where a message is: waiting for its time, being sent, sent, or cancelled before it fired.
+public struct MessageState: WireValue {
+    public let rawValue: String
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    public static let pending = Self(uncheckedRawValue: "pending")
+    public static let sending = Self(uncheckedRawValue: "sending")
+    public static let done = Self(uncheckedRawValue: "done")
+    public static let cancelled = Self(uncheckedRawValue: "cancelled")
+    public static let all = [pending, sending, done, cancelled]
+}
+
+/// A Live Activity of an application, keyed by its `live_activity_id` (S8).
+public struct ActivityRecord: Sendable, Equatable {
+    public let id: Int64
+    public let activityID: String
+    public let state: ActivityState
+    public let attributesType: String?
+    public let name: String?
+    /// The last content-state sent (or to be sent, while scheduled).
+    public let contentState: JSONObject?
+    public let updatedAt: Date
+
+    public init(id: Int64, activityID: String, state: ActivityState, attributesType: String?, name: String?,
+                contentState: JSONObject?, updatedAt: Date) {
+        self.id = id
+        self.activityID = activityID
+        self.state = state
+        self.attributesType = attributesType
+        self.name = name
+        self.contentState = contentState
+        self.updatedAt = updatedAt
+    }
+}
+
+/// One accepted notification, ready to store with its delivery job: payloads are final bytes, so a
+/// resend after a crash repeats them exactly (A4).
+public struct NewMessage: Sendable {
+    public let code: String
+    public let event: LiveActivityEvent
+    public let activityID: String
+    /// Starts only: who to start on, and the type whose push-to-start tokens to use.
+    public let target: TargetSelection?
+    public let attributesType: String?
+    public let name: String?
+    public let contentState: JSONObject
+    public let payload: [UInt8]
+    /// Starts only: the alert for devices below iOS 16.1 (S7).
+    public let fallbackPayload: [UInt8]?
+    public let priority: Int
+    public let dueAt: Date
+
+    public init(code: String, event: LiveActivityEvent, activityID: String, target: TargetSelection?, attributesType: String?,
+                name: String?, contentState: JSONObject, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, dueAt: Date) {
+        self.code = code
+        self.event = event
+        self.activityID = activityID
+        self.target = target
+        self.attributesType = attributesType
+        self.name = name
+        self.contentState = contentState
+        self.payload = payload
+        self.fallbackPayload = fallbackPayload
+        self.priority = priority
+        self.dueAt = dueAt
+    }
+}
+
+/// Why a notification of an accepted request was refused by what is stored (S3, U1).
+public struct AcceptRefusal: Error, Sendable, Equatable {
+    /// The notification's index in the request.
+    public let index: Int
+    public let field: String
+    public let message: String
+
+    public init(index: Int, field: String, message: String) {
+        self.index = index
+        self.field = field
+        self.message = message
+    }
+}
+
+/// A claimed delivery job: one message and how far its fan-out got.
+public struct MessageJob: Sendable, Equatable {
+    public let id: Int64
+    public let code: String
+    public let application: ApplicationCode
+    public let event: LiveActivityEvent
+    public let activity: Int64
+    public let activityID: String
+    public let target: TargetSelection?
+    public let attributesType: String?
+    public let payload: [UInt8]
+    public let fallbackPayload: [UInt8]?
+    public let priority: Int
+    /// Devices up to this id are done; a resumed job starts after it.
+    public let cursor: Int64
+
+    public init(id: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, activityID: String, target: TargetSelection?, attributesType: String?, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, cursor: Int64) {
+        self.id = id
+        self.code = code
+        self.application = application
+        self.event = event
+        self.activity = activity
+        self.activityID = activityID
+        self.target = target
+        self.attributesType = attributesType
+        self.payload = payload
+        self.fallbackPayload = fallbackPayload
+        self.priority = priority
+        self.cursor = cursor
+    }
+}
+
+/// A device an update goes to, with its update token for the activity (U2).
+public struct UpdateTarget: Sendable, Equatable {
+    public let device: Device
+    /// nil: the app has not reported one yet, or the activity ended on the device.
+    public let updateToken: String?
+    /// The token was reported and later cleared (`activity_token: ""`).
+    public let endedOnDevice: Bool
+    /// APNs answered 410 for this device's update token.
+    public let tokenDead: Bool
+
+    public init(device: Device, updateToken: String?, endedOnDevice: Bool, tokenDead: Bool) {
+        self.device = device
+        self.updateToken = updateToken
+        self.endedOnDevice = endedOnDevice
+        self.tokenDead = tokenDead
+    }
+}
+
+/// What happened to one device of a message (A5).
+public struct DeliveryRecord: Sendable, Equatable {
+    public let device: Int64
+    /// "liveactivity" or "alert"; nil when skipped.
+    public let pushType: String?
+    /// The HTTP status from APNs; 0 when skipped or never answered.
+    public let status: Int
+    /// Apple's reason, or the skip reason.
+    public let reason: String?
+    public let apnsID: String?
+    public let attempts: Int
+
+    public init(device: Int64, pushType: String?, status: Int, reason: String?, apnsID: String?, attempts: Int) {
+        self.device = device
+        self.pushType = pushType
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.attempts = attempts
+    }
+}
+
+/// A token APNs answered 410 or BadDeviceToken for; cleared only while the device still holds it.
+public struct DeadToken: Sendable, Equatable {
+    public let device: Int64
+    public let token: String
+
+    public init(device: Int64, token: String) {
+        self.device = device
+        self.token = token
+    }
+}
+
+/// One batch of a job's fan-out, written in one transaction with the job's new cursor.
+public struct BatchResult: Sendable {
+    public var records: [DeliveryRecord] = []
+    /// Devices where the activity now runs: its start reached APNs (S8).
+    public var startedOn: [Int64] = []
+    /// Push-to-start tokens APNs declared dead.
+    public var deadPushToStartTokens: [DeadToken] = []
+    /// Devices whose update token for this activity APNs declared dead (U2).
+    public var deadUpdateTokens: [Int64] = []
+    /// Regular push tokens APNs declared dead (fallback alerts).
+    public var deadPushTokens: [DeadToken] = []
+    public var cursor: Int64
+
+    public init(cursor: Int64) { self.cursor = cursor }
+}
+
+/// Delivery statistics of a message (X4).
+public struct MessageDetails: Sendable, Equatable {
+    public let code: String
+    public let event: LiveActivityEvent
+    public let activityID: String
+    public let state: MessageState
+    public let createdAt: Date
+    public let dueAt: Date
+    public let finishedAt: Date?
+    public let targeted: Int
+    public let sent: Int
+    public let failed: Int
+    public let skipped: [String: Int]
+    /// APNs reasons of the failed pushes, with counts.
+    public let reasons: [String: Int]
+
+    public init(code: String, event: LiveActivityEvent, activityID: String, state: MessageState, createdAt: Date, dueAt: Date, finishedAt: Date?, targeted: Int, sent: Int, failed: Int, skipped: [String: Int], reasons: [String: Int]) {
+        self.code = code
+        self.event = event
+        self.activityID = activityID
+        self.state = state
+        self.createdAt = createdAt
+        self.dueAt = dueAt
+        self.finishedAt = finishedAt
+        self.targeted = targeted
+        self.sent = sent
+        self.failed = failed
+        self.skipped = skipped
+        self.reasons = reasons
+    }
+}
+
+/// One device's part in an activity, for getLiveActivity (X4).
+public struct ActivityDevice: Sendable, Equatable {
+    public let hwid: String
+    public let state: String
+    public let lastStatus: Int?
+    public let lastReason: String?
+    public let lastMessage: String?
+
+    public init(hwid: String, state: String, lastStatus: Int?, lastReason: String?, lastMessage: String?) {
+        self.hwid = hwid
+        self.state = state
+        self.lastStatus = lastStatus
+        self.lastReason = lastReason
+        self.lastMessage = lastMessage
+    }
+}
+
+/// Messages, their jobs and the activities they start, update and end.
+public protocol MessageStore: Sendable {
+    /// Stores start messages with their jobs, all or none; refuses an id that is still scheduled or active (S3).
+    /// With `validateOnly` (a dry run) it checks exactly the same and stores nothing.
+    func acceptStarts(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws
+    /// Stores update/end messages, all or none; refuses unknown and ended activities (U1).
+    func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws
+
+    /// Takes the next due job, if any, for this process to send.
+    func claimNextJob(at date: Date) throws(StoreError) -> MessageJob?
+    /// When the next pending job falls due; nil when none waits.
+    func nextDueDate() throws(StoreError) -> Date?
+    /// Frees jobs a previous run of this process claimed but did not finish (a crash), so they resume now.
+    func releaseClaims() throws(StoreError)
+    /// A page of the devices an update goes to, in id order after `afterID` (U2).
+    func updateTargets(activity: Int64, afterID: Int64, limit: Int) throws(StoreError) -> [UpdateTarget]
+    /// Writes one batch's results and advances the job, in one transaction.
+    func recordBatch(_ result: BatchResult, of job: MessageJob, at date: Date) throws(StoreError)
+    func finish(_ job: MessageJob, at date: Date) throws(StoreError)
+    /// Gives a claimed job back unfinished (its cursor kept), for any worker to resume.
+    func release(_ job: MessageJob) throws(StoreError)
+
+    /// Cancels a message that has not started sending; its scheduled activity goes with it.
+    func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> MessageState?
+    func messageDetails(code: String, in application: ApplicationCode) throws(StoreError) -> MessageDetails?
+    func activity(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> ActivityRecord?
+    /// Up to `limit` devices of the activity with their last delivery.
+    func activityDevices(activity: Int64, limit: Int) throws(StoreError) -> [ActivityDevice]
+}

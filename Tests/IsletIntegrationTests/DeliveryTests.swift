@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletDelivery
+import IsletStore
+
+@Suite("Durable delivery, retries, statistics and schedules (A5, S5, X4)")
+struct DeliveryTests {
+    @Test func retryableAnswersAreRetriedAndCountedAsAttempts() throws {
+        // 429 twice, then 200, for first_third's push-to-start token; 500 forever for second_device's.
+        let transport = RecordingTransport { push, earlier in
+            if push.deviceToken == LiveActivityWorld.hex("51", 80) { return earlier < 2 ? PushOutcome(status: 429, reason: "TooManyRequests") : .delivered }
+            if push.deviceToken == LiveActivityWorld.hex("53", 80) { return PushOutcome(status: 500, reason: "InternalServerError") }
+            return .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        let codes = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]]))
+        let details = try #require(try world.waitUntilSent(codes).first)
+        #expect(details.sent == 1 && details.failed == 1)
+        #expect(details.reasons == ["InternalServerError": 1])
+        #expect(world.pushes(to: LiveActivityWorld.hex("51", 80)).count == 3)
+        #expect(world.pushes(to: LiveActivityWorld.hex("53", 80)).count == 3, "bounded attempts, then the reason is final")
+
+        let stats = try world.expectOK(try world.server("getMessageDetails", ["message": .string(codes[0])]))["message"]?.objectValue
+        #expect(stats?["status"] == "done")
+        #expect(stats?["counts"] == ["targeted": 2, "sent": 1, "failed": 1, "skipped": [:]])
+        #expect(stats?["apns_reasons"] == ["InternalServerError": 1])
+
+        let activity = try world.expectOK(try world.server("getLiveActivity", ["live_activity_id": "ORDER_1"]))["live_activity"]?.objectValue
+        #expect(activity?["state"] == "active")
+        #expect(activity?["devices"]?.arrayValue?.map { $0.objectValue?["hwid"] } == ["first_third"], "only where the start reached APNs")
+    }
+
+    @Test func getMessageDetailsWorksWithTheTokenAlone() throws {
+        let world = try LiveActivityWorld()
+        let codes = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]]))
+        _ = try world.waitUntilSent(codes)
+        // As Pushwoosh's getMessageDetails {auth, message}: the token names the application (E2, X4).
+        let response = try call(world.running.port, "getMessageDetails", ["auth": .string(world.auth), "message": .string(codes[0])])
+        #expect(try world.expectOK(response)["message"]?.objectValue?["counts"]?.objectValue?["sent"] == 2)
+        let unknown = try world.server("getMessageDetails", ["message": "AAAAA-AAAAAAAA-AAAAAAAA"])
+        #expect(unknown.message == "message: no message 'AAAAA-AAAAAAAA-AAAAAAAA' in this application")
+    }
+
+    @Test func deadTokensAreDroppedAndSkippedAfterwards() throws {
+        let transport = RecordingTransport { push, _ in
+            [LiveActivityWorld.hex("51", 80), LiveActivityWorld.hex("f2", 40)].contains(push.deviceToken)
+                ? PushOutcome(status: 410, reason: "Unregistered", timestamp: 1) : .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(id: "A"))]])))
+        // first_third's push-to-start token is gone: the next start skips it with the reason.
+        let next = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(id: "B"))]])))
+        #expect(next.first?.skipped == ["no push-to-start token": 1])
+
+        try world.reportUpdateToken("second_device", activity: "B", token: LiveActivityWorld.hex("f2", 40))
+        let update = { try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(id: "B"))]])) }
+        #expect(try world.waitUntilSent(try update()).first?.reasons == ["Unregistered": 1])
+        #expect(try world.waitUntilSent(try update()).first?.skipped == ["update token unregistered": 1], "U2: a 410 token is skipped and counted")
+    }
+
+    @Test func aScheduledStartSurvivesARestartAndFiresOnce() throws {
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let first = RecordingTransport()
+        let world = try LiveActivityWorld(transport: first, clock: clock)
+        let sendDate = "2027-01-15 09:00"   // 1_800_000_000 is 2027-01-15 08:00 UTC
+        let codes = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [
+            .object(startNotification(["send_date": .string(sendDate), "timezone": "Europe/Lisbon"])),
+        ]]))
+        world.running.stop()
+        #expect(first.pushes.isEmpty)
+
+        clock.advance(3600)
+        let second = RecordingTransport()
+        let restarted = try world.restarted(transport: second)
+        let messages = restarted.server.messages
+        #expect(try eventually { try messages.messageDetails(code: codes[0], in: ApplicationCode(world.code)!)?.state == .done })
+        #expect(second.pushes.count == 2)
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(second.pushes.count == 2, "fires once")
+        let timestamps = Set(second.pushes.compactMap { try? JSONParser.parse($0.payload).objectValue?["aps"]?.objectValue?["timestamp"] })
+        #expect(timestamps == [.int(1_800_003_600)], "the timestamp is the scheduled time, in Europe/Lisbon (UTC+0 in January)")
+    }
+
+    @Test func scheduleBoundsAreOneDayBackAndThirtyDaysAhead() throws {
+        let world = try LiveActivityWorld(clock: TestClock(Schedule.parse("2026-11-29 12:00", in: TimeZone(identifier: "UTC")!)!))
+        func start(_ date: String, zone: String = "UTC", id: String) throws -> RawHTTPResponse {
+            try world.server("startLiveActivity", ["notifications": [.object(startNotification(["send_date": .string(date), "timezone": .string(zone)], id: id))]])
+        }
+        #expect(try start("2026-11-28 12:30", id: "a").status == 200, "less than a day ago: sent now")
+        #expect(try start("2026-11-28 11:59", id: "b").message == "notifications[0].send_date: 2026-11-28 11:59 (UTC) is more than 1 day in the past (S5)")
+        #expect(try start("2026-12-29 11:59", id: "c").status == 200)
+        #expect(try start("2026-12-29 12:01", id: "d").message == "notifications[0].send_date: 2026-12-29 12:01 (UTC) is more than 30 days in the future (S5)")
+        #expect(try start("2026-12-29 12:30", zone: "Europe/Berlin", id: "e").status == 200, "12:30 in Berlin is 11:30 UTC")
+        #expect(try start("2026-12-29 12:30", id: "f").status == 400, "the same wall time in UTC is past the bound")
+    }
+
+    @Test func deleteMessageCancelsAScheduledStartOnly() throws {
+        let world = try LiveActivityWorld()
+        let later = Date().addingTimeInterval(3 * 86_400).formatted(.iso8601.year().month().day().dateSeparator(.dash))
+        let codes = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [
+            .object(startNotification(["send_date": .string("\(later) 10:00")])),
+        ]]))
+        #expect(try world.server("deleteMessage", ["message": .string(codes[0])]).status == 200)
+        let details = try world.expectOK(try world.server("getMessageDetails", ["message": .string(codes[0])]))["message"]?.objectValue
+        #expect(details?["status"] == "cancelled")
+        #expect(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]]).status == 200,
+                "the cancelled start frees its id")
+        let sent = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(id: "NOW"))]]))
+        _ = try world.waitUntilSent(sent)
+        let late = try world.server("deleteMessage", ["message": .string(sent[0])])
+        #expect(late.message == "message: '\(sent[0])' is done; only a message that has not started sending can be deleted")
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+import IsletAPI
+import IsletCore
+import IsletDelivery
+import IsletStore
+
+/// The world of the reference documents' examples: the demo application, the devices `first_third`
+/// and `second_device`, the filter `FILTER_NAME_1`, and a few more devices for the S7 branches.
+final class LiveActivityWorld {
+    let transport: RecordingTransport
+    let clock: TestClock
+    let running: RunningServer
+    let code = "XXXXX-XXXXX"
+    let auth = "SECRET_API_TOKEN"
+
+    static let bundle = "com.example.fooddelivery"
+    /// hwid → (push token, iOS version, push-to-start tokens by attributes type, language)
+    static let devices: [(hwid: String, push: String, os: String?, pushToStart: [String: String], language: String)] = [
+        ("first_third", hex("a1", 32), "17.4", ["": hex("51", 80)], "en"),
+        ("second_device", hex("a2", 32), "18.0", ["": hex("52", 80), "FoodDeliveryAttributes": hex("53", 80)], "en"),
+        ("old_phone", hex("a3", 32), "15.7", [:], "en"),
+        ("mid_phone", hex("a4", 32), "16.4", [:], "en"),
+        ("no_token", hex("a5", 32), nil, [:], "en"),
+        ("portuguese", hex("a6", 32), "17.4", ["": hex("56", 80)], "pt"),
+    ]
+
+    static func hex(_ byte: String, _ count: Int) -> String { String(repeating: byte, count: count) }
+
+    init(transport: RecordingTransport = RecordingTransport(), clock: TestClock = TestClock(), directory: URL? = nil) throws {
+        self.transport = transport
+        self.clock = clock
+        running = try RunningServer(demo: true, transport: transport, clock: clock, directory: directory)
+        for device in Self.devices {
+            var request: JSONObject = ["application": .string(code), "hwid": .string(device.hwid), "push_token": .string(device.push),
+                                       "language": .string(device.language)]
+            if let os = device.os { request["os_version"] = .string(os) }
+            try expectOK(call(running.port, "registerDevice", request, token: auth))
+            for (type, token) in device.pushToStart {
+                var tokenRequest: JSONObject = ["application": .string(code), "hwid": .string(device.hwid),
+                                                "activity_push_to_start_token": .string(token)]
+                if !type.isEmpty { tokenRequest["attributes_type"] = .string(type) }
+                try expectOK(call(running.port, "setActivityPushToStartToken", tokenRequest, token: auth))
+            }
+        }
+        try expectOK(call(running.port, "createFilter", ["application": .string(code), "auth": .string(auth), "name": "FILTER_NAME_1",
+                                                         "conditions": [["Language", "EQ", "en"]]]))
+    }
+
+    /// Reopens the same database with a new server (a restart); the old one must be stopped first.
+    func restarted(transport: RecordingTransport) throws -> RunningServer {
+        try RunningServer(demo: false, transport: transport, clock: clock, directory: running.directory)
+    }
+
+    @discardableResult
+    func expectOK(_ response: RawHTTPResponse, sourceLocation: SourceLocation = #_sourceLocation) throws -> JSONObject {
+        #expect(response.status == 200, "\(response.message ?? "")", sourceLocation: sourceLocation)
+        return try #require(response.json?.objectValue?["response"]?.objectValue, sourceLocation: sourceLocation)
+    }
+
+    /// Sends a JSON API body as given (the reference examples are whole bodies).
+    func post(_ method: String, _ body: JSONValue) throws -> RawHTTPResponse {
+        try request(running.port, "/json/1.3/\(method)", body: body.jsonText)
+    }
+
+    func server(_ method: String, _ fields: JSONObject) throws -> RawHTTPResponse {
+        try call(running.port, method, (["application": .string(code), "auth": .string(auth)] as JSONObject).merging(fields))
+    }
+
+    /// What the SDK does once an activity runs on a device: report its update token (D4).
+    func reportUpdateToken(_ hwid: String, activity: String, token: String) throws {
+        try expectOK(call(running.port, "setActivityToken", ["application": .string(code), "hwid": .string(hwid),
+                                                             "activity_id": .string(activity), "activity_token": .string(token)], token: auth))
+    }
+
+    /// Waits until every message in `codes` is done, and returns its details.
+    func waitUntilSent(_ codes: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> [MessageDetails] {
+        let messages = running.server.messages
+        let appCode = ApplicationCode(code)!
+        let done = try eventually {
+            try codes.allSatisfy { try messages.messageDetails(code: $0, in: appCode)?.state == .done }
+        }
+        #expect(done, "messages \(codes) were not all sent", sourceLocation: sourceLocation)
+        return try codes.compactMap { try messages.messageDetails(code: $0, in: appCode) }
+    }
+
+    func messageCodes(_ response: RawHTTPResponse) throws -> [String] {
+        try expectOK(response)["Messages"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    }
+
+    /// The pushes sent to one device token, in order.
+    func pushes(to token: String) -> [Push] { transport.pushes.filter { $0.deviceToken == token } }
+}
+
+/// A push as the golden tests compare it: path, the A2 headers, and the payload as decoded JSON.
+struct ExpectedPush: Equatable, CustomStringConvertible {
+    let path: String
+    let pushType: String
+    let topic: String
+    let priority: String
+    let payload: JSONValue
+
+    init(token: String, pushType: String, topic: String, priority: Int, payload: JSONValue) {
+        path = "/3/device/\(token)"
+        self.pushType = pushType
+        self.topic = topic
+        self.priority = String(priority)
+        self.payload = payload
+    }
+
+    init(_ push: Push) {
+        let headers = Dictionary(push.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+        path = push.path
+        pushType = headers["apns-push-type"] ?? ""
+        topic = headers["apns-topic"] ?? ""
+        priority = headers["apns-priority"] ?? ""
+        payload = (try? JSONParser.parse(push.payload)) ?? .null
+    }
+
+    var description: String { "\(path) [\(pushType) \(topic) \(priority)] \(payload.jsonText)" }
+}
+
+/// The example requests of the reference documents, each once, in the order first seen.
+enum ReferenceExamples {
+    static let directory = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/reference")
+
+    static func all() throws -> [(file: String, body: JSONValue)] {
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".txt") }.sorted()
+        var seen: [JSONValue] = []
+        var found: [(file: String, body: JSONValue)] = []
+        for file in files {
+            let text = Array(try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8).utf8)
+            for candidate in balancedObjects(text) {
+                guard let value = try? JSONParser.parse(candidate), value.objectValue?["request"] != nil, !seen.contains(value) else { continue }
+                seen.append(value)
+                found.append((file, value))
+            }
+        }
+        return found
+    }
+
+    /// Every top-level `{...}` span, skipping braces inside strings.
+    static func balancedObjects(_ bytes: [UInt8]) -> [[UInt8]] {
+        var spans: [[UInt8]] = []
+        var depth = 0, start = 0, inString = false, escaped = false
+        for (index, byte) in bytes.enumerated() {
+            if inString {
+                if escaped { escaped = false } else if byte == 0x5C { escaped = true } else if byte == 0x22 { inString = false }
+                continue
+            }
+            switch byte {
+            case 0x22 where depth > 0: inString = true
+            case 0x7B:
+                if depth == 0 { start = index }
+                depth += 1
+            case 0x7D where depth > 0:
+                depth -= 1
+                if depth == 0 { spans.append(Array(bytes[start...index])) }
+            default: break
+            }
+        }
+        return spans
+    }
+}

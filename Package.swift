@@ -13,7 +13,9 @@ let package = Package(
         // C shims: only what Swift cannot call directly (variadic functions, macros).
         .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(name: "CMicroHTTPD", linkerSettings: [.linkedLibrary("microhttpd")]),
-        .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("crypto")]),
+        .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        .target(name: "CNGHTTP2", linkerSettings: [.linkedLibrary("nghttp2")]),
+        .target(name: "CEpoll"),
 
         .target(name: "IsletCore"),
         .target(name: "IsletCrypto", dependencies: ["COpenSSL"]),
@@ -21,8 +23,10 @@ let package = Package(
         .target(name: "IsletSQLite", dependencies: ["IsletStore", "CSQLite"]),
         .target(name: "IsletDelivery", dependencies: ["IsletCore", "IsletStore", "IsletCrypto"]),
         .target(name: "IsletHTTP", dependencies: ["CMicroHTTPD"]),
+        .target(name: "IsletHTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CEpoll"]),
+        .target(name: "IsletAPNs", dependencies: ["IsletCore", "IsletStore", "IsletDelivery", "IsletHTTP2", "COpenSSL"]),
         .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP", "IsletDelivery"]),
-        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletDelivery"]),
+        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletDelivery", "IsletAPNs", "IsletHTTP2"]),
         .executableTarget(name: "islet", dependencies: ["IsletApp"]),
         .executableTarget(name: "islet-bench", dependencies: ["IsletCore", "IsletStore", "IsletSQLite"], path: "Sources/IsletBenchmarks"),
 
@@ -30,6 +34,7 @@ let package = Package(
         .executableTarget(name: "islet-test-server", dependencies: ["IsletApp", "IsletCore", "IsletDelivery"], path: "Tests/TestServer"),
 
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"]),
+        .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore"]),
         .testTarget(name: "IsletSQLiteTests", dependencies: ["IsletSQLite", "IsletStore", "IsletCrypto"]),
         .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQLite", "IsletStore"], exclude: ["Golden"]),
         .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQLite", "IsletStore", "IsletHTTP", "IsletDelivery"]),

@@ -28,3 +28,216 @@ int islet_check_p256_private_key(const char *pem, size_t length) {
     EVP_PKEY_free(key);
     return ok ? 0 : 2;
 }
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <openssl/ec.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <arpa/inet.h>
+
+static void last_error(char *buffer, int length) {
+    unsigned long code = ERR_get_error();
+    if (code == 0) snprintf(buffer, length, "unknown TLS error");
+    else ERR_error_string_n(code, buffer, length);
+    ERR_clear_error();
+}
+
+void islet_tls_error(char *buffer, int length) { last_error(buffer, length); }
+
+static const unsigned char h2_alpn[] = { 2, 'h', '2' };
+
+SSL_CTX *islet_tls_client_context(const char *ca_file, char *error, int error_length) {
+    SSL_CTX *context = SSL_CTX_new(TLS_client_method());
+    if (context == NULL) { last_error(error, error_length); return NULL; }
+    SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+    SSL_CTX_set_alpn_protos(context, h2_alpn, sizeof h2_alpn);
+    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_default_verify_paths(context);
+    if (ca_file != NULL && SSL_CTX_load_verify_locations(context, ca_file, NULL) != 1) {
+        last_error(error, error_length);
+        SSL_CTX_free(context);
+        return NULL;
+    }
+    return context;
+}
+
+static int select_h2(SSL *ssl, const unsigned char **out, unsigned char *out_length, const unsigned char *in,
+                     unsigned int in_length, void *argument) {
+    (void)ssl; (void)argument;
+    for (unsigned int i = 0; i + 2 < in_length + 1 && i < in_length; i += 1 + in[i]) {
+        if (in[i] == 2 && i + 2 < in_length && in[i + 1] == 'h' && in[i + 2] == '2') {
+            *out = &in[i + 1];
+            *out_length = 2;
+            return SSL_TLSEXT_ERR_OK;
+        }
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+SSL_CTX *islet_tls_server_context(const char *certificate_file, const char *key_file, char *error, int error_length) {
+    SSL_CTX *context = SSL_CTX_new(TLS_server_method());
+    if (context == NULL) { last_error(error, error_length); return NULL; }
+    SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_alpn_select_cb(context, select_h2, NULL);
+    if (SSL_CTX_use_certificate_chain_file(context, certificate_file) != 1
+        || SSL_CTX_use_PrivateKey_file(context, key_file, SSL_FILETYPE_PEM) != 1) {
+        last_error(error, error_length);
+        SSL_CTX_free(context);
+        return NULL;
+    }
+    return context;
+}
+
+SSL *islet_tls_client(SSL_CTX *context, int fd, const char *host) {
+    SSL *ssl = SSL_new(context);
+    if (ssl == NULL) return NULL;
+    SSL_set_fd(ssl, fd);
+    unsigned char address[16];
+    if (inet_pton(AF_INET, host, address) == 1 || inet_pton(AF_INET6, host, address) == 1) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host);
+    } else {
+        SSL_set_tlsext_host_name(ssl, host);
+        SSL_set1_host(ssl, host);
+    }
+    SSL_set_connect_state(ssl);
+    return ssl;
+}
+
+SSL *islet_tls_server(SSL_CTX *context, int fd) {
+    SSL *ssl = SSL_new(context);
+    if (ssl == NULL) return NULL;
+    SSL_set_fd(ssl, fd);
+    SSL_set_accept_state(ssl);
+    return ssl;
+}
+
+static int outcome(SSL *ssl, int result) {
+    switch (SSL_get_error(ssl, result)) {
+    case SSL_ERROR_WANT_READ: return ISLET_TLS_WANT_READ;
+    case SSL_ERROR_WANT_WRITE: return ISLET_TLS_WANT_WRITE;
+    case SSL_ERROR_ZERO_RETURN: return ISLET_TLS_CLOSED;
+    default: return ISLET_TLS_ERROR;
+    }
+}
+
+int islet_tls_handshake(SSL *ssl) {
+    int result = SSL_do_handshake(ssl);
+    return result == 1 ? 1 : outcome(ssl, result);
+}
+
+int islet_tls_read(SSL *ssl, void *buffer, int length) {
+    int result = SSL_read(ssl, buffer, length);
+    return result > 0 ? result : outcome(ssl, result);
+}
+
+int islet_tls_write(SSL *ssl, const void *buffer, int length) {
+    int result = SSL_write(ssl, buffer, length);
+    return result > 0 ? result : outcome(ssl, result);
+}
+
+int islet_tls_alpn_h2(SSL *ssl) {
+    const unsigned char *protocol = NULL;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(ssl, &protocol, &length);
+    return length == 2 && protocol[0] == 'h' && protocol[1] == '2';
+}
+
+int islet_tls_self_signed(const char *certificate_file, const char *key_file, int days) {
+    int ok = 0;
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *certificate = X509_new();
+    FILE *out = NULL;
+    if (key == NULL || certificate == NULL) goto done;
+    X509_set_version(certificate, 2);
+    unsigned char serial[16];
+    RAND_bytes(serial, sizeof serial);
+    serial[0] &= 0x7f;
+    BIGNUM *number = BN_bin2bn(serial, sizeof serial, NULL);
+    BN_to_ASN1_INTEGER(number, X509_get_serialNumber(certificate));
+    BN_free(number);
+    X509_gmtime_adj(X509_getm_notBefore(certificate), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(certificate), (long)days * 86400);
+    X509_set_pubkey(certificate, key);
+    X509_NAME *name = X509_get_subject_name(certificate);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"Islet APNs simulator", -1, -1, 0);
+    X509_set_issuer_name(certificate, name);
+    X509V3_CTX v3;
+    X509V3_set_ctx_nodb(&v3);
+    X509V3_set_ctx(&v3, certificate, certificate, NULL, NULL, 0);
+    const char *extensions[][2] = {
+        { "subjectAltName", "IP:127.0.0.1,IP:::1,DNS:localhost" },
+        { "basicConstraints", "critical,CA:TRUE" },
+        { "keyUsage", "critical,digitalSignature,keyCertSign" },
+        { "extendedKeyUsage", "serverAuth" },
+    };
+    for (size_t i = 0; i < sizeof extensions / sizeof extensions[0]; i++) {
+        X509_EXTENSION *extension = X509V3_EXT_conf(NULL, &v3, extensions[i][0], extensions[i][1]);
+        if (extension == NULL) goto done;
+        X509_add_ext(certificate, extension, -1);
+        X509_EXTENSION_free(extension);
+    }
+    if (X509_sign(certificate, key, EVP_sha256()) == 0) goto done;
+    out = fopen(key_file, "w");
+    if (out == NULL) goto done;
+    chmod(key_file, 0600);
+    if (PEM_write_PrivateKey(out, key, NULL, NULL, 0, NULL, NULL) != 1) goto done;
+    fclose(out);
+    out = fopen(certificate_file, "w");
+    if (out == NULL || PEM_write_X509(out, certificate) != 1) goto done;
+    ok = 1;
+done:
+    if (out != NULL) fclose(out);
+    X509_free(certificate);
+    EVP_PKEY_free(key);
+    return ok;
+}
+
+EVP_PKEY *islet_p256_key(const char *pem, size_t length) {
+    if (islet_check_p256_private_key(pem, length) != 0) return NULL;
+    BIO *bio = BIO_new_mem_buf(pem, (int)length);
+    EVP_PKEY *key = bio == NULL ? NULL : PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+    BIO_free(bio);
+    return key;
+}
+
+void islet_key_free(EVP_PKEY *key) { EVP_PKEY_free(key); }
+
+int islet_es256_sign(EVP_PKEY *key, const void *data, size_t length, uint8_t signature[64]) {
+    unsigned char der[80];
+    size_t der_length = sizeof der;
+    EVP_MD_CTX *context = EVP_MD_CTX_new();
+    int ok = context != NULL
+        && EVP_DigestSignInit(context, NULL, EVP_sha256(), NULL, key) == 1
+        && EVP_DigestSign(context, der, &der_length, data, length) == 1;
+    EVP_MD_CTX_free(context);
+    if (!ok) return 0;
+    const unsigned char *cursor = der;
+    ECDSA_SIG *parsed = d2i_ECDSA_SIG(NULL, &cursor, (long)der_length);
+    if (parsed == NULL) return 0;
+    const BIGNUM *r = NULL, *s = NULL;
+    ECDSA_SIG_get0(parsed, &r, &s);
+    ok = BN_bn2binpad(r, signature, 32) == 32 && BN_bn2binpad(s, signature + 32, 32) == 32;
+    ECDSA_SIG_free(parsed);
+    return ok;
+}
+
+int islet_es256_verify(EVP_PKEY *key, const void *data, size_t length, const uint8_t signature[64]) {
+    ECDSA_SIG *parsed = ECDSA_SIG_new();
+    BIGNUM *r = BN_bin2bn(signature, 32, NULL), *s = BN_bin2bn(signature + 32, 32, NULL);
+    if (parsed == NULL || r == NULL || s == NULL) { ECDSA_SIG_free(parsed); BN_free(r); BN_free(s); return 0; }
+    ECDSA_SIG_set0(parsed, r, s);
+    unsigned char *der = NULL;
+    int der_length = i2d_ECDSA_SIG(parsed, &der);
+    ECDSA_SIG_free(parsed);
+    if (der_length <= 0) return 0;
+    EVP_MD_CTX *context = EVP_MD_CTX_new();
+    int ok = context != NULL
+        && EVP_DigestVerifyInit(context, NULL, EVP_sha256(), NULL, key) == 1
+        && EVP_DigestVerify(context, der, der_length, data, length) == 1;
+    EVP_MD_CTX_free(context);
+    OPENSSL_free(der);
+    return ok;
+}

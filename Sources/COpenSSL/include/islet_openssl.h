@@ -13,4 +13,38 @@ int islet_random_bytes(uint8_t *buffer, size_t length);
 /// Returns 0 when it does, 1 when it is not a readable private key, 2 when it is not P-256.
 int islet_check_p256_private_key(const char *pem, size_t length);
 
+#include <openssl/ssl.h>
+#include <openssl/evp.h>
+
+/// A TLS 1.2+ client context offering ALPN h2, verifying peers against the system CAs plus `ca_file` (may be NULL).
+SSL_CTX *islet_tls_client_context(const char *ca_file, char *error, int error_length);
+/// A TLS 1.2+ server context selecting ALPN h2, with a PEM certificate chain and key.
+SSL_CTX *islet_tls_server_context(const char *certificate_file, const char *key_file, char *error, int error_length);
+/// A client session on a connected fd, checking the peer's name (DNS name or IP address) and sending SNI.
+SSL *islet_tls_client(SSL_CTX *context, int fd, const char *host);
+SSL *islet_tls_server(SSL_CTX *context, int fd);
+
+/// Results of the non-blocking calls below.
+enum { ISLET_TLS_WANT_READ = -1, ISLET_TLS_WANT_WRITE = -2, ISLET_TLS_ERROR = -3, ISLET_TLS_CLOSED = 0 };
+/// 1 when done, or one of the ISLET_TLS_ values.
+int islet_tls_handshake(SSL *ssl);
+/// Bytes read (> 0) or one of the ISLET_TLS_ values.
+int islet_tls_read(SSL *ssl, void *buffer, int length);
+/// Bytes written (> 0) or one of the ISLET_TLS_ values.
+int islet_tls_write(SSL *ssl, const void *buffer, int length);
+/// 1 when the peer agreed to HTTP/2.
+int islet_tls_alpn_h2(SSL *ssl);
+/// The last OpenSSL error as text (clears the queue).
+void islet_tls_error(char *buffer, int length);
+
+/// Writes a self-signed P-256 certificate for 127.0.0.1, ::1 and localhost, and its key (mode 0600). 1 on success.
+int islet_tls_self_signed(const char *certificate_file, const char *key_file, int days);
+
+/// A P-256 private key from PEM (an APNs .p8); NULL when unreadable.
+EVP_PKEY *islet_p256_key(const char *pem, size_t length);
+void islet_key_free(EVP_PKEY *key);
+/// ES256: SHA-256 + ECDSA over `data`, as the raw 64-byte r||s a JWT carries. 1 on success.
+int islet_es256_sign(EVP_PKEY *key, const void *data, size_t length, uint8_t signature[64]);
+/// 1 when `signature` (raw r||s) is the key's ES256 signature of `data`.
+int islet_es256_verify(EVP_PKEY *key, const void *data, size_t length, const uint8_t signature[64]);
 #endif

@@ -1,7 +1,10 @@
 import Dispatch
 import Foundation
 import IsletAPI
+import IsletAPNs
 import IsletCore
+import IsletDelivery
+import IsletSQLite
 import Synchronization
 
 /// `islet serve`: run the API server until SIGTERM or SIGINT.
@@ -62,7 +65,7 @@ struct ServeCommand: CLICommand {
         let server: IsletServer
         let demo: ApplicationAdmin.Created?
         do {
-            server = try IsletServer(configuration: configuration, logger: logger)
+            server = try IsletServer(configuration: configuration, logger: logger, transport: try transport(logger))
             demo = try server.createDemoIfEligible()
             try server.start()
         } catch {
@@ -72,6 +75,14 @@ struct ServeCommand: CLICommand {
         let signal = stop.wait()
         logger.info("signal received", ["signal": .int(Int64(signal))])
         return server.shutdown() ? 0 : 1
+    }
+
+    /// `--apns apple`: the HTTP/2 client to Apple (or `--apns-url`), signing with each application's key.
+    private func transport(_ logger: Logger) throws -> (any PushTransport)? {
+        guard configuration.apns == .apple else { return nil }
+        let store = SQLiteApplicationStore(database: try SQLiteDatabase(path: configuration.databasePath))
+        let client = APNsClientConfiguration(overrideURL: configuration.apnsURL.flatMap(URL.init(string:)), extraCA: configuration.apnsCA)
+        return try APNsClient(configuration: client, keys: { try store.apnsKey(for: $0) }, logger: logger.with(label: "islet.apns"))
     }
 
     private func printDemo(_ demo: ApplicationAdmin.Created, port: Int, _ context: CLIContext) {

@@ -1,0 +1,1 @@
+#include "islet_nghttp2.h"

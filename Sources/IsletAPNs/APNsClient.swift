@@ -1,0 +1,176 @@
+import Foundation
+import IsletCore
+import IsletDelivery
+import IsletHTTP2
+import IsletStore
+import Synchronization
+
+/// Where the APNs client connects and how it behaves (A1, A6).
+public struct APNsClientConfiguration: Sendable {
+    /// Replaces both Apple hosts (tests, the simulator): `https://host:port`.
+    public var overrideURL: URL?
+    /// Extra CA certificate (PEM) trusted besides the system store.
+    public var extraCA: String?
+    /// Connections per (application, environment).
+    public var connectionsPerPool: Int
+    /// Streams per connection never exceed this, whatever the server allows.
+    public var maximumStreams: UInt32
+    public var requestTimeout: Duration
+    /// Idle time after which a connection is PINGed; no answer within the same time closes it.
+    public var pingAfter: Duration
+    /// Sends of one push over connections that failed it (GOAWAY, REFUSED_STREAM, connection lost).
+    public var connectionAttempts: Int
+    public var reconnectDelays: (first: Duration, maximum: Duration)
+    /// How long a key read from the store is trusted before it is read again.
+    public var keyRefresh: Duration
+
+    public init(overrideURL: URL? = nil, extraCA: String? = nil, connectionsPerPool: Int = 2, maximumStreams: UInt32 = 1000,
+                requestTimeout: Duration = .seconds(30), pingAfter: Duration = .seconds(60), connectionAttempts: Int = 3,
+                reconnectDelays: (first: Duration, maximum: Duration) = (.seconds(1), .seconds(60)), keyRefresh: Duration = .seconds(60)) {
+        self.overrideURL = overrideURL
+        self.extraCA = extraCA
+        self.connectionsPerPool = connectionsPerPool
+        self.maximumStreams = maximumStreams
+        self.requestTimeout = requestTimeout
+        self.pingAfter = pingAfter
+        self.connectionAttempts = connectionAttempts
+        self.reconnectDelays = reconnectDelays
+        self.keyRefresh = keyRefresh
+    }
+
+    static let production = (host: "api.push.apple.com", port: 443)
+    static let sandbox = (host: "api.sandbox.push.apple.com", port: 443)
+
+    func endpoint(_ gateway: Gateway) -> (host: String, port: Int) {
+        if let url = overrideURL, let host = url.host { return (host, url.port ?? 443) }
+        return gateway == .sandbox ? Self.sandbox : Self.production
+    }
+}
+
+/// The APNs HTTP/2 client: token auth, pooled connections with Apple's stream rules, retries on new
+/// connections when APNs refuses or drops them, every answer reported with its reason (A1–A6).
+public final class APNsClient: PushTransport, Sendable {
+    public typealias KeyLookup = @Sendable (ApplicationCode) throws -> APNsSigningKey?
+
+    let loop: EventLoop
+    let state: ClientState
+
+    public init(configuration: APNsClientConfiguration, keys: @escaping KeyLookup, logger: Logger,
+                now: @escaping @Sendable () -> Date = { Date() }) throws {
+        let tls = try TLSContext(clientTrusting: configuration.extraCA)
+        loop = EventLoop(name: "islet-apns")
+        state = ClientState(configuration: configuration, tls: tls, keys: keys, logger: logger, now: now, loop: loop)
+    }
+
+    /// Sends every push and waits for all answers (A5). Never more in flight than the caller passes.
+    public func send(_ pushes: [Push]) -> [PushOutcome] {
+        guard !pushes.isEmpty else { return [] }
+        let results = Mutex([PushOutcome?](repeating: nil, count: pushes.count))
+        let done = DispatchSemaphore(value: 0)
+        let remaining = Atomic<Int>(pushes.count)
+        let state = self.state
+        loop.execute {
+            for (index, push) in pushes.enumerated() {
+                state.enqueue(push) { outcome in
+                    results.withLock { $0[index] = outcome }
+                    if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.signal() }
+                }
+            }
+        }
+        done.wait()
+        return results.withLock { $0.map { $0 ?? PushOutcome(status: 0, reason: "no answer") } }
+    }
+
+    /// Closes every connection and stops the client's thread.
+    public func shutdown() { loop.stop() }
+}
+
+/// A push waiting for, or carrying, an answer.
+final class PendingPush {
+    let push: Push
+    let completion: (PushOutcome) -> Void
+    var connectionAttempts = 0
+    var renewedToken = false
+    var token: String?
+    var deadline = ContinuousClock.now
+    private(set) var completed = false
+
+    init(push: Push, completion: @escaping (PushOutcome) -> Void) {
+        self.push = push
+        self.completion = completion
+    }
+
+    func complete(_ outcome: PushOutcome) {
+        guard !completed else { return }
+        completed = true
+        completion(outcome)
+    }
+}
+
+/// Everything the client keeps; touched only on its event loop's thread.
+///
+/// `@unchecked Sendable`: loop-confined (APNsClient only reaches it through `loop.execute`).
+final class ClientState: @unchecked Sendable {
+    let configuration: APNsClientConfiguration
+    let tls: TLSContext
+    let keys: APNsClient.KeyLookup
+    let logger: Logger
+    let now: @Sendable () -> Date
+    let loop: EventLoop
+    let tokens = ProviderTokens()
+    private var pools: [String: ConnectionPool] = [:]
+    private var signingKeys: [ApplicationCode: (key: SigningKey?, readAt: ContinuousClock.Instant, invalid: Bool)] = [:]
+
+    init(configuration: APNsClientConfiguration, tls: TLSContext, keys: @escaping APNsClient.KeyLookup, logger: Logger,
+         now: @escaping @Sendable () -> Date, loop: EventLoop) {
+        self.configuration = configuration
+        self.tls = tls
+        self.keys = keys
+        self.logger = logger
+        self.now = now
+        self.loop = loop
+    }
+
+    func enqueue(_ push: Push, completion: @escaping (PushOutcome) -> Void) {
+        let pending = PendingPush(push: push, completion: completion)
+        guard let key = signingKey(for: push.application) else {
+            return pending.complete(PushOutcome(status: 403, reason: "NoAPNsKey"))
+        }
+        guard !(signingKeys[push.application]?.invalid ?? false) else {
+            return pending.complete(PushOutcome(status: 403, reason: "InvalidProviderToken"))
+        }
+        _ = key
+        let name = "\(push.application.rawValue)/\(push.gateway.rawValue)"
+        let pool = pools[name] ?? {
+            let endpoint = configuration.endpoint(push.gateway)
+            let created = ConnectionPool(name: name, host: endpoint.host, port: endpoint.port, state: self)
+            pools[name] = created
+            return created
+        }()
+        pool.enqueue(pending)
+    }
+
+    /// The application's key, read from the store at most once a `keyRefresh`; a changed key clears "invalid".
+    func signingKey(for application: ApplicationCode) -> SigningKey? {
+        if let cached = signingKeys[application], ContinuousClock.now - cached.readAt < configuration.keyRefresh { return cached.key }
+        var key: SigningKey?
+        do {
+            if let stored = try keys(application) { key = try SigningKey(stored) }
+        } catch {
+            logger.error("cannot use the application's APNs key", ["application": .string(application.rawValue), "error": .string("\(error)")])
+        }
+        let previous = signingKeys[application]
+        let unchanged = previous?.key?.info == key?.info && previous?.key != nil
+        signingKeys[application] = (key, ContinuousClock.now, unchanged ? previous?.invalid ?? false : false)
+        return key
+    }
+
+    /// 403 InvalidProviderToken: stop using the key until it changes (A3).
+    func markInvalid(_ application: ApplicationCode) {
+        guard let entry = signingKeys[application], !entry.invalid else { return }
+        signingKeys[application] = (entry.key, entry.readAt, true)
+        logger.error("APNs rejected the application's key (InvalidProviderToken); sending stops until the key is replaced", [
+            "application": .string(application.rawValue), "key_id": .string(entry.key?.info.keyID ?? ""),
+        ])
+    }
+}

@@ -1,0 +1,94 @@
+import COpenSSL
+import Foundation
+import IsletStore
+
+/// Base64url without padding, as JWTs use.
+enum Base64URL {
+    static func encode(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decode(_ text: String) -> [UInt8]? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64).map { Array($0) }
+    }
+}
+
+public struct SigningKeyError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// An APNs signing key held in memory as an OpenSSL key; freed with this object (A3).
+///
+/// `@unchecked Sendable`: the EVP_PKEY is never changed after loading; OpenSSL allows concurrent
+/// signing and verifying with one key.
+public final class SigningKey: @unchecked Sendable {
+    public let info: APNsKeyInfo
+    let key: OpaquePointer
+
+    public init(_ signingKey: APNsSigningKey) throws(SigningKeyError) {
+        var pem = signingKey.pem
+        guard let key = pem.withUTF8({ islet_p256_key(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), $0.count) }) else {
+            throw SigningKeyError(description: "the APNs key \(signingKey.info.keyID) is not a readable P-256 private key")
+        }
+        self.info = signingKey.info
+        self.key = key
+    }
+
+    deinit { islet_key_free(key) }
+
+    /// The raw 64-byte ES256 signature of `data`.
+    public func sign(_ data: [UInt8]) -> [UInt8]? {
+        var signature = [UInt8](repeating: 0, count: 64)
+        let ok = data.withUnsafeBytes { bytes in islet_es256_sign(key, bytes.baseAddress, bytes.count, &signature) }
+        return ok == 1 ? signature : nil
+    }
+
+    public func verify(_ data: [UInt8], signature: [UInt8]) -> Bool {
+        guard signature.count == 64 else { return false }
+        return data.withUnsafeBytes { bytes in islet_es256_verify(key, bytes.baseAddress, bytes.count, signature) } == 1
+    }
+
+    /// A provider token: `{"alg":"ES256","kid":…}.{"iss":…,"iat":…}` signed (A3).
+    public func providerToken(issuedAt: Date) -> String? {
+        let header = #"{"alg":"ES256","kid":"\#(info.keyID)"}"#
+        let claims = #"{"iss":"\#(info.teamID)","iat":\#(Int64(issuedAt.timeIntervalSince1970))}"#
+        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        guard let signature = sign(Array(signingInput.utf8)) else { return nil }
+        return signingInput + "." + Base64URL.encode(signature)
+    }
+}
+
+/// One provider token per key, reused for about 50 minutes and never renewed more often than every 20 (A3).
+///
+/// Loop-confined: used only on the APNs client's event loop thread.
+final class ProviderTokens {
+    static let reuseFor: TimeInterval = 50 * 60
+    static let minimumAge: TimeInterval = 20 * 60
+
+    private var tokens: [String: (token: String, issuedAt: Date)] = [:]
+
+    static func name(_ key: SigningKey) -> String { "\(key.info.teamID).\(key.info.keyID)" }
+
+    func token(for key: SigningKey, now: Date) -> String? {
+        let name = Self.name(key)
+        if let current = tokens[name], now.timeIntervalSince(current.issuedAt) < Self.reuseFor { return current.token }
+        guard let token = key.providerToken(issuedAt: now) else { return nil }
+        tokens[name] = (token, now)
+        return token
+    }
+
+    /// APNs said `token` expired (403 ExpiredProviderToken): drop it so the next call makes a new one —
+    /// unless it is younger than 20 minutes, when a new one would earn 429 TooManyProviderTokenUpdates.
+    /// True when a retry will carry a new token.
+    func expire(_ token: String, for key: SigningKey, now: Date) -> Bool {
+        let name = Self.name(key)
+        guard let current = tokens[name] else { return true }
+        guard current.token == token else { return true }   // already replaced
+        guard now.timeIntervalSince(current.issuedAt) >= Self.minimumAge else { return false }
+        tokens[name] = nil
+        return true
+    }
+}

@@ -1,0 +1,415 @@
+import CEpoll
+import CNGHTTP2
+import COpenSSL
+import Foundation
+
+/// An HTTP/2 request or response: headers (pseudo-headers included, names lowercase) and a body.
+public struct H2Message: Sendable {
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(headers: [(name: String, value: String)], body: [UInt8] = []) {
+        self.headers = headers
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+}
+
+/// What a connection reports, on its loop thread.
+public protocol H2ConnectionDelegate: AnyObject {
+    /// TLS is up, h2 agreed, and our SETTINGS are on their way.
+    func h2Ready(_ connection: H2Connection)
+    /// Server side: a whole request arrived on `stream`; answer with `respond`.
+    func h2Request(_ connection: H2Connection, _ request: H2Message, stream: Int32)
+    /// Client side: `stream` closed; `response` is nil when none came (reset, refused, connection lost).
+    func h2StreamClosed(_ connection: H2Connection, stream: Int32, response: H2Message?, errorCode: UInt32)
+    /// The peer's SETTINGS changed (e.g. MAX_CONCURRENT_STREAMS).
+    func h2Settings(_ connection: H2Connection)
+    /// The peer sent GOAWAY: streams above `lastStream` were not processed.
+    func h2GoAway(_ connection: H2Connection, lastStream: Int32)
+    /// The connection is gone; every stream still open was reported closed first.
+    func h2Closed(_ connection: H2Connection, reason: String)
+}
+
+extension H2ConnectionDelegate {
+    public func h2Ready(_ connection: H2Connection) {}
+    public func h2Request(_ connection: H2Connection, _ request: H2Message, stream: Int32) {}
+    public func h2StreamClosed(_ connection: H2Connection, stream: Int32, response: H2Message?, errorCode: UInt32) {}
+    public func h2Settings(_ connection: H2Connection) {}
+    public func h2GoAway(_ connection: H2Connection, lastStream: Int32) {}
+}
+
+/// One TLS + HTTP/2 connection driven by an event loop, client or server side, on nghttp2 and OpenSSL.
+///
+/// `@unchecked Sendable`: every property is touched only on `loop`'s thread (the delegate calls, the
+/// nghttp2 callbacks and the public methods, which callers invoke from that thread).
+public final class H2Connection: LoopHandler, @unchecked Sendable {
+    public enum Role: Sendable { case client, server }
+    private enum Phase { case connecting, handshaking, open, closed }
+
+    public let loop: EventLoop
+    public let role: Role
+    let fd: Int32
+    public let peer: String
+    /// Held strongly until the connection closes, then released.
+    var delegate: (any H2ConnectionDelegate)?
+    private let ssl: OpaquePointer
+    private var session: OpaquePointer?
+    private var phase: Phase
+    private var outbound: [UInt8] = []
+    private var outboundOffset = 0
+    private var incoming: [Int32: H2Message] = [:]
+    private var outgoingBodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
+    private var wantsWrite = false
+    /// Streams opened by this side and not yet closed.
+    public private(set) var openStreams = 0
+    public private(set) var lastActivity = ContinuousClock.now
+
+    /// Opens a client connection to host:port; call on `loop`'s thread. Progress and failure reach `delegate`.
+    public static func connect(loop: EventLoop, host: String, port: Int, tls: TLSContext,
+                               delegate: any H2ConnectionDelegate) throws(TLSError) -> H2Connection {
+        var error = [CChar](repeating: 0, count: 256)
+        let fd = islet_tcp_connect(host, Int32(port), &error, 256)
+        guard fd >= 0 else { throw TLSError(description: String(cString: error)) }
+        guard let ssl = islet_tls_client(tls.context, fd, host) else {
+            Foundation.close(fd)
+            throw TLSError(description: "cannot create a TLS session for \(host)")
+        }
+        return H2Connection(loop: loop, fd: fd, ssl: ssl, role: .client, connecting: true, peer: "\(host):\(port)", delegate: delegate)
+    }
+
+    init(loop: EventLoop, fd: Int32, ssl: OpaquePointer, role: Role, connecting: Bool, peer: String,
+         delegate: any H2ConnectionDelegate) {
+        self.loop = loop
+        self.fd = fd
+        self.ssl = ssl
+        self.role = role
+        self.peer = peer
+        self.delegate = delegate
+        phase = connecting ? .connecting : .handshaking
+        loop.register(fd, events: UInt32(ISLET_EPOLLIN | ISLET_EPOLLOUT), handler: self)
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+        SSL_free(ssl)
+    }
+
+    public var isOpen: Bool { phase == .open }
+    public var isClosed: Bool { phase == .closed }
+
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 reports 2^31-1 until the peer says otherwise).
+    public var peerMaxStreams: UInt32 { session.map { islet_h2_remote_max_streams($0) } ?? 1 }
+
+    // MARK: Sending
+
+    /// Opens a stream with `request`; `nil` when the connection cannot take it.
+    public func submitRequest(_ request: H2Message) -> Int32? {
+        guard phase == .open, let session else { return nil }
+        let stream = Self.withNameValues(request.headers) { nvs, count in
+            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readBodyCallback)
+            return request.body.isEmpty ? nghttp2_submit_request(session, nil, nvs, count, nil, nil)
+                                        : nghttp2_submit_request(session, nil, nvs, count, &provider, nil)
+        }
+        guard stream > 0 else { return nil }
+        if !request.body.isEmpty { outgoingBodies[stream] = (request.body, 0) }
+        openStreams += 1
+        flush()
+        return stream
+    }
+
+    /// Answers the request on `stream`.
+    public func respond(stream: Int32, _ response: H2Message) {
+        guard phase == .open, let session else { return }
+        let result = Self.withNameValues(response.headers) { nvs, count in
+            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readBodyCallback)
+            return response.body.isEmpty ? nghttp2_submit_response(session, stream, nvs, count, nil)
+                                         : nghttp2_submit_response(session, stream, nvs, count, &provider)
+        }
+        if result == 0 && !response.body.isEmpty { outgoingBodies[stream] = (response.body, 0) }
+        flush()
+    }
+
+    public func submitMaxStreams(_ streams: UInt32) {
+        guard let session else { return }
+        _ = islet_h2_submit_max_streams(session, streams)
+        flush()
+    }
+
+    public func resetStream(_ stream: Int32, errorCode: UInt32) {
+        guard let session else { return }
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, errorCode)
+        flush()
+    }
+
+    /// Sends GOAWAY naming the last stream processed; the peer retries the rest elsewhere.
+    public func goAway(lastStream: Int32, errorCode: UInt32 = UInt32(ISLET_H2_NO_ERROR)) {
+        guard let session else { return }
+        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStream, errorCode, nil, 0)
+        flush()
+    }
+
+    public func ping() {
+        guard let session else { return }
+        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+        flush()
+    }
+
+    /// The highest stream id the peer opened so far (server side).
+    public var lastPeerStream: Int32 { session.map { nghttp2_session_get_last_proc_stream_id($0) } ?? 0 }
+
+    /// Closes the connection at once; open streams are reported closed without a response.
+    public func close(reason: String) {
+        guard phase != .closed else { return }
+        phase = .closed
+        loop.unregister(fd)
+        Foundation.close(fd)
+        let open = Array(incoming.keys)
+        incoming = [:]
+        outgoingBodies = [:]
+        if role == .client {
+            for stream in open.sorted() {
+                delegate?.h2StreamClosed(self, stream: stream, response: nil, errorCode: UInt32(ISLET_H2_CANCEL))
+            }
+        }
+        delegate?.h2Closed(self, reason: reason)
+        delegate = nil
+    }
+
+    // MARK: Events
+
+    func ready(_ events: UInt32) {
+        lastActivity = ContinuousClock.now
+        switch phase {
+        case .connecting:
+            guard events & UInt32(ISLET_EPOLLOUT | ISLET_EPOLLERR | ISLET_EPOLLHUP) != 0 else { return }
+            let error = islet_socket_error(fd)
+            guard error == 0 else { return close(reason: "cannot connect to \(peer): \(String(cString: strerror(error)))") }
+            phase = .handshaking
+            handshake()
+        case .handshaking:
+            handshake()
+        case .open:
+            if events & UInt32(ISLET_EPOLLIN | ISLET_EPOLLHUP | ISLET_EPOLLERR) != 0 { readAvailable() }
+            if phase == .open { flush() }
+        case .closed:
+            break
+        }
+    }
+
+    private func handshake() {
+        let result = Int(islet_tls_handshake(ssl))
+        switch result {
+        case 1:
+            guard islet_tls_alpn_h2(ssl) == 1 else { return close(reason: "\(peer) did not agree to HTTP/2 (ALPN h2)") }
+            startSession()
+        case ISLET_TLS_WANT_READ:
+            loop.modify(fd, events: UInt32(ISLET_EPOLLIN))
+        case ISLET_TLS_WANT_WRITE:
+            loop.modify(fd, events: UInt32(ISLET_EPOLLIN | ISLET_EPOLLOUT))
+        default:
+            var buffer = [CChar](repeating: 0, count: 256)
+            islet_tls_error(&buffer, 256)
+            close(reason: "TLS handshake with \(peer) failed: \(String(cString: buffer))")
+        }
+    }
+
+    private func startSession() {
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onData)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrame)
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var created: OpaquePointer?
+        if role == .client {
+            nghttp2_session_client_new(&created, callbacks, me)
+        } else {
+            nghttp2_session_server_new(&created, callbacks, me)
+        }
+        session = created
+        phase = .open
+        loop.modify(fd, events: UInt32(ISLET_EPOLLIN))
+        if role == .client { submitMaxStreams(0) }   // no server push
+        delegate?.h2Ready(self)
+        flush()
+    }
+
+    private func readAvailable() {
+        guard let session else { return }
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while phase == .open {
+            let count = buffer.withUnsafeMutableBytes { islet_tls_read(ssl, $0.baseAddress, 16384) }
+            if count > 0 {
+                let consumed = buffer.withUnsafeBytes { nghttp2_session_mem_recv(session, $0.bindMemory(to: UInt8.self).baseAddress, Int(count)) }
+                if consumed < 0 { return close(reason: "HTTP/2 protocol error from \(peer): \(String(cString: nghttp2_strerror(Int32(consumed))))") }
+                continue
+            }
+            switch Int(count) {
+            case ISLET_TLS_WANT_READ: return
+            case ISLET_TLS_WANT_WRITE:
+                loop.modify(fd, events: UInt32(ISLET_EPOLLIN | ISLET_EPOLLOUT))
+                return
+            case ISLET_TLS_CLOSED: return close(reason: "\(peer) closed the connection")
+            default: return close(reason: "connection to \(peer) failed")
+            }
+        }
+    }
+
+    /// Moves nghttp2's pending frames into TLS; waits for writability when the socket is full.
+    func flush() {
+        guard phase == .open, let session else { return }
+        while true {
+            if outboundOffset < outbound.count {
+                let remaining = outbound.count - outboundOffset
+                let written = outbound.withUnsafeBytes { islet_tls_write(ssl, $0.baseAddress! + outboundOffset, Int32(remaining)) }
+                if written > 0 {
+                    outboundOffset += Int(written)
+                    continue
+                }
+                if Int(written) == ISLET_TLS_WANT_WRITE || Int(written) == ISLET_TLS_WANT_READ {
+                    if !wantsWrite { wantsWrite = true; loop.modify(fd, events: UInt32(ISLET_EPOLLIN | ISLET_EPOLLOUT)) }
+                    return
+                }
+                return close(reason: "writing to \(peer) failed")
+            }
+            outbound.removeAll(keepingCapacity: true)
+            outboundOffset = 0
+            var data: UnsafePointer<UInt8>?
+            let length = nghttp2_session_mem_send(session, &data)
+            if length < 0 { return close(reason: "HTTP/2 error: \(String(cString: nghttp2_strerror(Int32(length))))") }
+            if length == 0 { break }
+            outbound.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+        }
+        if wantsWrite { wantsWrite = false; loop.modify(fd, events: UInt32(ISLET_EPOLLIN)) }
+        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+            close(reason: "HTTP/2 session with \(peer) ended")
+        }
+    }
+
+    // MARK: nghttp2 callbacks (on the loop thread, inside mem_recv or mem_send)
+
+    fileprivate func beginHeaders(stream: Int32) {
+        incoming[stream] = H2Message(headers: [])
+    }
+
+    fileprivate func header(stream: Int32, name: String, value: String) {
+        incoming[stream]?.headers.append((name, value))
+    }
+
+    fileprivate func data(stream: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+        incoming[stream]?.body.append(contentsOf: bytes)
+    }
+
+    fileprivate func frame(type: UInt8, flags: UInt8, stream: Int32, frame: UnsafePointer<nghttp2_frame>) {
+        switch Int(type) {
+        case ISLET_H2_SETTINGS where flags & UInt8(ISLET_H2_FLAG_ACK) == 0:
+            delegate?.h2Settings(self)
+        case ISLET_H2_GOAWAY:
+            delegate?.h2GoAway(self, lastStream: islet_h2_goaway_last_stream(frame))
+        case ISLET_H2_HEADERS, ISLET_H2_DATA:
+            if role == .server, flags & UInt8(ISLET_H2_FLAG_END_STREAM) != 0, let request = incoming[stream] {
+                incoming[stream] = nil
+                delegate?.h2Request(self, request, stream: stream)
+            }
+        default:
+            break
+        }
+    }
+
+    fileprivate func streamClosed(stream: Int32, errorCode: UInt32) {
+        outgoingBodies[stream] = nil
+        let response = incoming.removeValue(forKey: stream)
+        if role == .client {
+            openStreams -= 1
+            let complete = errorCode == UInt32(ISLET_H2_NO_ERROR) ? response : nil
+            delegate?.h2StreamClosed(self, stream: stream, response: complete, errorCode: errorCode)
+        }
+    }
+
+    fileprivate func readBody(stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let body = outgoingBodies[stream] else {
+            flags.pointee |= UInt32(ISLET_H2_DATA_FLAG_EOF)
+            return 0
+        }
+        let count = min(length, body.bytes.count - body.offset)
+        body.bytes.withUnsafeBufferPointer { source in
+            buffer.update(from: source.baseAddress! + body.offset, count: count)
+        }
+        if body.offset + count >= body.bytes.count {
+            flags.pointee |= UInt32(ISLET_H2_DATA_FLAG_EOF)
+            outgoingBodies[stream] = nil
+        } else {
+            outgoingBodies[stream]?.offset += count
+        }
+        return count
+    }
+
+    /// Calls `body` with nghttp2 name/value pairs pointing into one buffer (nghttp2 copies them).
+    static func withNameValues<T>(_ headers: [(name: String, value: String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> T) -> T {
+        var bytes: [UInt8] = []
+        var spans: [(Int, Int, Int, Int)] = []
+        for (name, value) in headers {
+            let nameStart = bytes.count
+            bytes.append(contentsOf: name.utf8)
+            let valueStart = bytes.count
+            bytes.append(contentsOf: value.utf8)
+            spans.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
+        }
+        return bytes.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress ?? UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
+            let nvs = spans.map { span in
+                nghttp2_nv(name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
+                           flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+            }
+            return nvs.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
+        }
+    }
+}
+
+private func connection(_ userData: UnsafeMutableRawPointer?) -> H2Connection {
+    Unmanaged<H2Connection>.fromOpaque(userData!).takeUnretainedValue()
+}
+
+private func text(_ pointer: UnsafePointer<UInt8>?, _ length: Int) -> String {
+    guard let pointer else { return "" }
+    return String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)
+}
+
+private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, userData in
+    guard let frame else { return 0 }
+    connection(userData).beginHeaders(stream: islet_h2_frame_stream(frame))
+    return 0
+}
+
+private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
+    guard let frame else { return 0 }
+    connection(userData).header(stream: islet_h2_frame_stream(frame), name: text(name, nameLength), value: text(value, valueLength))
+    return 0
+}
+
+private let onData: nghttp2_on_data_chunk_recv_callback = { _, _, stream, data, length, userData in
+    connection(userData).data(stream: stream, UnsafeBufferPointer(start: data, count: length))
+    return 0
+}
+
+private let onFrame: nghttp2_on_frame_recv_callback = { _, frame, userData in
+    guard let frame else { return 0 }
+    connection(userData).frame(type: islet_h2_frame_type(frame), flags: islet_h2_frame_flags(frame),
+                               stream: islet_h2_frame_stream(frame), frame: frame)
+    return 0
+}
+
+private let onStreamClose: nghttp2_on_stream_close_callback = { _, stream, errorCode, userData in
+    connection(userData).streamClosed(stream: stream, errorCode: errorCode)
+    return 0
+}
+
+private let readBodyCallback: nghttp2_data_source_read_callback = { _, stream, buffer, length, flags, _, userData in
+    guard let buffer, let flags else { return Int(ISLET_H2_ERR_CALLBACK_FAILURE) }
+    return connection(userData).readBody(stream: stream, into: buffer, length: length, flags: flags)
+}

@@ -48,6 +48,7 @@ public struct LiveActivityMethods: Sendable {
                     name: start.name, contentState: start.contentState, payload: payload, fallbackPayload: fallback,
                     priority: start.priority, dueAt: dueAt), n.path))
             }
+            try Self.refuseRepeatedIDs(accepted)
             try refusalsAsErrors(accepted.map(\.path)) {
                 try messages.acceptStarts(accepted.map(\.message), in: call.application.code, at: now, validateOnly: dryRun)
             }
@@ -93,6 +94,17 @@ public struct LiveActivityMethods: Sendable {
             if dryRun { return try dryRunResponse(accepted.map(\.message), call.application) }
             kick()
             return ["Messages": .array(accepted.map { .string($0.message.code) })]
+        }
+    }
+
+    /// S3 within one request: two starts of one id cannot both begin a session.
+    static func refuseRepeatedIDs(_ accepted: [(message: NewMessage, path: String)]) throws {
+        var first: [String: String] = [:]
+        for (message, path) in accepted {
+            if let earlier = first[message.activityID] {
+                throw APIError.invalid("\(path).live_activity_id", "'\(message.activityID)' is already started by \(earlier) of this request (S3)")
+            }
+            first[message.activityID] = path
         }
     }
 
@@ -161,12 +173,14 @@ public struct LiveActivityMethods: Sendable {
         APIMethod(name: "deleteMessage", access: .server) { [messages] call in
             let code = try call.request.requiredString("message")
             switch try messages.cancelMessage(code: code, in: call.application.code, at: call.receivedAt) {
-            case nil:
+            case .notFound:
                 throw APIError.invalid("message", "no message '\(code)' in this application")
-            case .cancelled?:
+            case .cancelled:
                 return [:]
-            case let state?:
-                throw APIError.invalid("message", "'\(code)' is \(state == .sending ? "being sent" : state.rawValue); only a message that has not started sending can be deleted")
+            case .notCancellable(let state, let event) where event != .start:
+                throw APIError.invalid("message", "'\(code)' is an \(event.rawValue) (\(state.rawValue)); only a start that has not fired can be deleted")
+            case .notCancellable(let state, _):
+                throw APIError.invalid("message", "'\(code)' is \(state == .sending ? "being sent" : state.rawValue); only a start that has not fired can be deleted")
             }
         }
     }

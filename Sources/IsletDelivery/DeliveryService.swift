@@ -92,11 +92,13 @@ public final class DeliveryService: Sendable {
         defer { state.withLock { $0.running -= 1 } }
         while !stopping {
             do {
+                // Read before claiming, so a kick that lands while the claim finds nothing is not missed.
+                let kicks = state.withLock { $0.kicks }
                 if let job = try messages.claimNextJob(at: now()) {
                     process(job)
                     continue
                 }
-                sleepUntilWork()
+                sleepUntilWork(kicksSeen: kicks)
             } catch {
                 logger.error("delivery store failure", ["error": .string("\(error)")])
                 Thread.sleep(forTimeInterval: 1)
@@ -106,13 +108,12 @@ public final class DeliveryService: Sendable {
 
     /// Sleeps until a kick, the next due job, or the idle poll. Durations are measured on `now`, the
     /// service's clock, but waited on the wall clock, so a test clock that stands still never spins.
-    private func sleepUntilWork() {
+    private func sleepUntilWork(kicksSeen kicks: Int) {
         let poll = Double(configuration.idlePoll.components.seconds) + Double(configuration.idlePoll.components.attoseconds) / 1e18
         var wait = poll
-        if let due = try? messages.nextDueDate() { wait = min(wait, max(0, due.timeIntervalSince(now()))) }
-        guard wait > 0 else { return }
+        // At least 5 ms: a job that is due but not claimable (a race with another worker) must not make this spin.
+        if let due = try? messages.nextDueDate() { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
         wakeUp.lock()
-        let kicks = state.withLock { $0.kicks }
         let deadline = Date().addingTimeInterval(wait)
         while !stopping && state.withLock({ $0.kicks }) == kicks && Date() < deadline {
             _ = wakeUp.wait(until: deadline)
@@ -137,7 +138,11 @@ public final class DeliveryService: Sendable {
                 }
                 let batch = try nextBatch(job, planner: planner, after: cursor)
                 guard let last = batch.last else { break }
-                let result = send(batch, cursor: last.device, isStart: job.event == .start)
+                guard let result = send(batch, cursor: last.device, isStart: job.event == .start) else {
+                    // Stopping with retries still due: record nothing, so the batch is sent again on resume (A5).
+                    try messages.release(job)
+                    return
+                }
                 try messages.recordBatch(result, of: job, at: now())
                 cursor = last.device
                 for record in result.records {
@@ -166,8 +171,9 @@ public final class DeliveryService: Sendable {
             .map { ($0.device.id, planner.update($0)) }
     }
 
-    /// Sends a batch, retrying what APNs asks to retry, and turns the answers into records (A5).
-    func send(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64, isStart: Bool) -> BatchResult {
+    /// Sends a batch, retrying what APNs asks to retry, and turns the answers into records (A5);
+    /// nil when the service stops while retries are still due.
+    func send(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64, isStart: Bool) -> BatchResult? {
         var result = BatchResult(cursor: cursor)
         var pushes: [(device: Int64, push: Push)] = []
         for (device, plan) in batch {
@@ -189,8 +195,9 @@ public final class DeliveryService: Sendable {
                 attempts[index] += 1
                 outcomes[index] = answer
                 let retryable = answer.action == .retry || answer.action == .refreshProviderToken
-                if retryable && attempts[index] < configuration.maximumAttempts && !stopping { retry.append(index) }
+                if retryable && attempts[index] < configuration.maximumAttempts { retry.append(index) }
             }
+            if !retry.isEmpty && stopping { return nil }
             pending = retry
             if !pending.isEmpty {
                 Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)

@@ -9,6 +9,7 @@ public enum SkipReason {
     public static let activityEndedOnDevice = "activity ended on device"
     public static let updateTokenUnregistered = "update token unregistered"
     public static let noUpdateToken = "no update token yet"
+    public static let unregistered = "token unregistered"
 }
 
 /// What one device gets from one message.
@@ -42,6 +43,7 @@ public struct PushPlanner: Sendable {
     /// S7: the push-to-start token if the device has one (that alone means iOS 17.2+); a plain alert
     /// below iOS 16.1; otherwise a skip with its reason.
     public func start(_ device: Device) -> PlannedDelivery {
+        guard device.pushToken != nil else { return .skip(reason: SkipReason.unregistered) }
         if let token = device.pushToStartToken {
             return .push(liveActivity(to: token, device: device))
         }

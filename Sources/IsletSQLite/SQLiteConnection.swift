@@ -119,6 +119,11 @@ public final class SQLiteConnection: @unchecked Sendable {
 
     private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
         if let statement = statements[sql] { return statement }
+        // Filter SQL varies with its conditions: keep the cache bounded by starting over when it is full.
+        if statements.count >= 256 {
+            for cached in statements.values { sqlite3_finalize(cached) }
+            statements = [:]
+        }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard status == SQLITE_OK, let statement else { throw failure(status, "preparing \(sql)") }
@@ -139,7 +144,15 @@ public final class SQLiteConnection: @unchecked Sendable {
             case .null: status = sqlite3_bind_null(statement, index)
             case .int(let v): status = sqlite3_bind_int64(statement, index, v)
             case .double(let v): status = sqlite3_bind_double(statement, index, v)
-            case .text(let v): status = islet_sqlite3_bind_text(statement, index, v, -1)
+            case .text(let v):
+                // With the byte count, not -1: a NUL inside the text must not cut it short.
+                var text = v
+                status = text.withUTF8 { bytes in
+                    guard let base = bytes.baseAddress, bytes.count > 0 else { return islet_sqlite3_bind_text(statement, index, "", 0) }
+                    return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                        islet_sqlite3_bind_text(statement, index, $0, Int32(bytes.count))
+                    }
+                }
             case .blob(let v): status = v.withUnsafeBytes { islet_sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count)) }
             }
             guard status == SQLITE_OK else { throw failure(status, "binding parameter \(index)") }

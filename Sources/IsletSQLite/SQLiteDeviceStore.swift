@@ -259,9 +259,13 @@ public struct SQLiteDeviceStore: DeviceStore {
         }
         let (condition, conditionParameters) = Self.sql(for: selection, app: app)
         parameters += [app, .int(afterID)] + conditionParameters + [.int(Int64(limit))]
+        // A filter's audience is registered devices; devices or users named outright come back even when
+        // unregistered, so a start can count them with their reason (S7).
+        let registered: String
+        if case .filter = selection { registered = "d.push_token IS NOT NULL AND " } else { registered = "" }
         let sql = """
             SELECT \(Self.deviceColumns), \(pushToStart) FROM devices d
-            WHERE d.application = ? AND d.push_token IS NOT NULL AND d.id > ? AND (\(condition))
+            WHERE d.application = ? AND \(registered)d.id > ? AND (\(condition))
             ORDER BY d.id LIMIT ?
             """
         return try database.withConnection { (c) throws(StoreError) in

@@ -21,10 +21,18 @@ public struct SQLiteMessageStore: MessageStore {
                 let state: ActivityState = message.dueAt > date ? .scheduled : .active
                 let activity: Int64
                 if let existing = try activityRow(message.activityID, application, c) {
-                    guard existing.state == .ended else {
+                    let hasMessages = try !c.query("SELECT 1 FROM messages WHERE activity = ? LIMIT 1", [.int(existing.id)]).isEmpty
+                    // An activity only devices reported (never started here) does not block a start: the start takes it over.
+                    guard existing.state == .ended || !hasMessages else {
                         let why = existing.state == .scheduled ? "is already scheduled to start" : "is still active"
                         throw AcceptRefusal(index: index, field: "live_activity_id",
                                             message: "'\(message.activityID)' \(why) in this application; end it before starting it again (S3)")
+                    }
+                    let unfinished = try !c.query("SELECT 1 FROM messages WHERE activity = ? AND state IN ('pending', 'sending') LIMIT 1",
+                                                  [.int(existing.id)]).isEmpty
+                    guard !unfinished else {
+                        throw AcceptRefusal(index: index, field: "live_activity_id",
+                                            message: "'\(message.activityID)' has ended but its end is still being sent; start it again once it has gone out (S3)")
                     }
                     // A new session of an ended id: the old session's devices and update tokens are gone with it.
                     try c.run("""
@@ -105,44 +113,44 @@ public struct SQLiteMessageStore: MessageStore {
     // MARK: - Jobs
 
     public func claimNextJob(at date: Date) throws(StoreError) -> MessageJob? {
-        let claimed: (SQLRow, ApplicationCode)? = try database.write { (c) throws(StoreError) in
-            // Messages of one activity go out in order: a job waits while an earlier one of its activity is unfinished.
+        // One transaction: the claim, the activity's id and the decoded target, so a failure leaves nothing claimed.
+        try database.write { (c) throws(StoreError) -> MessageJob? in
             let rows = try c.query("""
                 UPDATE messages SET state = 'sending', claimed = 1
-                WHERE id = (
-                    SELECT m.id FROM messages m
-                    WHERE ((m.state = 'pending' AND m.due_at <= ?) OR (m.state = 'sending' AND m.claimed = 0))
-                      AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id
-                                      AND e.state IN ('pending', 'sending'))
-                    ORDER BY m.due_at, m.id LIMIT 1)
+                WHERE id = (SELECT m.id FROM messages m WHERE \(Self.claimable) ORDER BY m.due_at, m.id LIMIT 1)
                 RETURNING id, code, application, event, activity, target, attributes_type, payload, fallback_payload, priority, cursor
                 """, [Self.milliseconds(date)])
             guard let row = rows.first, let application = ApplicationCode(row[2].text ?? "") else { return nil }
+            let activity = SQLValue.int(row[4].int ?? 0)
             if row[3].text == LiveActivityEvent.start.rawValue {
                 try c.run("UPDATE activities SET state = 'active', updated_at = ? WHERE id = ? AND state = 'scheduled'",
-                          [Self.seconds(date), .int(row[4].int ?? 0)])
+                          [Self.seconds(date), activity])
             }
-            return (row, application)
+            let activityID = try c.query("SELECT activity_id FROM activities WHERE id = ?", [activity]).first?[0].text ?? ""
+            let target = try row[5].text.map { (text) throws(StoreError) in try decodeTarget(text, application, c) }
+            return MessageJob(
+                id: row[0].int ?? 0, code: row[1].text ?? "", application: application,
+                event: LiveActivityEvent(rawValue: row[3].text ?? "") ?? .update, activity: row[4].int ?? 0, activityID: activityID,
+                target: target, attributesType: row[6].text, payload: row[7].blob ?? [], fallbackPayload: row[8].blob,
+                priority: Int(row[9].int ?? 5), cursor: row[10].int ?? 0)
         }
-        guard let (row, application) = claimed else { return nil }
-        let activityID = try database.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT activity_id FROM activities WHERE id = ?", [.int(row[4].int ?? 0)]).first?[0].text ?? ""
-        }
-        var target: TargetSelection?
-        if let text = row[5].text {
-            target = try decodeTarget(text, application)
-        }
-        return MessageJob(
-            id: row[0].int ?? 0, code: row[1].text ?? "", application: application,
-            event: LiveActivityEvent(rawValue: row[3].text ?? "") ?? .update, activity: row[4].int ?? 0, activityID: activityID,
-            target: target, attributesType: row[6].text, payload: row[7].blob ?? [], fallbackPayload: row[8].blob,
-            priority: Int(row[9].int ?? 5), cursor: row[10].int ?? 0)
     }
 
+    /// Jobs a worker may take now (`?` is now): due and waiting, or left by a crashed run — and only when
+    /// no earlier message of the same activity is unfinished, so one activity's messages go out in order.
+    static let claimable = """
+        ((m.state = 'pending' AND m.due_at <= ?) OR (m.state = 'sending' AND m.claimed = 0))
+        AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
+        """
+
     public func nextDueDate() throws(StoreError) -> Date? {
+        // Only jobs a worker could take when due: not those claimed, nor those waiting behind their activity.
         try database.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT MIN(due_at) FROM messages WHERE state IN ('pending', 'sending')")[0][0].int
-                .map { Date(timeIntervalSince1970: Double($0) / 1000) }
+            try c.query("""
+                SELECT MIN(m.due_at) FROM messages m
+                WHERE ((m.state = 'pending') OR (m.state = 'sending' AND m.claimed = 0))
+                  AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
+                """)[0][0].int.map { Date(timeIntervalSince1970: Double($0) / 1000) }
         }
     }
 
@@ -214,18 +222,18 @@ public struct SQLiteMessageStore: MessageStore {
 
     // MARK: - Reading and cancelling
 
-    public func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> MessageState? {
-        try database.write { (c) throws(StoreError) -> MessageState? in
+    public func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> CancelResult {
+        try database.write { (c) throws(StoreError) -> CancelResult in
             guard let row = try c.query("SELECT id, state, event, activity FROM messages WHERE code = ? AND application = ?",
-                                        [.text(code), .text(application.rawValue)]).first else { return nil }
+                                        [.text(code), .text(application.rawValue)]).first else { return .notFound }
             let state = MessageState(rawValue: row[1].text ?? "") ?? .done
-            guard state == .pending else { return state }
+            let event = LiveActivityEvent(rawValue: row[2].text ?? "") ?? .update
+            // Updates and ends changed the activity when accepted: only a start that has not fired can be taken back.
+            guard state == .pending, event == .start else { return .notCancellable(state: state, event: event) }
             try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [Self.seconds(date), .int(row[0].int ?? 0)])
-            if row[2].text == LiveActivityEvent.start.rawValue {
-                // The activity never started: its id is free again.
-                try c.run("UPDATE activities SET state = 'ended', updated_at = ? WHERE id = ? AND state = 'scheduled'",
-                          [Self.seconds(date), .int(row[3].int ?? 0)])
-            }
+            // The activity never started: its id is free again.
+            try c.run("UPDATE activities SET state = 'ended', updated_at = ? WHERE id = ? AND state IN ('scheduled', 'active')",
+                      [Self.seconds(date), .int(row[3].int ?? 0)])
             return .cancelled
         }
     }
@@ -314,11 +322,11 @@ public struct SQLiteMessageStore: MessageStore {
         }
     }
 
-    private func decodeTarget(_ text: String, _ application: ApplicationCode) throws(StoreError) -> TargetSelection {
+    private func decodeTarget(_ text: String, _ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> TargetSelection {
         do {
             let object = try JSONParser.parse(text).objectValue ?? [:]
             if let filter = object["filter"]?.objectValue {
-                let types = try database.withConnection { (c) throws(StoreError) in try tagTypes(application, c) }
+                let types = try tagTypes(application, c)
                 return .filter(try FilterDefinition.parse(
                     name: filter["name"]?.stringValue ?? "", join: FilterJoin(rawValue: filter["operator"]?.stringValue ?? "") ?? .and,
                     conditions: filter["conditions"], tagTypes: types))

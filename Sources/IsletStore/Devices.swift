@@ -119,7 +119,8 @@ public protocol DeviceStore: Sendable {
     func deleteFilter(named name: String, in application: ApplicationCode) throws(StoreError) -> Bool
 
     /// One page of the devices a selection targets, in id order after `afterID`: an audience is
-    /// read page by page, never whole. Unregistered devices are left out.
+    /// read page by page, never whole. A filter leaves unregistered devices out; named devices and
+    /// users include them (with no push token), so they can be counted.
     /// With `attributesType`, each device carries its push-to-start token for that type (or the generic one).
     func targets(_ selection: TargetSelection, in application: ApplicationCode, attributesType: String?,
                  afterID: Int64, limit: Int) throws(StoreError) -> [Device]

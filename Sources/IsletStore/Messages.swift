@@ -193,6 +193,14 @@ public struct BatchResult: Sendable {
     public init(cursor: Int64) { self.cursor = cursor }
 }
 
+/// What deleteMessage did.
+public enum CancelResult: Sendable, Equatable {
+    case cancelled
+    case notFound
+    /// Not a start waiting to fire: already sending or sent, cancelled, or an update or end.
+    case notCancellable(state: MessageState, event: LiveActivityEvent)
+}
+
 /// Delivery statistics of a message (X4).
 public struct MessageDetails: Sendable, Equatable {
     public let code: String
@@ -264,8 +272,8 @@ public protocol MessageStore: Sendable {
     /// Gives a claimed job back unfinished (its cursor kept), for any worker to resume.
     func release(_ job: MessageJob) throws(StoreError)
 
-    /// Cancels a message that has not started sending; its scheduled activity goes with it.
-    func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> MessageState?
+    /// Cancels a start that has not fired; its scheduled activity goes with it.
+    func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> CancelResult
     func messageDetails(code: String, in application: ApplicationCode) throws(StoreError) -> MessageDetails?
     func activity(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> ActivityRecord?
     /// Up to `limit` devices of the activity with their last delivery.

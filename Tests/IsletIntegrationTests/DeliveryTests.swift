@@ -82,6 +82,36 @@ struct DeliveryTests {
         #expect(timestamps == [.int(1_800_003_600)], "the timestamp is the scheduled time, in Europe/Lisbon (UTC+0 in January)")
     }
 
+    @Test func namedDevicesThatUnregisteredAreCountedNotDropped() throws {
+        let world = try LiveActivityWorld()
+        try world.expectOK(call(world.running.port, "unregisterDevice", ["application": .string(world.code), "hwid": "first_third"], token: world.auth))
+        let details = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]])))
+        #expect(details.first?.targeted == 2)
+        #expect(details.first?.skipped == ["token unregistered": 1], "S7: counted with its reason")
+    }
+
+    @Test func aRestartWaitsUntilThePreviousEndHasGoneOut() throws {
+        // The end is slow to send; a new session of the same id must not take its devices from it.
+        let transport = RecordingTransport { push, _ in
+            if push.payload.count > 0, String(decoding: push.payload, as: UTF8.self).contains("\"end\"") { Thread.sleep(forTimeInterval: 0.3) }
+            return .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]])))
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: LiveActivityWorld.hex("e1", 40))
+        let end = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(event: "end"))]]))
+        let early = try world.server("startLiveActivity", ["notifications": [.object(startNotification())]])
+        #expect(early.message == "notifications[0].live_activity_id: 'ORDER_1' has ended but its end is still being sent; start it again once it has gone out (S3)")
+        #expect(try world.waitUntilSent(end).first?.sent == 1, "the end reached the device")
+        #expect(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]]).status == 200)
+    }
+
+    @Test func anActivityOnlyADeviceReportedDoesNotBlockAStart() throws {
+        let world = try LiveActivityWorld()
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: LiveActivityWorld.hex("e1", 40))
+        #expect(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]]).status == 200)
+    }
+
     @Test func scheduleBoundsAreOneDayBackAndThirtyDaysAhead() throws {
         let world = try LiveActivityWorld(clock: TestClock(Schedule.parse("2026-11-29 12:00", in: TimeZone(identifier: "UTC")!)!))
         func start(_ date: String, zone: String = "UTC", id: String) throws -> RawHTTPResponse {
@@ -109,6 +139,9 @@ struct DeliveryTests {
         let sent = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(id: "NOW"))]]))
         _ = try world.waitUntilSent(sent)
         let late = try world.server("deleteMessage", ["message": .string(sent[0])])
-        #expect(late.message == "message: '\(sent[0])' is done; only a message that has not started sending can be deleted")
+        #expect(late.message == "message: '\(sent[0])' is done; only a start that has not fired can be deleted")
+        let update = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(id: "NOW"))]]))
+        #expect(try world.server("deleteMessage", ["message": .string(update[0])]).message?.hasPrefix("message: '\(update[0])' is an update") == true,
+                "an accepted update already changed the activity: it cannot be taken back")
     }
 }

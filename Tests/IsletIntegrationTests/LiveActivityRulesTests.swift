@@ -82,7 +82,7 @@ struct StartRulesTests {
         #expect(again.status == 400)
         #expect(again.message == "notifications[0].live_activity_id: 'ORDER_1' is still active in this application; end it before starting it again (S3)")
         let twice = try start([startNotification(id: "X"), startNotification(id: "X")])
-        #expect(twice.message == "notifications[1].live_activity_id: 'X' is still active in this application; end it before starting it again (S3)")
+        #expect(twice.message == "notifications[1].live_activity_id: 'X' is already started by notifications[0] of this request (S3)")
 
         _ = try world.waitUntilSent(try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(event: "end"))]])))
         #expect(try start([startNotification()]).status == 200, "after the end, the id starts a new session")

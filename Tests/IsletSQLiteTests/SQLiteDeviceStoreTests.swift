@@ -61,7 +61,8 @@ struct SQLiteDeviceStoreTests {
         #expect(try devices.setActivityToken(token(200), activityID: "A", hwid: "h1", in: shop, at: now))
         #expect(try devices.unregisterDevice(hwid: "h1", in: shop, at: now))
         #expect(try !devices.unregisterDevice(hwid: "nobody", in: shop, at: now))
-        #expect(try hwids(.devices(["h1"])).isEmpty)
+        #expect(try devices.targets(.devices(["h1"]), in: shop, attributesType: nil, afterID: 0, limit: 10).map(\.pushToken) == [nil])
+        #expect(try hwids(try filter([["Language", "EQ", "en"]])).isEmpty, "a filter's audience is registered devices")
         #expect(try devices.activityTokens(hwid: "h1", in: shop).map(\.token) == [nil])
         try register("h1", 1)
         #expect(try devices.targets(.devices(["h1"]), in: shop, attributesType: "T", afterID: 0, limit: 10).first?.pushToStartToken == nil)
@@ -106,6 +107,13 @@ struct SQLiteDeviceStoreTests {
         #expect(found.map(\.pushToStartToken) == [token(11), token(13), nil])
         let other = try devices.targets(.devices(["typed"]), in: shop, attributesType: "SportsAttributes", afterID: 0, limit: 10)
         #expect(other.first?.pushToStartToken == token(10))
+    }
+
+    @Test func textWithANulByteIsKeptWhole() throws {
+        try register("a\u{0}b", 1)
+        try register("a", 2)
+        #expect(try devices.device(hwid: "a\u{0}b", in: shop)?.pushToken == token(1))
+        #expect(try devices.device(hwid: "a", in: shop)?.pushToken == token(2))
     }
 
     @Test func devicesAreFoundByHWIDOrByPushTokenInAnyCase() throws {

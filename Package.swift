@@ -25,15 +25,17 @@ let package = Package(
         .target(name: "IsletHTTP", dependencies: ["CMicroHTTPD"]),
         .target(name: "IsletHTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CEpoll"]),
         .target(name: "IsletAPNs", dependencies: ["IsletCore", "IsletStore", "IsletDelivery", "IsletHTTP2", "COpenSSL"]),
+        .target(name: "IsletSimulator", dependencies: ["IsletCore", "IsletStore", "IsletHTTP2", "IsletAPNs"]),
         .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP", "IsletDelivery"]),
-        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletDelivery", "IsletAPNs", "IsletHTTP2"]),
+        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletDelivery", "IsletAPNs", "IsletHTTP2", "IsletSimulator"]),
         .executableTarget(name: "islet", dependencies: ["IsletApp"]),
-        .executableTarget(name: "islet-bench", dependencies: ["IsletCore", "IsletStore", "IsletSQLite"], path: "Sources/IsletBenchmarks"),
+        .executableTarget(name: "islet-bench", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletHTTP2", "IsletAPNs", "IsletDelivery"], path: "Sources/IsletBenchmarks"),
 
         // `islet serve` with a transport that records to a file: for the crash-and-resume test only.
         .executableTarget(name: "islet-test-server", dependencies: ["IsletApp", "IsletCore", "IsletDelivery"], path: "Tests/TestServer"),
 
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"]),
+        .testTarget(name: "IsletSimulatorTests", dependencies: ["IsletSimulator", "IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletSQLite", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore"]),
         .testTarget(name: "IsletSQLiteTests", dependencies: ["IsletSQLite", "IsletStore", "IsletCrypto"]),
         .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQLite", "IsletStore"], exclude: ["Golden"]),

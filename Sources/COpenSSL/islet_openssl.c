@@ -241,3 +241,17 @@ int islet_es256_verify(EVP_PKEY *key, const void *data, size_t length, const uin
     OPENSSL_free(der);
     return ok;
 }
+
+int islet_p256_generate_pem(char *buffer, int length) {
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    BIO *bio = BIO_new(BIO_s_mem());
+    int written = 0;
+    if (key != NULL && bio != NULL && PEM_write_bio_PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL) == 1) {
+        written = BIO_read(bio, buffer, length - 1);
+        if (written < 0) written = 0;
+        buffer[written] = 0;
+    }
+    BIO_free(bio);
+    EVP_PKEY_free(key);
+    return written;
+}

@@ -13,10 +13,14 @@ public struct APIRouter: HTTPHandler {
     let metrics: Metrics
     let logger: Logger
     let now: @Sendable () -> Date
+    /// Extra routes by path prefix (the simulator's inspection pages), answered before the JSON API.
+    let extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)]
 
     public init(methods: [APIMethod], store: any ApplicationStore, metrics: Metrics, logger: Logger,
-                now: @escaping @Sendable () -> Date = { Date() }) {
+                now: @escaping @Sendable () -> Date = { Date() },
+                extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)] = []) {
         self.now = now
+        self.extraRoutes = extraRoutes
         self.methods = Dictionary(methods.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         self.authenticator = Authenticator(store: store)
         self.store = store
@@ -57,6 +61,9 @@ public struct APIRouter: HTTPHandler {
                                             body: Array(metrics.render().utf8)))
         default:
             break
+        }
+        if let route = extraRoutes.first(where: { request.path.hasPrefix($0.prefix) }) {
+            return ("simulator", route.handle(request))
         }
         guard request.path.hasPrefix(Self.prefix) else {
             return ("unknown", Self.failure(APIError(.notFound, "no such path \(request.path); JSON API methods are POST /json/1.3/<method>")))
@@ -120,11 +127,11 @@ public struct APIRouter: HTTPHandler {
         return parts[1].trimmingCharacters(in: .whitespaces)
     }
 
-    static func json(_ value: JSONValue, status: Int) -> HTTPResponse {
+    public static func json(_ value: JSONValue, status: Int) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json; charset=utf-8")], body: value.jsonBytes)
     }
 
-    static func failure(_ error: APIError) -> HTTPResponse {
+    public static func failure(_ error: APIError) -> HTTPResponse {
         json(Envelope.error(error), status: error.code.httpStatus)
     }
 

@@ -3,13 +3,13 @@ import Foundation
 import IsletStore
 
 /// Base64url without padding, as JWTs use.
-enum Base64URL {
-    static func encode(_ bytes: [UInt8]) -> String {
+public enum Base64URL {
+    public static func encode(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
-    static func decode(_ text: String) -> [UInt8]? {
+    public static func decode(_ text: String) -> [UInt8]? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         return Data(base64Encoded: base64).map { Array($0) }

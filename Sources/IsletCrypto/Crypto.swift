@@ -42,6 +42,14 @@ public enum Crypto {
         case notP256
     }
 
+    /// A new P-256 private key as PKCS#8 PEM, the format of Apple's .p8 keys (for simulated applications).
+    public static func generateAPNsSigningKey() -> String {
+        var buffer = [CChar](repeating: 0, count: 1024)
+        let length = islet_p256_generate_pem(&buffer, 1024)
+        precondition(length > 0, "OpenSSL could not generate a P-256 key")
+        return String(cString: buffer)
+    }
+
     /// Checks that `pem` is a PKCS#8 P-256 private key, the format of Apple's AuthKey_XXXX.p8 files (A3).
     public static func checkAPNsSigningKey(pem: String) -> KeyProblem? {
         var text = pem

@@ -146,6 +146,14 @@ enum SQLiteMigrations {
                 PRIMARY KEY (activity, device)
             ) STRICT, WITHOUT ROWID;
             """),
+        Migration(version: 5, name: "simulated devices", sql: """
+            CREATE TABLE simulated_devices (
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                hwid TEXT NOT NULL,
+                state TEXT NOT NULL,
+                PRIMARY KEY (application, hwid)
+            ) STRICT;
+            """),
     ]
 
     static var latestVersion: Int { all.last!.version }

@@ -131,6 +131,28 @@ struct CLICommandTests {
         #expect(run.output.isEmpty)
     }
 
+    @Test func simulatedDevicesAreAddedChangedAndShown() throws {
+        let code = try #require(try create()["application"]?.stringValue)
+        let added = islet(["simulator", "device", "add", "--application", code, "--hwid", "phone", "--ios", "18.0", "--database", workspace.database, "--json"])
+        #expect(added.status == 0, "\(added.errors)")
+        let device = try #require(try JSONParser.parse(added.output.trimmingCharacters(in: .newlines)).objectValue)
+        #expect(device["ios_version"] == "18.0")
+        #expect(device["push_to_start_tokens"]?.objectValue?.count == 1)
+        // Registered with Islet as the SDK would: the device and its push-to-start token.
+        let store = SQLiteDeviceStore(database: try SQLiteDatabase(path: workspace.database))
+        #expect(try store.device(hwid: "phone", in: ApplicationCode(code)!)?.osVersion == "18.0")
+        #expect(try SQLiteApplicationStore(database: try SQLiteDatabase(path: workspace.database)).apnsKey(for: ApplicationCode(code)!) != nil,
+                "a simulated application gets a key of its own")
+
+        #expect(islet(["simulator", "device", "set", "phone", "--application", code, "--state", "locked", "--database", workspace.database]).output == "phone is now locked.\n")
+        let shown = islet(["simulator", "show", "phone", "--database", workspace.database])
+        #expect(shown.output.hasPrefix("phone — iOS 18.0, locked\nLock screen: empty\n"))
+        #expect(islet(["simulator", "device", "set", "ghost", "--application", code, "--state", "locked", "--database", workspace.database]).errors
+                == "error: no simulated device 'ghost' in \(code)\n")
+        #expect(islet(["simulator", "device", "add", "--application", code, "--hwid", "x", "--ios", "new", "--database", workspace.database]).errors
+                == "error: ios_version: must be a version such as 17.4\n")
+    }
+
     @Test func serveReadsItsSettingsFromTheEnvironmentAndFlagsWin() throws {
         let env = ["ISLET_LISTEN": "127.0.0.1:9999", "ISLET_APNS": "apple", "ISLET_APNS_URL": "https://127.0.0.1:2197", "ISLET_DATABASE": "/tmp/x.sqlite"]
         let parsed = try ParsedArguments([], spec: ServeCommand.spec, commandPath: "islet serve", environment: env)

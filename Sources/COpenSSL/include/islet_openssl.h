@@ -40,6 +40,9 @@ void islet_tls_error(char *buffer, int length);
 /// Writes a self-signed P-256 certificate for 127.0.0.1, ::1 and localhost, and its key (mode 0600). 1 on success.
 int islet_tls_self_signed(const char *certificate_file, const char *key_file, int days);
 
+/// A new P-256 private key as PKCS#8 PEM (the .p8 format) into `buffer`; returns its length, 0 on failure.
+int islet_p256_generate_pem(char *buffer, int length);
+
 /// A P-256 private key from PEM (an APNs .p8); NULL when unreadable.
 EVP_PKEY *islet_p256_key(const char *pem, size_t length);
 void islet_key_free(EVP_PKEY *key);

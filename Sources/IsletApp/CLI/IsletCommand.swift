@@ -8,7 +8,7 @@ struct IsletCommand: CLIGroup {
     static let spec = CommandSpec(
         name: "islet",
         abstract: "Islet: a self-hosted Live Activity push server.",
-        subcommands: [ServeCommand.self, AppCommand.self])
+        subcommands: [ServeCommand.self, AppCommand.self, SimulatorCommand.self])
 }
 
 /// Options and helpers several commands share.

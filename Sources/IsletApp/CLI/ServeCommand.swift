@@ -65,7 +65,7 @@ struct ServeCommand: CLICommand {
         let server: IsletServer
         let demo: ApplicationAdmin.Created?
         do {
-            server = try IsletServer(configuration: configuration, logger: logger, transport: try transport(logger))
+            server = try IsletServer(configuration: configuration, logger: logger)
             demo = try server.createDemoIfEligible()
             try server.start()
         } catch {
@@ -77,14 +77,6 @@ struct ServeCommand: CLICommand {
         return server.shutdown() ? 0 : 1
     }
 
-    /// `--apns apple`: the HTTP/2 client to Apple (or `--apns-url`), signing with each application's key.
-    private func transport(_ logger: Logger) throws -> (any PushTransport)? {
-        guard configuration.apns == .apple else { return nil }
-        let store = SQLiteApplicationStore(database: try SQLiteDatabase(path: configuration.databasePath))
-        let client = APNsClientConfiguration(overrideURL: configuration.apnsURL.flatMap(URL.init(string:)), extraCA: configuration.apnsCA)
-        return try APNsClient(configuration: client, keys: { try store.apnsKey(for: $0) }, logger: logger.with(label: "islet.apns"))
-    }
-
     private func printDemo(_ demo: ApplicationAdmin.Created, port: Int, _ context: CLIContext) {
         let base = "http://\(ListenAddress(host: configuration.listen.host, port: port))"
         context.print("""
@@ -94,6 +86,8 @@ struct ServeCommand: CLICommand {
               device API token:  \(demo.deviceToken.secret)
             Try it:
               curl -s \(base)/json/1.3/getApplication -d '{"request":{"application":"\(demo.application.code)","auth":"\(demo.apiToken.secret)"}}'
+            Simulated iPhones first_third and second_device and the filter FILTER_NAME_1 are ready for the reference examples;
+            their lock screens: curl -s \(base)/simulator/devices/first_third
             """)
     }
 }

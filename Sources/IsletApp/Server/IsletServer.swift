@@ -1,8 +1,11 @@
 import Foundation
 import IsletAPI
+import IsletAPNs
 import IsletCore
 import IsletDelivery
 import IsletHTTP
+import IsletHTTP2
+import IsletSimulator
 import IsletSQLite
 import IsletStore
 
@@ -13,12 +16,17 @@ public final class IsletServer: Sendable {
     public let devices: any DeviceStore
     public let messages: any MessageStore
     public let metrics = Metrics()
-    /// Sends accepted messages; nil while no transport is configured (messages then wait, stored).
+    /// Sends accepted messages.
     public let delivery: DeliveryService?
+    /// The built-in APNs simulator (`--apns simulator`).
+    public let simulator: APNsSimulator?
+    let simulatorWiring: SimulatorWiring
+    private let client: APNsClient?
     private let http: HTTPServer
     private let logger: Logger
 
-    /// `clock` is the time every rule sees (schedules, timestamps); tests move it.
+    /// `clock` is the time every rule sees (schedules, timestamps); tests move it. Without a `transport`,
+    /// pushes go where the configuration says: the built-in simulator, or Apple (or `--apns-url`).
     public init(configuration: ServerConfiguration, logger: Logger, transport: (any PushTransport)? = nil,
                 delivery deliveryConfiguration: DeliveryConfiguration = DeliveryConfiguration(),
                 clock: @escaping @Sendable () -> Date = { Date() }) throws {
@@ -30,15 +38,59 @@ public final class IsletServer: Sendable {
         self.store = store
         self.devices = devices
         self.messages = messages
-        let delivery = transport.map {
+        let wiring = SimulatorWiring(applications: store, devices: devices, simulated: SQLiteSimulatorStore(database: database))
+        self.simulatorWiring = wiring
+
+        var simulator: APNsSimulator?
+        var client: APNsClient?
+        var pushes = transport
+        if pushes == nil {
+            var clientConfiguration = APNsClientConfiguration(overrideURL: configuration.apnsURL.flatMap(URL.init(string:)),
+                                                              extraCA: configuration.apnsCA)
+            var keys: APNsClient.KeyLookup = { try store.apnsKey(for: $0) }
+            if configuration.apns == .simulator {
+                let running = try Self.startSimulator(configuration, wiring: wiring, logger: logger)
+                simulator = running.simulator
+                clientConfiguration.overrideURL = URL(string: "https://127.0.0.1:\(running.simulator.port)")
+                clientConfiguration.extraCA = running.certificate
+                keys = { try wiring.signingKey(for: $0) }
+            }
+            client = try APNsClient(configuration: clientConfiguration, keys: keys, logger: logger.with(label: "islet.apns"), now: clock)
+            pushes = client
+        }
+        self.simulator = simulator
+        self.client = client
+        let delivery = pushes.map {
             DeliveryService(messages: messages, devices: devices, applications: store, transport: $0,
                             configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock)
         }
         self.delivery = delivery
         let methods = [ApplicationMethods.getApplication] + DeviceMethods(store: devices).all + FilterMethods(store: devices).all
             + LiveActivityMethods(devices: devices, messages: messages, kick: { delivery?.kick() }).all
-        let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock)
+        let routes = SimulatorRoutes(wiring: wiring)
+        let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
+                               extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })])
         self.http = HTTPServer(configuration: configuration.http, handler: router)
+    }
+
+    /// The simulator on 127.0.0.1 with its self-signed certificate, made on first run beside the database,
+    /// where this server trusts it (issue 6).
+    static func startSimulator(_ configuration: ServerConfiguration, wiring: SimulatorWiring, logger: Logger, port: Int = 0,
+                               sink: Bool = false, faults: SimulatorFaults = SimulatorFaults()) throws
+        -> (simulator: APNsSimulator, certificate: String) {
+        let directory = URL(fileURLWithPath: configuration.databasePath).deletingLastPathComponent().appendingPathComponent("simulator")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let certificate = directory.appendingPathComponent("apns-simulator.crt").path
+        let key = directory.appendingPathComponent("apns-simulator.key").path
+        if !FileManager.default.fileExists(atPath: certificate) || !FileManager.default.fileExists(atPath: key) {
+            try TLSContext.writeSelfSigned(certificate: certificate, key: key)
+        }
+        let simulator = try APNsSimulator(
+            store: wiring.simulated, credentials: { wiring.credential(keyID: $0) },
+            report: { wiring.report($0, hwid: $1, activityID: $2, token: $3) },
+            tls: try TLSContext(serverCertificate: certificate, key: key), port: port, faults: faults, sink: sink)
+        logger.info("APNs simulator listening", ["address": "127.0.0.1", "port": .int(Int64(simulator.port)), "certificate": .string(certificate)])
+        return (simulator, certificate)
     }
 
     /// Starts listening; returns the bound port.
@@ -62,6 +114,8 @@ public final class IsletServer: Sendable {
         logger.info("shutting down", ["in_flight": .int(Int64(http.requestsInFlight))])
         let drained = http.shutdown(gracePeriod: configuration.shutdownGracePeriod)
         delivery?.shutdown()
+        client?.shutdown()
+        simulator?.stop()
         logger.info("stopped", ["drained": .bool(drained)])
         return drained
     }
@@ -77,6 +131,18 @@ public final class IsletServer: Sendable {
         let created = try ApplicationAdmin(store: store).create(
             name: "Food Delivery (demo)", bundleID: "com.example.fooddelivery",
             code: Self.demoCode, apiTokenSecret: Self.demoAPIToken)
+        // The reference examples' devices and filter, as simulated iPhones (issue 6), when the simulator runs.
+        guard simulator != nil else {
+            logger.info("created the demo application", ["application": .string(Self.demoCode.rawValue)])
+            return created
+        }
+        for (hwid, version) in [("first_third", "17.4"), ("second_device", "18.1")] {
+            _ = try simulatorWiring.addDevice(application: Self.demoCode, hwid: hwid, iosVersion: version, locked: false,
+                                              attributesTypes: [], tags: [("Demo", .string("food-delivery"))])
+        }
+        let types = try devices.tagTypes(in: Self.demoCode)
+        try devices.createFilter(try FilterDefinition.parse(name: "FILTER_NAME_1", join: .and, conditions: [["Demo", "EQ", "food-delivery"]],
+                                                            tagTypes: types), in: Self.demoCode, at: Date())
         logger.info("created the demo application", ["application": .string(Self.demoCode.rawValue)])
         return created
     }

@@ -1,0 +1,113 @@
+import Foundation
+import IsletAPI
+import IsletAPNs
+import IsletCore
+import IsletCrypto
+import IsletHTTP
+import IsletHTTP2
+import IsletSimulator
+import IsletStore
+
+/// Gives the simulator what it needs from Islet's storage: keys, devices, and the SDK's reports.
+struct SimulatorWiring: Sendable {
+    let applications: any ApplicationStore
+    let devices: any DeviceStore
+    let simulated: any SimulatorStore
+
+    /// A simulated application needs no real key: one is made for it on first use ("develop without a .p8").
+    func signingKey(for application: ApplicationCode) throws -> APNsSigningKey? {
+        if let key = try applications.apnsKey(for: application) { return key }
+        guard try applications.application(application) != nil else { return nil }
+        let keyID = String(Crypto.hex(Crypto.randomBytes(5)).uppercased())
+        let key = APNsSigningKey(info: APNsKeyInfo(teamID: "SIMULATED0", keyID: keyID, environment: .both),
+                                 pem: Crypto.generateAPNsSigningKey())
+        try applications.setAPNsKey(key, for: application)
+        return key
+    }
+
+    /// The application and key a provider token's `kid` names.
+    func credential(keyID: String) -> SimulatorCredential? {
+        guard let applications = try? applications.applications() else { return nil }
+        for application in applications where application.apnsKey?.keyID == keyID {
+            guard let stored = try? self.applications.apnsKey(for: application.code), let key = try? SigningKey(stored) else { return nil }
+            return SimulatorCredential(key: key, application: application.code, bundleID: application.bundleID)
+        }
+        return nil
+    }
+
+    /// What the Pushwoosh SDK reports when an activity starts on the device (D4).
+    func report(_ application: ApplicationCode, hwid: String, activityID: String, token: String) {
+        _ = try? devices.setActivityToken(token, activityID: activityID, hwid: hwid, in: application, at: Date())
+    }
+
+    /// Creates a simulated iPhone and registers it with Islet as the SDK would: registerDevice, its tags,
+    /// and a push-to-start token per attributes type ("" for any) when its iOS has push-to-start (17.2+).
+    func addDevice(application: ApplicationCode, hwid: String, iosVersion: String, locked: Bool, attributesTypes: [String],
+                   tags: [(name: String, value: TagValue?)] = []) throws -> SimulatedDevice {
+        guard try applications.application(application) != nil else { throw APIError.invalid("application", "no application \(application)") }
+        guard !hwid.isEmpty, hwid.count <= 256 else { throw APIError.invalid("hwid", "must be 1 to 256 characters") }
+        guard let version = VersionKey.make(iosVersion) else { throw APIError.invalid("ios_version", "must be a version such as 17.4") }
+        let pushToStart = version >= VersionKey.make("17.2")!
+            ? Dictionary(uniqueKeysWithValues: (attributesTypes.isEmpty ? [""] : attributesTypes).map { ($0, APNsSimulator.token(bytes: 40)) })
+            : [:]
+        let device = SimulatedDevice(application: application.rawValue, hwid: hwid, iosVersion: iosVersion, locked: locked,
+                                     pushToken: APNsSimulator.token(bytes: 32), pushToStartTokens: pushToStart)
+        try simulated.saveSimulatedDevice(application: application, hwid: hwid,
+                                          state: String(decoding: try JSONEncoder().encode(device), as: UTF8.self))
+        let now = Date()
+        _ = try devices.registerDevice(DeviceRegistration(hwid: hwid, pushToken: device.pushToken, language: "en", timezone: "0",
+                                                          osVersion: iosVersion), tags: tags, in: application, at: now)
+        for (type, token) in pushToStart {
+            _ = try devices.setPushToStartToken(token, attributesType: type, hwid: hwid, in: application, at: now)
+        }
+        return device
+    }
+
+    func allDevices() -> [SimulatedDevice] {
+        ((try? simulated.simulatedDevices()) ?? []).compactMap { try? JSONDecoder().decode(SimulatedDevice.self, from: Data($0.state.utf8)) }
+    }
+}
+
+/// `GET /simulator/devices`, `GET /simulator/devices/<hwid>`, `POST /simulator/devices` on the API server.
+struct SimulatorRoutes: Sendable {
+    let wiring: SimulatorWiring
+
+    func handle(_ request: HTTPRequest) -> HTTPResponse {
+        let rest = request.path.dropFirst("/simulator/devices".count)
+        let now = Date()
+        if rest.isEmpty || rest == "/" {
+            if request.method == "POST" { return add(request) }
+            guard request.method == "GET" else { return APIRouter.failure(APIError(.methodNotAllowed, "use GET or POST on /simulator/devices")) }
+            return APIRouter.json(["devices": .array(wiring.allDevices().map { $0.json(now: now, withLog: false) })], status: 200)
+        }
+        let hwid = String(rest.dropFirst()).removingPercentEncoding ?? String(rest.dropFirst())
+        guard request.method == "GET" else { return APIRouter.failure(APIError(.methodNotAllowed, "use GET on /simulator/devices/<hwid>")) }
+        guard let device = wiring.allDevices().first(where: { $0.hwid == hwid }) else {
+            return APIRouter.failure(APIError(.notFound, "no simulated device '\(hwid)'"))
+        }
+        return APIRouter.json(device.json(now: now, withLog: true), status: 200)
+    }
+
+    /// {application, hwid, ios_version?, locked?, attributes_types?}
+    private func add(_ request: HTTPRequest) -> HTTPResponse {
+        do {
+            let body = try FieldReader(try JSONParser.parse(request.body), path: "")
+            let code = try body.requiredString("application")
+            guard let application = ApplicationCode(code) else { throw APIError.invalid("application", "must be an application code") }
+            let types = try (body.array("attributes_types") ?? []).enumerated().map { (index, value) throws -> String in
+                guard let text = value.stringValue else { throw APIError.invalid("attributes_types[\(index)]", "must be a string") }
+                return text
+            }
+            let device = try wiring.addDevice(application: application, hwid: try body.requiredString("hwid"),
+                                              iosVersion: try body.string("ios_version") ?? "17.4", locked: try body.bool("locked") ?? false,
+                                              attributesTypes: types)
+            return APIRouter.json(device.json(now: Date(), withLog: false), status: 200)
+        } catch let error as APIError {
+            return APIRouter.failure(error)
+        } catch let error as JSONSyntaxError {
+            return APIRouter.failure(APIError(.badRequest, "body: malformed JSON: \(error)"))
+        } catch {
+            return APIRouter.failure(APIError(.internalError, "\(error)"))
+        }
+    }
+}

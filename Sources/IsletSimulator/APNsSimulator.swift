@@ -1,0 +1,192 @@
+import Foundation
+import IsletAPNs
+import IsletCore
+import IsletHTTP2
+import IsletStore
+import Synchronization
+
+/// Who a provider token belongs to: the key that must have signed it and the application's bundle id.
+public struct SimulatorCredential: Sendable {
+    public let key: SigningKey
+    public let application: ApplicationCode
+    public let bundleID: String
+
+    public init(key: SigningKey, application: ApplicationCode, bundleID: String) {
+        self.key = key
+        self.application = application
+        self.bundleID = bundleID
+    }
+}
+
+/// Trouble the simulator makes on purpose, for tests and benchmarks.
+public struct SimulatorFaults: Sendable {
+    /// Share (0…1) of valid pushes answered 429 TooManyRequests, and 503 ServiceUnavailable.
+    public var tooManyRequests: Double = 0
+    public var unavailable: Double = 0
+    public var latency: Duration = .zero
+    /// GOAWAY after every N requests of a connection.
+    public var goAwayEvery: Int?
+    /// Drop the connection, unanswered, at every Nth request of a connection.
+    public var dropEvery: Int?
+
+    public init() {}
+}
+
+/// A local APNs that behaves like Apple's: HTTP/2 over TLS, provider-token checks, Apple's reasons and
+/// stream rules, and simulated iPhones that apply ActivityKit's rules to what they receive (issue 6).
+public final class APNsSimulator: Sendable {
+    public typealias Credentials = @Sendable (_ keyID: String) -> SimulatorCredential?
+    /// Called when a simulated device's activity gets its update token, as the SDK reports it (D4).
+    public typealias Reporter = @Sendable (_ application: ApplicationCode, _ hwid: String, _ activityID: String, _ token: String) -> Void
+
+    public let port: Int
+    private let server: H2Server
+
+    /// `sink`: answer 200 to everything at once, checking nothing (benchmarks).
+    public init(store: any SimulatorStore, credentials: @escaping Credentials, report: @escaping Reporter, tls: TLSContext,
+                host: String = "127.0.0.1", port: Int = 0, faults: SimulatorFaults = SimulatorFaults(), sink: Bool = false,
+                now: @escaping @Sendable () -> Date = { Date() }) throws(TLSError) {
+        let engine = SimulatorEngine(store: store, credentials: credentials, report: report, faults: faults, now: now)
+        server = try H2Server(host: host, port: port, tls: tls, threads: sink ? 2 : 1, initialMaxStreams: sink ? 1000 : 1) { exchange in
+            if sink { return exchange.respond(status: 200, headers: [("apns-id", exchange.request.header("apns-id") ?? UUID().uuidString)]) }
+            engine.handle(exchange)
+        }
+        self.port = server.port
+    }
+
+    public func stop() { server.stop() }
+
+    /// Reads and writes one simulated device, under the simulator's lock.
+    public static func withDevice<T>(_ store: any SimulatorStore, _ application: ApplicationCode, _ hwid: String,
+                                     _ body: (inout SimulatedDevice) throws -> T) throws -> T? {
+        try SimulatorEngine.lock.withLock { _ in
+            guard let text = try store.simulatedDevice(application: application, hwid: hwid),
+                  var device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(text.utf8)) else { return nil }
+            let result = try body(&device)
+            try store.saveSimulatedDevice(application: application, hwid: hwid, state: String(decoding: try JSONEncoder().encode(device), as: UTF8.self))
+            return result
+        }
+    }
+
+    /// A random hex token of `bytes` bytes, like APNs issues.
+    public static func token(bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+}
+
+/// The request handling; runs on the simulator's loop thread, shares devices through the store.
+final class SimulatorEngine: Sendable {
+    /// One lock for every read-modify-write of simulated devices in this process.
+    static let lock = Mutex(())
+
+    let store: any SimulatorStore
+    let credentials: APNsSimulator.Credentials
+    let report: APNsSimulator.Reporter
+    let faults: SimulatorFaults
+    let now: @Sendable () -> Date
+    /// Per connection: requests seen, and whether a request with a valid token came (Apple's stream rule).
+    private let connections = Mutex<[ObjectIdentifier: (requests: Int, trusted: Bool)]>([:])
+
+    static let pushTypes: Set<String> = ["alert", "background", "liveactivity", "voip", "complication", "fileprovider", "mdm", "location", "pushtotalk"]
+
+    init(store: any SimulatorStore, credentials: @escaping APNsSimulator.Credentials, report: @escaping APNsSimulator.Reporter,
+         faults: SimulatorFaults, now: @escaping @Sendable () -> Date) {
+        self.store = store
+        self.credentials = credentials
+        self.report = report
+        self.faults = faults
+        self.now = now
+    }
+
+    func handle(_ exchange: H2Exchange) {
+        let count = connections.withLock { all -> Int in
+            all[exchange.connectionID, default: (0, false)].requests += 1
+            return all[exchange.connectionID]!.requests
+        }
+        if let every = faults.dropEvery, count % every == 0 { return exchange.dropConnection() }
+        let (status, body) = answer(exchange)
+        let respond = {
+            var headers: [(name: String, value: String)] = [("apns-id", exchange.request.header("apns-id") ?? UUID().uuidString)]
+            if body != nil { headers.append(("content-type", "application/json")) }
+            exchange.respond(status: status, headers: headers, body: body?.jsonBytes ?? [])
+            if let every = self.faults.goAwayEvery, count % every == 0 { exchange.goAway() }
+        }
+        if faults.latency > .zero { exchange.loop.schedule(after: faults.latency, respond) } else { respond() }
+    }
+
+    static func reason(_ reason: String) -> JSONValue { ["reason": .string(reason)] }
+
+    /// Apple's checks in Apple's order, then the device (A5 reasons; issue 6).
+    private func answer(_ exchange: H2Exchange) -> (Int, JSONValue?) {
+        let request = exchange.request
+        guard request.header(":method") == "POST" else { return (405, Self.reason("MethodNotAllowed")) }
+        guard let path = request.header(":path"), path.hasPrefix("/3/device/") else { return (404, Self.reason("BadPath")) }
+        let token = String(path.dropFirst("/3/device/".count))
+        guard HexToken.normalize(token, lengths: 16...400) == token.lowercased() else { return (400, Self.reason("BadDeviceToken")) }
+
+        guard let authorization = request.header("authorization"), authorization.hasPrefix("bearer ") else {
+            return (403, Self.reason("MissingProviderToken"))
+        }
+        guard let (credential, issuedAt) = verify(String(authorization.dropFirst(7))) else { return (403, Self.reason("InvalidProviderToken")) }
+        guard now().timeIntervalSince1970 - Double(issuedAt) <= 3600 else { return (403, Self.reason("ExpiredProviderToken")) }
+        let trustNow = connections.withLock { all -> Bool in
+            defer { all[exchange.connectionID]?.trusted = true }
+            return !(all[exchange.connectionID]?.trusted ?? false)
+        }
+        if trustNow { exchange.allowStreams(1000) }   // the first authenticated request lifts the 1-stream limit (A6)
+
+        guard let pushType = request.header("apns-push-type"), Self.pushTypes.contains(pushType) else { return (400, Self.reason("InvalidPushType")) }
+        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return (400, Self.reason("MissingTopic")) }
+        let expectedTopic = pushType == "liveactivity" ? "\(credential.bundleID).push-type.liveactivity" : credential.bundleID
+        guard topic == expectedTopic else { return (400, Self.reason("BadTopic")) }
+        let priority = request.header("apns-priority").flatMap(Int.init) ?? 10
+        guard [1, 5, 10].contains(priority), request.header("apns-priority").map({ Int($0) != nil }) ?? true else {
+            return (400, Self.reason("BadPriority"))
+        }
+        guard !request.body.isEmpty else { return (400, Self.reason("PayloadEmpty")) }
+        guard request.body.count <= 4096 else { return (413, Self.reason("PayloadTooLarge")) }
+
+        let roll = Double.random(in: 0..<1)
+        if roll < faults.tooManyRequests { return (429, Self.reason("TooManyRequests")) }
+        if roll < faults.tooManyRequests + faults.unavailable { return (503, Self.reason("ServiceUnavailable")) }
+        return deliver(to: token.lowercased(), credential: credential, pushType: pushType, priority: priority,
+                       apnsID: request.header("apns-id") ?? "", payload: request.body)
+    }
+
+    private func deliver(to token: String, credential: SimulatorCredential, pushType: String, priority: Int, apnsID: String,
+                         payload: [UInt8]) -> (Int, JSONValue?) {
+        var started: (ApplicationCode, String, String, String)?
+        let outcome: (Int, JSONValue?) = Self.lock.withLock { _ in
+            let all = (try? store.simulatedDevices()) ?? []
+            for entry in all {
+                guard var device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(entry.state.utf8)), device.kind(of: token) != nil else { continue }
+                guard entry.application == credential.application else { return (400, Self.reason("DeviceTokenNotForTopic")) }
+                if let uninstalled = device.uninstalledAt { return (410, ["reason": "Unregistered", "timestamp": .int(uninstalled)]) }
+                if let activity = device.receive(payload: payload, token: token, pushType: pushType, priority: priority, apnsID: apnsID,
+                                                 now: now(), newToken: { APNsSimulator.token(bytes: 40) }) {
+                    started = (entry.application, device.hwid, activity.activityID, activity.updateToken)
+                }
+                if let data = try? JSONEncoder().encode(device) {
+                    try? store.saveSimulatedDevice(application: entry.application, hwid: entry.hwid, state: String(decoding: data, as: UTF8.self))
+                }
+                return (200, nil)
+            }
+            return (400, Self.reason("BadDeviceToken"))
+        }
+        if let (application, hwid, activityID, token) = started { report(application, hwid, activityID, token) }
+        return outcome
+    }
+
+    /// The credential and `iat` of a valid provider token (ES256 by the key its `kid` names, `iss` its team).
+    private func verify(_ jwt: String) -> (SimulatorCredential, Int64)? {
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]),
+              let header = try? JSONParser.parse(headerBytes).objectValue, let claims = try? JSONParser.parse(claimBytes).objectValue,
+              header["alg"] == "ES256", let keyID = header["kid"]?.stringValue, let credential = credentials(keyID),
+              claims["iss"] == .string(credential.key.info.teamID), let issuedAt = claims["iat"]?.intValue,
+              credential.key.verify(Array("\(parts[0]).\(parts[1])".utf8), signature: signature) else { return nil }
+        return (credential, issuedAt)
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletStore
+
+/// Islet end to end against its built-in simulator: the reference flow (start via filter → update → end)
+/// and what each simulated lock screen shows (issue 6).
+@Suite("End to end with the simulator")
+struct SimulatorEndToEndTests {
+    @Test func startUpdateEndAsTheLockScreensShowIt() throws {
+        let running = try RunningServer(demo: true)   // no transport given: --apns simulator, with its demo devices
+        func post(_ method: String, _ body: String) throws -> RawHTTPResponse {
+            try request(running.port, "/json/1.3/\(method)", body: body)
+        }
+        func lockScreen(_ hwid: String) throws -> [JSONObject] {
+            let response = try request(running.port, method: "GET", "/simulator/devices/\(hwid)")
+            return response.json?.objectValue?["lock_screen"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        }
+        func sent(_ response: RawHTTPResponse) throws {
+            let code = try #require(response.json?.objectValue?["response"]?.objectValue?["Messages"]?.arrayValue?.first?.stringValue,
+                                    "\(response.message ?? "")")
+            let messages = running.server.messages
+            #expect(try eventually { try messages.messageDetails(code: code, in: ApplicationCode("XXXXX-XXXXX")!)?.state == .done })
+        }
+
+        try sent(try post("startLiveActivity", #"{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN","notifications":[{"content":"Your order is being prepared","title":"Food Delivery","apns_priority":10,"live_activity":{"event":"start","title":"Order status","content-state":{"status":"Third","estimatedTime":"37 min"},"attributes-type":"FoodDeliveryAttributes","attributes":{}},"live_activity_id":"FIRST_LIVE_ACTIVITY","filter":"FILTER_NAME_1"}]}}"#))
+        for hwid in ["first_third", "second_device"] {
+            let screen = try lockScreen(hwid)
+            #expect(screen.map { $0["activity_id"] } == ["FIRST_LIVE_ACTIVITY"], "\(hwid)")
+            #expect(screen.first?["content_state"] == ["status": "Third", "estimatedTime": "37 min"])
+        }
+        // The simulated SDK reported each device's update token: Islet knows where the activity runs.
+        #expect(try eventually {
+            try running.server.devices.activityTokens(hwid: "first_third", in: ApplicationCode("XXXXX-XXXXX")!).first?.token != nil
+        })
+
+        try sent(try post("updateLiveActivity", #"{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN","notifications":[{"apns_priority":10,"title":"Live Activity Update","live_activity":{"event":"update","content-state":{"status":"second 66","estimatedTime":"66 min"},"relevance-score":60},"live_activity_id":"FIRST_LIVE_ACTIVITY"}]}}"#))
+        for hwid in ["first_third", "second_device"] {
+            #expect(try lockScreen(hwid).first?["content_state"] == ["status": "second 66", "estimatedTime": "66 min"], "\(hwid)")
+            #expect(try lockScreen(hwid).first?["relevance_score"] == 60)
+        }
+
+        try sent(try post("updateLiveActivity", #"{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN","notifications":[{"live_activity":{"event":"end","content-state":{"status":"Delivered","estimatedTime":"0 min"}},"live_activity_id":"FIRST_LIVE_ACTIVITY"}]}}"#))
+        for hwid in ["first_third", "second_device"] {
+            let card = try lockScreen(hwid).first
+            #expect(card?["ended"] == true, "\(hwid): ended, and still shown (no dismissal-date)")
+            #expect(card?["content_state"] == ["status": "Delivered", "estimatedTime": "0 min"])
+        }
+        let log = try request(running.port, method: "GET", "/simulator/devices/first_third").json?.objectValue?["log"]?.arrayValue ?? []
+        #expect(log.compactMap { $0.objectValue?["event"]?.stringValue } == ["start", "update", "end"])
+        #expect(log.allSatisfy { $0.objectValue?["dropped"] == .null })
+    }
+}

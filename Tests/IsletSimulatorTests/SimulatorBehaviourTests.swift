@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+import IsletAPNs
+import IsletCore
+import IsletDelivery
+import IsletHTTP2
+import IsletCrypto
+import IsletSimulator
+import IsletStore
+
+@Suite("APNs simulator: Apple's checks over real HTTP/2 (issue 6)")
+struct SimulatorReasonTests {
+    let world: SimulatorWorld
+    let raw: RawH2Client
+    let device: SimulatedDevice
+
+    init() throws {
+        world = try SimulatorWorld()
+        raw = try RawH2Client(port: world.simulator.port, ca: world.certificate)
+        device = try world.addDevice("phone")
+    }
+
+    func token(_ key: SigningKey, issuedAt: Date = Date()) -> String { "bearer " + (key.providerToken(issuedAt: issuedAt) ?? "") }
+
+    func request(token: String? = nil, path: String? = nil, authorization: String?? = nil, type: String? = "liveactivity",
+                 topic: String? = "com.example.food.push-type.liveactivity", priority: String? = "10",
+                 body: [UInt8] = Array(#"{"aps":{"event":"update"}}"#.utf8)) -> (status: Int, reason: String?, timestamp: Int64?) {
+        var headers: [(name: String, value: String)] = [(":method", "POST"), (":scheme", "https"), (":authority", "127.0.0.1"),
+                                                        (":path", path ?? "/3/device/\(token ?? device.pushToStartTokens[""]!)")]
+        switch authorization {
+        case .none: headers.append(("authorization", self.token(world.key)))
+        case .some(.some(let value)): headers.append(("authorization", value))
+        case .some(.none): break
+        }
+        if let type { headers.append(("apns-push-type", type)) }
+        if let topic { headers.append(("apns-topic", topic)) }
+        if let priority { headers.append(("apns-priority", priority)) }
+        return raw.send(headers, body: body)
+    }
+
+    @Test func appleReasonsForBadRequests() throws {
+        #expect(request(authorization: .some(nil)).reason == "MissingProviderToken")
+        #expect(request(authorization: "bearer not.a.jwt").reason == "InvalidProviderToken")
+        let forged = try SigningKey(APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both),
+                                                   pem: Crypto.generateAPNsSigningKey()))
+        #expect(request(authorization: token(forged)).reason == "InvalidProviderToken", "signed by another key")
+        let expired = request(authorization: token(world.key, issuedAt: Date().addingTimeInterval(-7200)))
+        #expect(expired.status == 403 && expired.reason == "ExpiredProviderToken")
+        #expect(request(type: "carrier-pigeon").reason == "InvalidPushType")
+        #expect(request(type: nil).reason == "InvalidPushType")
+        #expect(request(topic: nil).reason == "MissingTopic")
+        #expect(request(topic: "com.example.food").reason == "BadTopic", "a liveactivity push needs the .push-type.liveactivity topic")
+        #expect(request(priority: "7").reason == "BadPriority")
+        #expect(request(body: []).reason == "PayloadEmpty")
+        let large = request(body: Array(repeating: UInt8(ascii: "x"), count: 4097))
+        #expect(large.status == 413 && large.reason == "PayloadTooLarge")
+        #expect(request(token: String(repeating: "ab", count: 32)).reason == "BadDeviceToken", "unknown token")
+        #expect(request(path: "/3/device/not-hex").reason == "BadDeviceToken", "malformed token")
+        #expect(request(authorization: token(world.otherKey), topic: "com.example.other.push-type.liveactivity").reason == "DeviceTokenNotForTopic")
+        #expect(request().status == 200)
+    }
+
+    @Test func anUninstalledAppAnswers410WithItsTime() throws {
+        _ = try APNsSimulator.withDevice(world.store, world.app, "phone") { $0.uninstalledAt = 1_700_000_000_000 }
+        let answer = request()
+        #expect(answer.status == 410 && answer.reason == "Unregistered" && answer.timestamp == 1_700_000_000_000)
+    }
+
+    @Test func oneStreamUntilTheFirstAuthenticatedRequest() throws {
+        _ = request(authorization: .some(nil))
+        #expect(raw.peerMaxStreams() == 1)
+        _ = request()
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(raw.peerMaxStreams() == 1000, "A6: 1000 streams once a request with a valid token came")
+    }
+}
+
+@Suite("APNs simulator: ActivityKit's behaviour (issue 6)")
+struct SimulatorActivityKitTests {
+    let world: SimulatorWorld
+    init() throws { world = try SimulatorWorld() }
+
+    @Test func aStartShowsTheActivityAndReportsItsUpdateTokenByPushwooshId() throws {
+        let device = try world.addDevice("phone")
+        #expect(world.push(to: device.pushToStartTokens[""]!, SimulatorWorld.start("ORDER_1")).status == 200)
+        let after = try world.device("phone")
+        #expect(after.activities.map(\.activityID) == ["ORDER_1"])
+        #expect(world.reportBox.all.map { [$0.hwid, $0.activity, $0.token] } == [["phone", "ORDER_1", after.activities[0].updateToken]])
+    }
+
+    @Test func updatesApplyUnlessOlderAndEndsFollowTheirDismissalDate() throws {
+        let device = try world.addDevice("phone")
+        _ = world.push(to: device.pushToStartTokens[""]!, SimulatorWorld.start("A", timestamp: 100))
+        let token = try world.device("phone").activities[0].updateToken
+        _ = world.push(to: token, ["timestamp": 200, "event": "update", "content-state": ["step": 2], "stale-date": 1])
+        #expect(world.push(to: token, ["timestamp": 150, "event": "update", "content-state": ["step": 9]]).status == 200, "APNs accepts it")
+        var now = try world.device("phone")
+        #expect(now.activities[0].contentState == #"{"step":2}"#)
+        #expect(now.log.last?.dropped == "older than what the activity shows (timestamp 150 < 200)")
+        #expect(now.lockScreen(now: Date()).arrayValue?.first?.objectValue?["stale"] == true, "stale-date passed")
+
+        _ = world.push(to: token, ["timestamp": 300, "event": "end", "content-state": ["step": 3]])
+        now = try world.device("phone")
+        #expect(now.activities.first?.ended == true)
+        let dismissAt = try #require(now.activities.first?.dismissAt)
+        #expect(abs(dismissAt - Date().timeIntervalSince1970 - 4 * 3600) < 60, "an end without dismissal-date stays up to 4 h (U3)")
+
+        _ = world.push(to: device.pushToStartTokens[""]!, SimulatorWorld.start("B", timestamp: 100))
+        let second = try world.device("phone").activities.first { $0.activityID == "B" }!.updateToken
+        _ = world.push(to: second, ["timestamp": 200, "event": "end", "content-state": ["step": 4], "dismissal-date": 1])
+        #expect(try world.device("phone").activities.map(\.activityID) == ["A"], "a past dismissal-date removes the card at once")
+    }
+
+    @Test func relevanceScoreOrdersTheLockScreen() throws {
+        let device = try world.addDevice("phone")
+        _ = world.push(to: device.pushToStartTokens[""]!, SimulatorWorld.start("LOW", relevance: 10))
+        _ = world.push(to: device.pushToStartTokens[""]!, SimulatorWorld.start("HIGH", relevance: 90))
+        let screen = try world.device("phone").lockScreen(now: Date()).arrayValue ?? []
+        #expect(screen.map { $0.objectValue?["activity_id"] } == ["HIGH", "LOW"])
+    }
+
+    @Test func aLowPriorityUpdateToALockedDeviceShowsOnUnlock() throws {
+        let device = try world.addDevice("phone", locked: true)
+        _ = world.push(to: device.pushToStartTokens[""]!, SimulatorWorld.start("A"))
+        let token = try world.device("phone").activities[0].updateToken
+        _ = world.push(to: token, ["timestamp": 200, "event": "update", "content-state": ["step": 2]], priority: 5)
+        #expect(try world.device("phone").activities[0].contentState == #"{"step":1}"#, "locked: not visible yet")
+        _ = world.push(to: token, ["timestamp": 300, "event": "update", "content-state": ["step": 3]], priority: 10)
+        #expect(try world.device("phone").activities[0].contentState == #"{"step":3}"#, "priority 10 shows at once")
+        _ = world.push(to: token, ["timestamp": 400, "event": "update", "content-state": ["step": 4]], priority: 5)
+        _ = try APNsSimulator.withDevice(world.store, world.app, "phone") { $0.unlock() }
+        #expect(try world.device("phone").activities[0].contentState == #"{"step":4}"#, "visible on unlock")
+    }
+
+    @Test func tooManyStartsInARowAreAcceptedAndSilentlyDropped() throws {
+        let device = try world.addDevice("phone")
+        let outcomes = (0..<12).map { world.push(to: device.pushToStartTokens[""]!, SimulatorWorld.start("S\($0)")) }
+        #expect(outcomes.allSatisfy { $0.status == 200 }, "startLiveActivity still sees 200 (reference docs)")
+        let after = try world.device("phone")
+        #expect(after.activities.count == 10)
+        #expect(after.log.filter { $0.dropped?.hasPrefix("push-to-start budget exhausted") == true }.count == 2)
+    }
+
+    @Test func aFallbackAlertShowsAsANotification() throws {
+        let device = try world.addDevice("old", ios: "15.7")
+        #expect(world.push(to: device.pushToken, ["alert": ["title": "Food Delivery", "body": "Your order is being prepared"]], type: "alert").status == 200)
+        #expect(try world.device("old").alerts == ["Food Delivery: Your order is being prepared"])
+    }
+
+    @Test func goAwayAndDroppedConnectionsStillDeliverEveryPush() throws {
+        var faults = SimulatorFaults()
+        faults.goAwayEvery = 4
+        faults.dropEvery = 7
+        let flaky = try SimulatorWorld(faults: faults)
+        let devices = try (0..<20).map { try flaky.addDevice("phone-\($0)") }
+        let outcomes = devices.map { flaky.push(to: $0.pushToStartTokens[""]!, SimulatorWorld.start("A")) }
+        #expect(outcomes.allSatisfy { $0.status == 200 }, "\(outcomes.filter { $0.status != 200 })")
+        #expect(try devices.allSatisfy { try flaky.device($0.hwid).activities.count == 1 }, "each device started once")
+    }
+
+    @Test func faultsAreInjectedOnDemand() throws {
+        var faults = SimulatorFaults()
+        faults.unavailable = 1
+        let failing = try SimulatorWorld(faults: faults)
+        let device = try failing.addDevice("phone")
+        let outcome = failing.push(to: device.pushToStartTokens[""]!, SimulatorWorld.start("A"))
+        #expect(outcome.status == 503 && outcome.reason == "ServiceUnavailable")
+    }
+}

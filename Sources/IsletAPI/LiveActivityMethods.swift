@@ -8,12 +8,14 @@ import IsletStore
 public struct LiveActivityMethods: Sendable {
     let devices: any DeviceStore
     let messages: any MessageStore
-    /// Wakes the delivery service after a message is stored; nil when nothing sends (tests of the API alone).
+    let schemas: any SchemaStore
+    /// Wakes the delivery service after a message is stored.
     let kick: @Sendable () -> Void
 
-    public init(devices: any DeviceStore, messages: any MessageStore, kick: @escaping @Sendable () -> Void) {
+    public init(devices: any DeviceStore, messages: any MessageStore, schemas: any SchemaStore, kick: @escaping @Sendable () -> Void) {
         self.devices = devices
         self.messages = messages
+        self.schemas = schemas
         self.kick = kick
     }
 
@@ -29,8 +31,18 @@ public struct LiveActivityMethods: Sendable {
             let now = call.receivedAt
             let dryRun = try call.request.bool("dry_run") ?? false
             var accepted: [(message: NewMessage, path: String)] = []
+            var warnings: [String] = []
             for n in try LiveActivityRequests.notifications(call.request) {
                 let start = try LiveActivityRequests.start(n, now: now)
+                // X2: a published schema catches what the app could not decode, before anything is sent.
+                var schemaVersion: Int?
+                if let stored = try schemas.currentSchema(start.attributesType, in: call.application.code), let schema = stored.schema {
+                    let activity = n.fieldPath("live_activity")
+                    warnings += try SchemaValidation.validate(start.contentState, schema.contentState, path: "\(activity).content-state")
+                    warnings += try SchemaValidation.validate(start.attributes, schema.attributes, path: "\(activity).attributes",
+                                                              ignoring: schema.attributes["pushwoosh"] == nil ? ["\(activity).attributes.pushwoosh"] : [])
+                    schemaVersion = stored.version
+                }
                 let dueAt: Date
                 switch start.sendTime {
                 case .now: dueAt = now
@@ -46,15 +58,16 @@ public struct LiveActivityMethods: Sendable {
                     code: MessageCode.random(), event: .start, activityID: start.activityID,
                     target: try selection(start.targeting, n, call.application.code), attributesType: start.attributesType,
                     name: start.name, contentState: start.contentState, payload: payload, fallbackPayload: fallback,
-                    priority: start.priority, dueAt: dueAt), n.path))
+                    priority: start.priority, dueAt: dueAt, schemaVersion: schemaVersion), n.path))
             }
             try Self.refuseRepeatedIDs(accepted)
             try refusalsAsErrors(accepted.map(\.path)) {
                 try messages.acceptStarts(accepted.map(\.message), in: call.application.code, at: now, validateOnly: dryRun)
             }
-            if dryRun { return try dryRunResponse(accepted.map(\.message), call.application) }
-            kick()
-            return ["Messages": .array(accepted.map { .string($0.message.code) })]
+            var response = dryRun ? try dryRunResponse(accepted.map(\.message), call.application) : ["Messages": .array(accepted.map { .string($0.message.code) })]
+            if !dryRun { kick() }
+            if !warnings.isEmpty { response["warnings"] = .array(warnings.map { .string($0) }) }
+            return response
         }
     }
 
@@ -79,8 +92,15 @@ public struct LiveActivityMethods: Sendable {
             let now = call.receivedAt
             let dryRun = try call.request.bool("dry_run") ?? false
             var accepted: [(message: NewMessage, path: String)] = []
+            var warnings: [String] = []
             for n in try LiveActivityRequests.notifications(call.request) {
                 let update = try LiveActivityRequests.update(n)
+                // X2: checked against the schema version the activity started with.
+                if let started = try schemas.activitySchemaVersion(update.activityID, in: call.application.code),
+                   let schema = try schemas.schema(started.attributesType, version: started.version, in: call.application.code)?.schema {
+                    warnings += try SchemaValidation.validate(update.contentState, schema.contentState,
+                                                              path: "\(n.fieldPath("live_activity")).content-state")
+                }
                 let payload = LiveActivityPayload.update(update, timestamp: Int64(now.timeIntervalSince1970)).jsonBytes
                 try LiveActivityPayload.checkSize(payload, path: n.path)
                 accepted.append((NewMessage(
@@ -91,9 +111,10 @@ public struct LiveActivityMethods: Sendable {
             try refusalsAsErrors(accepted.map(\.path)) {
                 try messages.acceptUpdates(accepted.map(\.message), in: call.application.code, at: now, validateOnly: dryRun)
             }
-            if dryRun { return try dryRunResponse(accepted.map(\.message), call.application) }
-            kick()
-            return ["Messages": .array(accepted.map { .string($0.message.code) })]
+            var response = dryRun ? try dryRunResponse(accepted.map(\.message), call.application) : ["Messages": .array(accepted.map { .string($0.message.code) })]
+            if !dryRun { kick() }
+            if !warnings.isEmpty { response["warnings"] = .array(warnings.map { .string($0) }) }
+            return response
         }
     }
 

@@ -41,17 +41,20 @@ public struct SQLiteMessageStore: MessageStore {
                         """, [Self.seconds(date), .text(message.activityID), .int(existing.id)])
                     try c.run("DELETE FROM activity_devices WHERE activity = ?", [.int(existing.id)])
                     try c.run("""
-                        UPDATE activities SET state = ?, attributes_type = ?, name = ?, content_state = ?, updated_at = ? WHERE id = ?
+                        UPDATE activities SET state = ?, attributes_type = ?, name = ?, content_state = ?, updated_at = ?, schema_version = ?
+                        WHERE id = ?
                         """, [.text(state.rawValue), Self.optional(message.attributesType), Self.optional(message.name),
-                              .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date), .int(existing.id)])
+                              .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date),
+                              message.schemaVersion.map { .int(Int64($0)) } ?? .null, .int(existing.id)])
                     activity = existing.id
                 } else {
                     activity = try c.query("""
-                        INSERT INTO activities (application, activity_id, state, attributes_type, name, content_state, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id
+                        INSERT INTO activities (application, activity_id, state, attributes_type, name, content_state, updated_at, schema_version)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
                         """, [.text(application.rawValue), .text(message.activityID), .text(state.rawValue),
                               Self.optional(message.attributesType), Self.optional(message.name),
-                              .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date)])[0][0].int ?? 0
+                              .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date),
+                              message.schemaVersion.map { .int(Int64($0)) } ?? .null])[0][0].int ?? 0
                 }
                 try insert(message, activity: activity, application: application, at: date, c)
             }

@@ -154,6 +154,20 @@ enum SQLiteMigrations {
                 PRIMARY KEY (application, hwid)
             ) STRICT;
             """),
+        Migration(version: 6, name: "Live Activity schemas", sql: """
+            CREATE TABLE live_activity_schemas (
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                attributes_type TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                content_state TEXT NOT NULL,
+                attributes TEXT NOT NULL,
+                description TEXT,
+                created_at INTEGER NOT NULL,
+                deleted_at INTEGER,
+                PRIMARY KEY (application, attributes_type, version)
+            ) STRICT;
+            ALTER TABLE activities ADD COLUMN schema_version INTEGER;
+            """),
     ]
 
     static var latestVersion: Int { all.last!.version }

@@ -38,15 +38,19 @@ public final class APNsSimulator: Sendable {
     public typealias Credentials = @Sendable (_ keyID: String) -> SimulatorCredential?
     /// Called when a simulated device's activity gets its update token, as the SDK reports it (D4).
     public typealias Reporter = @Sendable (_ application: ApplicationCode, _ hwid: String, _ activityID: String, _ token: String) -> Void
+    /// Why the application could not decode this content-state (and attributes) of a type: the app's schema (X2).
+    public typealias Decoder = @Sendable (_ application: ApplicationCode, _ attributesType: String, _ contentState: JSONObject,
+                                          _ attributes: JSONObject?) -> String?
 
     public let port: Int
     private let server: H2Server
 
     /// `sink`: answer 200 to everything at once, checking nothing (benchmarks).
-    public init(store: any SimulatorStore, credentials: @escaping Credentials, report: @escaping Reporter, tls: TLSContext,
+    public init(store: any SimulatorStore, credentials: @escaping Credentials, report: @escaping Reporter,
+                decoder: @escaping Decoder = { _, _, _, _ in nil }, tls: TLSContext,
                 host: String = "127.0.0.1", port: Int = 0, faults: SimulatorFaults = SimulatorFaults(), sink: Bool = false,
                 now: @escaping @Sendable () -> Date = { Date() }) throws(TLSError) {
-        let engine = SimulatorEngine(store: store, credentials: credentials, report: report, faults: faults, now: now)
+        let engine = SimulatorEngine(store: store, credentials: credentials, report: report, decoder: decoder, faults: faults, now: now)
         server = try H2Server(host: host, port: port, tls: tls, threads: sink ? 2 : 1, initialMaxStreams: sink ? 1000 : 1) { exchange in
             if sink { return exchange.respond(status: 200, headers: [("apns-id", exchange.request.header("apns-id") ?? UUID().uuidString)]) }
             engine.handle(exchange)
@@ -83,6 +87,7 @@ final class SimulatorEngine: Sendable {
     let store: any SimulatorStore
     let credentials: APNsSimulator.Credentials
     let report: APNsSimulator.Reporter
+    let decoder: APNsSimulator.Decoder
     let faults: SimulatorFaults
     let now: @Sendable () -> Date
     /// Per connection: requests seen, and whether a request with a valid token came (Apple's stream rule).
@@ -91,7 +96,8 @@ final class SimulatorEngine: Sendable {
     static let pushTypes: Set<String> = ["alert", "background", "liveactivity", "voip", "complication", "fileprovider", "mdm", "location", "pushtotalk"]
 
     init(store: any SimulatorStore, credentials: @escaping APNsSimulator.Credentials, report: @escaping APNsSimulator.Reporter,
-         faults: SimulatorFaults, now: @escaping @Sendable () -> Date) {
+         decoder: @escaping APNsSimulator.Decoder, faults: SimulatorFaults, now: @escaping @Sendable () -> Date) {
+        self.decoder = decoder
         self.store = store
         self.credentials = credentials
         self.report = report
@@ -164,7 +170,8 @@ final class SimulatorEngine: Sendable {
                 guard entry.application == credential.application else { return (400, Self.reason("DeviceTokenNotForTopic")) }
                 if let uninstalled = device.uninstalledAt { return (410, ["reason": "Unregistered", "timestamp": .int(uninstalled)]) }
                 if let activity = device.receive(payload: payload, token: token, pushType: pushType, priority: priority, apnsID: apnsID,
-                                                 now: now(), newToken: { APNsSimulator.token(bytes: 40) }) {
+                                                 now: now(), newToken: { APNsSimulator.token(bytes: 40) },
+                                                 decodingError: { decoder(entry.application, $0, $1, $2) }) {
                     started = (entry.application, device.hwid, activity.activityID, activity.updateToken)
                 }
                 if let data = try? JSONEncoder().encode(device) {

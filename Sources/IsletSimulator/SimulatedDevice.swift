@@ -78,8 +78,12 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
 
     /// Applies a push APNs accepted, as ActivityKit would; returns the update token of an activity it
     /// started, for the app to report (setActivityToken), and records the push.
-    public mutating func receive(payload: [UInt8], token: String, pushType: String, priority: Int, apnsID: String,
-                                 now: Date, newToken: () -> String) -> (activityID: String, updateToken: String)? {
+    /// `decodingError` says why the app could not decode a content-state (and, for a start, attributes)
+    /// of an attributes type; nil when it could.
+    public mutating func receive(payload: [UInt8], token: String, pushType: String, priority: Int, apnsID: String, now: Date,
+                                 newToken: () -> String,
+                                 decodingError: (_ attributesType: String, _ contentState: JSONObject, _ attributes: JSONObject?) -> String? = { _, _, _ in nil })
+        -> (activityID: String, updateToken: String)? {
         expire(now: now)
         let text = String(decoding: payload, as: UTF8.self)
         let aps = (try? JSONParser.parse(payload))?.objectValue?["aps"]?.objectValue ?? [:]
@@ -96,8 +100,17 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
             alerts.append([alert?["title"]?.stringValue, alert?["body"]?.stringValue].compactMap { $0 }.joined(separator: ": "))
             return nil
         case .pushToStart?:
+            if let type = aps["attributes-type"]?.stringValue, let state = aps["content-state"]?.objectValue,
+               let error = decodingError(type, state, aps["attributes"]?.objectValue) {
+                entry.dropped = "unable to decode: \(error)"
+                return nil
+            }
             return start(aps, entry: &entry, now: now, newToken: newToken)
         case .update(let index)?:
+            if let state = aps["content-state"]?.objectValue, let error = decodingError(activities[index].attributesType, state, nil) {
+                entry.dropped = "unable to decode: \(error)"
+                return nil
+            }
             update(index, aps, priority: priority, entry: &entry, now: now)
             return nil
         case nil:

@@ -63,9 +63,13 @@ public struct NewMessage: Sendable {
     public let fallbackPayload: [UInt8]?
     public let priority: Int
     public let dueAt: Date
+    /// Starts only: the schema version the activity's content-state was checked against (X2).
+    public let schemaVersion: Int?
 
     public init(code: String, event: LiveActivityEvent, activityID: String, target: TargetSelection?, attributesType: String?,
-                name: String?, contentState: JSONObject, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, dueAt: Date) {
+                name: String?, contentState: JSONObject, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, dueAt: Date,
+                schemaVersion: Int? = nil) {
+        self.schemaVersion = schemaVersion
         self.code = code
         self.event = event
         self.activityID = activityID

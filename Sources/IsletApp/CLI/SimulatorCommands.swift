@@ -20,7 +20,7 @@ private func wiring(_ arguments: ParsedArguments) throws -> SimulatorWiring {
     do {
         let database = try SQLiteDatabase(path: path)
         return SimulatorWiring(applications: SQLiteApplicationStore(database: database), devices: SQLiteDeviceStore(database: database),
-                               simulated: SQLiteSimulatorStore(database: database))
+                               simulated: SQLiteSimulatorStore(database: database), schemas: SQLiteSchemaStore(database: database))
     } catch {
         throw CLIError.failure(error.message)
     }

@@ -34,11 +34,11 @@ public final class IsletServer: Sendable {
         self.logger = logger
         let database = try SQLiteDatabase(path: configuration.databasePath)
         let store = SQLiteApplicationStore(database: database), devices = SQLiteDeviceStore(database: database)
-        let messages = SQLiteMessageStore(database: database)
+        let messages = SQLiteMessageStore(database: database), schemas = SQLiteSchemaStore(database: database)
         self.store = store
         self.devices = devices
         self.messages = messages
-        let wiring = SimulatorWiring(applications: store, devices: devices, simulated: SQLiteSimulatorStore(database: database))
+        let wiring = SimulatorWiring(applications: store, devices: devices, simulated: SQLiteSimulatorStore(database: database), schemas: schemas)
         self.simulatorWiring = wiring
 
         var simulator: APNsSimulator?
@@ -66,7 +66,8 @@ public final class IsletServer: Sendable {
         }
         self.delivery = delivery
         let methods = [ApplicationMethods.getApplication] + DeviceMethods(store: devices).all + FilterMethods(store: devices).all
-            + LiveActivityMethods(devices: devices, messages: messages, kick: { delivery?.kick() }).all
+            + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, kick: { delivery?.kick() }).all
+            + SchemaMethods(store: schemas).all
         let routes = SimulatorRoutes(wiring: wiring)
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
                                extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })])
@@ -88,6 +89,7 @@ public final class IsletServer: Sendable {
         let simulator = try APNsSimulator(
             store: wiring.simulated, credentials: { wiring.credential(keyID: $0) },
             report: { wiring.report($0, hwid: $1, activityID: $2, token: $3) },
+            decoder: { wiring.decodingError($0, attributesType: $1, contentState: $2, attributes: $3) },
             tls: try TLSContext(serverCertificate: certificate, key: key), port: port, faults: faults, sink: sink)
         logger.info("APNs simulator listening", ["address": "127.0.0.1", "port": .int(Int64(simulator.port)), "certificate": .string(certificate)])
         return (simulator, certificate)

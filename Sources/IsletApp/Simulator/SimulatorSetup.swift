@@ -13,6 +13,15 @@ struct SimulatorWiring: Sendable {
     let applications: any ApplicationStore
     let devices: any DeviceStore
     let simulated: any SimulatorStore
+    let schemas: any SchemaStore
+
+    /// What a simulated app's Codable decoding would say, by the application's current schema for the type (X2).
+    func decodingError(_ application: ApplicationCode, attributesType: String, contentState: JSONObject, attributes: JSONObject?) -> String? {
+        guard let schema = (try? schemas.currentSchema(attributesType, in: application))??.schema else { return nil }
+        var errors = LiveActivitySchema.check(contentState, against: schema.contentState, path: "content-state").errors
+        if let attributes { errors += LiveActivitySchema.check(attributes, against: schema.attributes, path: "attributes").errors }
+        return errors.first
+    }
 
     /// A simulated application needs no real key: one is made for it on first use ("develop without a .p8").
     func signingKey(for application: ApplicationCode) throws -> APNsSigningKey? {

@@ -1,0 +1,63 @@
+import Foundation
+import IsletCore
+import IsletStore
+
+/// Live Activity schemas (X2): `setLiveActivitySchema`, `getLiveActivitySchemas`, `deleteLiveActivitySchema`.
+public struct SchemaMethods: Sendable {
+    let store: any SchemaStore
+
+    public init(store: any SchemaStore) { self.store = store }
+
+    public var all: [APIMethod] { [setSchema, getSchemas, deleteSchema] }
+
+    var setSchema: APIMethod {
+        APIMethod(name: "setLiveActivitySchema", access: .server) { [store] call in
+            let body = call.request
+            let type = try body.requiredString("attributes_type")
+            guard let contentState = body.value("content_state") else { throw APIError.invalid("content_state", "is required: an object of field: type") }
+            _ = try LiveActivitySchema.parseFields(contentState, path: "content_state")
+            let attributes = body.value("attributes") ?? [:]
+            _ = try LiveActivitySchema.parseFields(attributes, path: "attributes")
+            let version = try store.saveSchema(contentState, attributes: attributes, description: try body.string("description"),
+                                               attributesType: type, in: call.application.code, at: call.receivedAt)
+            return ["attributes_type": .string(type), "version": .int(Int64(version))]
+        }
+    }
+
+    var getSchemas: APIMethod {
+        APIMethod(name: "getLiveActivitySchemas", access: .server) { [store] call in
+            ["schemas": .array(try store.schemas(try call.request.string("attributes_type"), in: call.application.code).map(Self.describe))]
+        }
+    }
+
+    var deleteSchema: APIMethod {
+        APIMethod(name: "deleteLiveActivitySchema", access: .server) { [store] call in
+            let type = try call.request.requiredString("attributes_type")
+            guard try store.deleteSchema(type, in: call.application.code, at: call.receivedAt) else {
+                throw APIError.invalid("attributes_type", "no schema for '\(type)' in this application")
+            }
+            return [:]
+        }
+    }
+
+    public static func describe(_ schema: StoredSchema) -> JSONValue {
+        [
+            "attributes_type": .string(schema.attributesType), "version": .int(Int64(schema.version)),
+            "content_state": schema.contentState, "attributes": schema.attributes,
+            "description": schema.description.map { .string($0) } ?? .null, "created_at": .string(schema.createdAt.formatted(.iso8601)),
+        ]
+    }
+}
+
+/// Checks a content-state (and, for starts, attributes) against a schema, as the device would decode them.
+enum SchemaValidation {
+    /// Throws the first decoding error (with how many more); returns warnings for unknown fields.
+    static func validate(_ value: JSONObject, _ fields: [String: SchemaField], path: String, ignoring: Set<String> = []) throws -> [String] {
+        let check = LiveActivitySchema.check(value, against: fields, path: path)
+        if let first = check.errors.first {
+            let more = check.errors.count > 1 ? " (and \(check.errors.count - 1) more)" : ""
+            throw APIError(.badRequest, first + more)
+        }
+        return check.unknownFields.filter { !ignoring.contains($0) }.map { "\($0): unknown field; the app's Codable type ignores it" }
+    }
+}

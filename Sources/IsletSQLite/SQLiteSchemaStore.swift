@@ -1,0 +1,74 @@
+import Foundation
+import IsletCore
+import IsletStore
+
+/// Live Activity schemas in SQLite, every version kept.
+public struct SQLiteSchemaStore: SchemaStore {
+    let database: SQLiteDatabase
+
+    public init(database: SQLiteDatabase) { self.database = database }
+
+    public func saveSchema(_ contentState: JSONValue, attributes: JSONValue, description: String?, attributesType: String,
+                           in application: ApplicationCode, at date: Date) throws(StoreError) -> Int {
+        try database.write { (c) throws(StoreError) -> Int in
+            let next = Int(try c.query("SELECT COALESCE(MAX(version), 0) + 1 FROM live_activity_schemas WHERE application = ? AND attributes_type = ?",
+                                       [.text(application.rawValue), .text(attributesType)])[0][0].int ?? 1)
+            try c.run("""
+                INSERT INTO live_activity_schemas (application, attributes_type, version, content_state, attributes, description, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, [.text(application.rawValue), .text(attributesType), .int(Int64(next)), .text(contentState.jsonText),
+                      .text(attributes.jsonText), description.map { .text($0) } ?? .null, .int(Int64(date.timeIntervalSince1970))])
+            return next
+        }
+    }
+
+    public func currentSchema(_ attributesType: String, in application: ApplicationCode) throws(StoreError) -> StoredSchema? {
+        try query(" WHERE application = ? AND attributes_type = ? ORDER BY version DESC LIMIT 1",
+                  [.text(application.rawValue), .text(attributesType)]).first.flatMap { $0.deleted ? nil : $0.schema }
+    }
+
+    public func schema(_ attributesType: String, version: Int, in application: ApplicationCode) throws(StoreError) -> StoredSchema? {
+        try query(" WHERE application = ? AND attributes_type = ? AND version = ?",
+                  [.text(application.rawValue), .text(attributesType), .int(Int64(version))]).first?.schema
+    }
+
+    public func schemas(_ attributesType: String?, in application: ApplicationCode) throws(StoreError) -> [StoredSchema] {
+        if let attributesType {
+            return try query(" WHERE application = ? AND attributes_type = ? ORDER BY version", [.text(application.rawValue), .text(attributesType)])
+                .map(\.schema)
+        }
+        return try query("""
+             s WHERE application = ? AND deleted_at IS NULL
+               AND version = (SELECT MAX(version) FROM live_activity_schemas m WHERE m.application = s.application AND m.attributes_type = s.attributes_type)
+             ORDER BY attributes_type
+            """, [.text(application.rawValue)]).map(\.schema)
+    }
+
+    public func deleteSchema(_ attributesType: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool {
+        try database.write { (c) throws(StoreError) in
+            try c.run("UPDATE live_activity_schemas SET deleted_at = ? WHERE application = ? AND attributes_type = ? AND deleted_at IS NULL",
+                      [.int(Int64(date.timeIntervalSince1970)), .text(application.rawValue), .text(attributesType)]) > 0
+        }
+    }
+
+    public func activitySchemaVersion(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> (attributesType: String, version: Int)? {
+        try database.withConnection { (c) throws(StoreError) in
+            guard let row = try c.query("SELECT attributes_type, schema_version FROM activities WHERE application = ? AND activity_id = ?",
+                                        [.text(application.rawValue), .text(activityID)]).first,
+                  let type = row[0].text, let version = row[1].int else { return nil }
+            return (type, Int(version))
+        }
+    }
+
+    private func query(_ clause: String, _ parameters: [SQLValue]) throws(StoreError) -> [(schema: StoredSchema, deleted: Bool)] {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT attributes_type, version, content_state, attributes, description, created_at, deleted_at FROM live_activity_schemas"
+                        + clause, parameters).map { row in
+                (StoredSchema(attributesType: row[0].text ?? "", version: Int(row[1].int ?? 0),
+                              contentState: (try? JSONParser.parse(row[2].text ?? "")) ?? [:], attributes: (try? JSONParser.parse(row[3].text ?? "")) ?? [:],
+                              description: row[4].text, createdAt: Date(timeIntervalSince1970: Double(row[5].int ?? 0))),
+                 row[6].int != nil)
+            }
+        }
+    }
+}

@@ -118,7 +118,7 @@ struct AppListCommand: CLICommand {
     }
 }
 
-struct AppShowCommand: CLICommand {
+struct AppShowCommand: ApplicationCodeCommand {
     static let spec = CommandSpec(
         name: "show", abstract: "Show an application and its tokens (ids only; secrets are never stored).",
         arguments: [ArgumentSpec(name: "code", help: "The application code.")],
@@ -126,11 +126,6 @@ struct AppShowCommand: CLICommand {
 
     let arguments: ParsedArguments
     let code: ApplicationCode
-
-    init(_ arguments: ParsedArguments, context: CLIContext) throws {
-        self.arguments = arguments
-        self.code = try Common.applicationCode(arguments.argument(0))
-    }
 
     func run(_ context: CLIContext) throws -> Int32 {
         let store = try Common.openStore(arguments)

@@ -1,4 +1,5 @@
 import Foundation
+import IsletCore
 
 /// Where a command writes and what it may read: the process's streams and environment, or a test's.
 public struct CLIContext: Sendable {
@@ -29,6 +30,17 @@ protocol CLICommand: Sendable {
     static var spec: CommandSpec { get }
     init(_ arguments: ParsedArguments, context: CLIContext) throws
     func run(_ context: CLIContext) throws -> Int32
+}
+
+/// A command whose first argument is an application code; it gets `arguments` and the parsed `code`.
+protocol ApplicationCodeCommand: CLICommand {
+    init(arguments: ParsedArguments, code: ApplicationCode)
+}
+
+extension ApplicationCodeCommand {
+    init(_ arguments: ParsedArguments, context: CLIContext) throws {
+        self.init(arguments: arguments, code: try Common.applicationCode(arguments.argument(0)))
+    }
 }
 
 /// A node that only groups subcommands; the tool prints its help instead of running it.

@@ -22,7 +22,7 @@ private func schemaStore(_ arguments: ParsedArguments) throws -> SQLiteSchemaSto
 private let codeArgument = ArgumentSpec(name: "code", help: "The application code.")
 private let typeArgument = ArgumentSpec(name: "attributes-type", help: "The ActivityAttributes type name, e.g. FoodDeliveryAttributes.")
 
-struct SchemaSetCommand: CLICommand {
+struct SchemaSetCommand: ApplicationCodeCommand {
     static let spec = CommandSpec(
         name: "set", abstract: "Publish a new version of a schema from a JSON file.",
         discussion: """
@@ -39,10 +39,6 @@ struct SchemaSetCommand: CLICommand {
 
     let arguments: ParsedArguments
     let code: ApplicationCode
-    init(_ arguments: ParsedArguments, context: CLIContext) throws {
-        self.arguments = arguments
-        code = try Common.applicationCode(arguments.argument(0))
-    }
 
     func run(_ context: CLIContext) throws -> Int32 {
         let path = arguments.value("--file")!
@@ -70,17 +66,13 @@ struct SchemaSetCommand: CLICommand {
     }
 }
 
-struct SchemaGetCommand: CLICommand {
+struct SchemaGetCommand: ApplicationCodeCommand {
     static let spec = CommandSpec(
         name: "get", abstract: "Print a schema (the current version, or every version with --all).",
         arguments: [codeArgument, typeArgument], options: [OptionSpec.flag("--all", "Every version."), Common.database])
 
     let arguments: ParsedArguments
     let code: ApplicationCode
-    init(_ arguments: ParsedArguments, context: CLIContext) throws {
-        self.arguments = arguments
-        code = try Common.applicationCode(arguments.argument(0))
-    }
 
     func run(_ context: CLIContext) throws -> Int32 {
         let store = try schemaStore(arguments), type = arguments.argument(1)
@@ -91,16 +83,12 @@ struct SchemaGetCommand: CLICommand {
     }
 }
 
-struct SchemaListCommand: CLICommand {
+struct SchemaListCommand: ApplicationCodeCommand {
     static let spec = CommandSpec(name: "list", abstract: "List the current schemas of an application.",
                                   arguments: [codeArgument], options: [Common.database])
 
     let arguments: ParsedArguments
     let code: ApplicationCode
-    init(_ arguments: ParsedArguments, context: CLIContext) throws {
-        self.arguments = arguments
-        code = try Common.applicationCode(arguments.argument(0))
-    }
 
     func run(_ context: CLIContext) throws -> Int32 {
         let schemas = try schemaStore(arguments).schemas(nil, in: code)
@@ -112,16 +100,12 @@ struct SchemaListCommand: CLICommand {
     }
 }
 
-struct SchemaDeleteCommand: CLICommand {
+struct SchemaDeleteCommand: ApplicationCodeCommand {
     static let spec = CommandSpec(name: "delete", abstract: "Stop checking an attributes type (its versions stay for running activities).",
                                   arguments: [codeArgument, typeArgument], options: [Common.database])
 
     let arguments: ParsedArguments
     let code: ApplicationCode
-    init(_ arguments: ParsedArguments, context: CLIContext) throws {
-        self.arguments = arguments
-        code = try Common.applicationCode(arguments.argument(0))
-    }
 
     func run(_ context: CLIContext) throws -> Int32 {
         let type = arguments.argument(1)

@@ -213,12 +213,13 @@ public final class DeliveryService: Sendable {
             case .delivered where isStart && push.pushType == "liveactivity":
                 result.startedOn.append(device)
             case .dropToken:
+                let dead = DeadToken(device: device, token: push.deviceToken, invalidSince: outcome.timestamp)
                 if !isStart {
-                    result.deadUpdateTokens.append(device)
+                    result.deadUpdateTokens.append(dead)
                 } else if push.pushType == "liveactivity" {
-                    result.deadPushToStartTokens.append(DeadToken(device: device, token: push.deviceToken))
+                    result.deadPushToStartTokens.append(dead)
                 } else {
-                    result.deadPushTokens.append(DeadToken(device: device, token: push.deviceToken))
+                    result.deadPushTokens.append(dead)
                 }
             default:
                 break

@@ -198,14 +198,20 @@ public struct SQLiteMessageStore: MessageStore {
                     ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
                     """, [.int(job.activity), .int(device)])
             }
+            // A token registered again after APNs found it invalid (the 410's timestamp) is alive: keep it.
+            let notRenewed = "(?3 IS NULL OR updated_at * 1000 <= ?3)"
             for dead in result.deadPushToStartTokens {
-                try c.run("DELETE FROM push_to_start_tokens WHERE device = ? AND token = ?", [.int(dead.device), .text(dead.token)])
+                try c.run("DELETE FROM push_to_start_tokens WHERE device = ?1 AND token = ?2 AND \(notRenewed)", Self.parameters(dead))
             }
-            for device in result.deadUpdateTokens {
-                try c.run("UPDATE activity_devices SET state = 'token-dead' WHERE activity = ? AND device = ?", [.int(job.activity), .int(device)])
+            for dead in result.deadUpdateTokens {
+                try c.run("""
+                    UPDATE activity_devices SET state = 'token-dead' WHERE activity = ?4 AND device = ?1 AND EXISTS (
+                        SELECT 1 FROM activity_tokens t JOIN activities a ON a.id = ?4
+                        WHERE t.device = ?1 AND t.activity_id = a.activity_id AND t.token = ?2 AND (?3 IS NULL OR t.updated_at * 1000 <= ?3))
+                    """, Self.parameters(dead) + [.int(job.activity)])
             }
             for dead in result.deadPushTokens {
-                try c.run("UPDATE devices SET push_token = NULL WHERE id = ? AND push_token = ?", [.int(dead.device), .text(dead.token)])
+                try c.run("UPDATE devices SET push_token = NULL WHERE id = ?1 AND push_token = ?2 AND \(notRenewed)", Self.parameters(dead))
             }
             try c.run("UPDATE messages SET cursor = ? WHERE id = ?", [.int(result.cursor), .int(job.id)])
         }
@@ -341,6 +347,10 @@ public struct SQLiteMessageStore: MessageStore {
             throw StoreError(.io, "stored target is unreadable: \(error)")
         }
         throw StoreError(.io, "stored target is unreadable: \(text)")
+    }
+
+    static func parameters(_ dead: DeadToken) -> [SQLValue] {
+        [.int(dead.device), .text(dead.token), dead.invalidSince.map { .int($0) } ?? .null]
     }
 
     static func optional(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }

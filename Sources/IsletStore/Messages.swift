@@ -170,14 +170,18 @@ public struct DeliveryRecord: Sendable, Equatable {
     }
 }
 
-/// A token APNs answered 410 or BadDeviceToken for; cleared only while the device still holds it.
+/// A token APNs answered 410 or BadDeviceToken for; cleared only while the device still holds it, and
+/// (with a 410's timestamp) only if it was not registered again after APNs found it invalid (issue 5).
 public struct DeadToken: Sendable, Equatable {
     public let device: Int64
     public let token: String
+    /// From a 410: when APNs last knew the token invalid, milliseconds since 1970.
+    public let invalidSince: Int64?
 
-    public init(device: Int64, token: String) {
+    public init(device: Int64, token: String, invalidSince: Int64? = nil) {
         self.device = device
         self.token = token
+        self.invalidSince = invalidSince
     }
 }
 
@@ -188,8 +192,8 @@ public struct BatchResult: Sendable {
     public var startedOn: [Int64] = []
     /// Push-to-start tokens APNs declared dead.
     public var deadPushToStartTokens: [DeadToken] = []
-    /// Devices whose update token for this activity APNs declared dead (U2).
-    public var deadUpdateTokens: [Int64] = []
+    /// Update tokens of this activity APNs declared dead (U2).
+    public var deadUpdateTokens: [DeadToken] = []
     /// Regular push tokens APNs declared dead (fallback alerts).
     public var deadPushTokens: [DeadToken] = []
     public var cursor: Int64

@@ -42,10 +42,23 @@ struct DeliveryTests {
         #expect(unknown.message == "message: no message 'AAAAA-AAAAAAAA-AAAAAAAA' in this application")
     }
 
+    @Test func aTokenRegisteredAgainAfterAPNsFoundItInvalidIsKept() throws {
+        // The 410 says the token was invalid in 1970; the device registered it since: it is alive (issue 5).
+        let transport = RecordingTransport { push, _ in
+            push.deviceToken == LiveActivityWorld.hex("51", 80) ? PushOutcome(status: 410, reason: "Unregistered", timestamp: 1) : .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(id: "A"))]])))
+        let next = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(id: "B"))]])))
+        #expect(next.first?.skipped == [:], "still has its push-to-start token")
+        #expect(next.first?.reasons == ["Unregistered": 1])
+    }
+
     @Test func deadTokensAreDroppedAndSkippedAfterwards() throws {
+        let invalidSince = Int64(Date().timeIntervalSince1970 * 1000) + 60_000   // after every registration of this test
         let transport = RecordingTransport { push, _ in
             [LiveActivityWorld.hex("51", 80), LiveActivityWorld.hex("f2", 40)].contains(push.deviceToken)
-                ? PushOutcome(status: 410, reason: "Unregistered", timestamp: 1) : .delivered
+                ? PushOutcome(status: 410, reason: "Unregistered", timestamp: invalidSince) : .delivered
         }
         let world = try LiveActivityWorld(transport: transport)
         _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(id: "A"))]])))

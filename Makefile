@@ -22,11 +22,14 @@ test: deps
 	swift test --skip-build
 
 # Benchmarks: figures and the machine they came from go into BENCHMARKS.md.
+# `apns` runs our APNs client, h2load and aioapns side by side against one sink on 127.0.0.1.
 BENCH_DEVICES ?= 1000000
+BENCH_PUSHES ?= 200000
 bench: deps
 	swift build -c release --product islet-bench
 	mkdir -p var
 	.build/release/islet-bench devices --count $(BENCH_DEVICES) --database var/bench-devices.sqlite
+	.build/release/islet-bench apns --pushes $(BENCH_PUSHES) --python .venv/bin/python3
 
 clean:
 	swift package clean

@@ -119,6 +119,8 @@ final class ClientState: @unchecked Sendable {
     let loop: EventLoop
     let tokens = ProviderTokens()
     private var pools: [String: ConnectionPool] = [:]
+    /// The pool the previous push went to: a batch is usually one application and environment.
+    private var lastPool: (application: ApplicationCode, gateway: Gateway, pool: ConnectionPool)?
     private var signingKeys: [ApplicationCode: (key: SigningKey?, readAt: ContinuousClock.Instant, invalid: Bool)] = [:]
 
     init(configuration: APNsClientConfiguration, tls: TLSContext, keys: @escaping APNsClient.KeyLookup, logger: Logger,
@@ -140,6 +142,9 @@ final class ClientState: @unchecked Sendable {
             return pending.complete(PushOutcome(status: 403, reason: "InvalidProviderToken"))
         }
         _ = key
+        if let last = lastPool, last.application == push.application, last.gateway == push.gateway {
+            return last.pool.enqueue(pending)
+        }
         let name = "\(push.application.rawValue)/\(push.gateway.rawValue)"
         let pool = pools[name] ?? {
             let endpoint = configuration.endpoint(push.gateway)
@@ -147,6 +152,7 @@ final class ClientState: @unchecked Sendable {
             pools[name] = created
             return created
         }()
+        lastPool = (push.application, push.gateway, pool)
         pool.enqueue(pending)
     }
 

@@ -34,6 +34,9 @@ final class ConnectionPool: H2ConnectionDelegate {
     private var reconnectTimer: Int?
     private var sweepTimer: Int?
     private var lastConnectError = ""
+    private var pumpQueued = false
+    /// `authorization` for the provider token in use, built once per token.
+    private var authorization = (token: "", header: "")
 
     init(name: String, host: String, port: Int, state: ClientState) {
         self.name = name
@@ -48,7 +51,7 @@ final class ConnectionPool: H2ConnectionDelegate {
     func enqueue(_ pending: PendingPush) {
         pending.deadline = ContinuousClock.now + configuration.requestTimeout
         queue.append(pending)
-        pump()
+        pumpSoon()
     }
 
     private func capacity(_ member: Member) -> Int {
@@ -57,8 +60,18 @@ final class ConnectionPool: H2ConnectionDelegate {
         return Int(limit) - member.inFlight.count
     }
 
+    /// Pumps once at the end of the loop's turn, for all the pushes enqueued or answered in it.
+    private func pumpSoon() {
+        guard !pumpQueued else { return }
+        pumpQueued = true
+        state.loop.atEndOfTurn { [weak self] in
+            if let self, self.pumpQueued { self.pump() }
+        }
+    }
+
     /// Moves waiting pushes onto streams, opening connections as needed.
     private func pump() {
+        pumpQueued = false
         for member in members.values where waiting > 0 {
             var room = capacity(member)
             while room > 0, waiting > 0 {
@@ -88,10 +101,11 @@ final class ConnectionPool: H2ConnectionDelegate {
         }
         pending.token = token
         let push = pending.push
-        var headers: [(name: String, value: String)] = [
-            (":method", "POST"), (":scheme", "https"), (":path", push.path), (":authority", host),
-            ("authorization", "bearer \(token)"),
-        ]
+        if authorization.token != token { authorization = (token, "bearer \(token)") }
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(10)
+        headers += [(":method", "POST"), (":scheme", "https"), (":path", push.path), (":authority", host),
+                    ("authorization", authorization.header)]
         headers += push.headers
         headers.append(("content-length", String(push.payload.count)))
         guard let stream = member.connection.submitRequest(H2Message(headers: headers, body: push.payload)) else {
@@ -163,11 +177,11 @@ final class ConnectionPool: H2ConnectionDelegate {
         guard let response, let status = response.header(":status").flatMap(Int.init) else {
             let refused = errorCode == H2ErrorCode.refusedStream
             retry(pending, reason: refused ? "REFUSED_STREAM" : "connection lost", processed: !refused)
-            pump()
+            pumpSoon()
             return
         }
         var reason: String?, timestamp: Int64?
-        if let body = try? JSONParser.parse(response.body).objectValue {
+        if !response.body.isEmpty, let body = try? JSONParser.parse(response.body).objectValue {
             reason = body["reason"]?.stringValue
             timestamp = body["timestamp"]?.intValue
         }
@@ -192,7 +206,7 @@ final class ConnectionPool: H2ConnectionDelegate {
             if status != 403 { member.trusted = true }
             pending.complete(outcome)
         }
-        pump()
+        pumpSoon()
     }
 
     func h2Closed(_ connection: H2Connection, reason: String) {

@@ -1,29 +1,60 @@
 import Foundation
 
-// `islet-bench devices [--count N] [--database PATH]`: see BENCHMARKS.md.
-var arguments = Array(CommandLine.arguments.dropFirst())
-guard arguments.first == "devices" else {
-    FileHandle.standardError.write(Data("usage: islet-bench devices [--count N] [--database PATH]\n".utf8))
-    exit(64)
+// `islet-bench devices [--count N] [--database PATH]` and
+// `islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]`:
+// see BENCHMARKS.md. `islet-bench apns-sink` is the sink `apns` starts as its child.
+let usage = """
+    usage: islet-bench devices [--count N] [--database PATH]
+           islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
+
+    """
+
+func fail(_ message: String, code: Int32) -> Never {
+    FileHandle.standardError.write(Data(message.utf8))
+    exit(code)
 }
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first, ["devices", "apns", "apns-sink"].contains(command) else { fail(usage, code: 64) }
 arguments.removeFirst()
-var count = 1_000_000
-var path = "var/bench-devices.sqlite"
+var options: [String: String] = [:]
 while let option = arguments.first {
     arguments.removeFirst()
-    guard let value = arguments.first else { break }
+    guard option.hasPrefix("--"), let value = arguments.first else { fail("islet-bench: \(option) needs a value\n" + usage, code: 64) }
     arguments.removeFirst()
-    switch option {
-    case "--count": count = Int(value) ?? count
-    case "--database": path = value
-    default:
-        FileHandle.standardError.write(Data("islet-bench: unknown option \(option)\n".utf8))
-        exit(64)
-    }
+    options[option] = value
 }
+
+/// Takes an option out of `options`; what is left at the end is unknown.
+@MainActor func take(_ name: String) -> String? { options.removeValue(forKey: name) }
+@MainActor func number(_ name: String, _ fallback: Int) -> Int {
+    guard let text = take(name) else { return fallback }
+    guard let value = Int(text.replacingOccurrences(of: "_", with: "")), value > 0 else { fail("islet-bench: \(name) wants a positive number\n", code: 64) }
+    return value
+}
+
 do {
-    try DeviceBenchmark(count: count, path: path).run()
+    switch command {
+    case "devices":
+        let benchmark = DeviceBenchmark(count: number("--count", 1_000_000), path: take("--database") ?? "var/bench-devices.sqlite")
+        if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
+        try benchmark.run()
+    case "apns":
+        var benchmark = APNsBenchmark()
+        benchmark.pushes = number("--pushes", benchmark.pushes)
+        benchmark.batch = number("--batch", benchmark.batch)
+        benchmark.senders = number("--senders", benchmark.senders)
+        benchmark.sinkThreads = number("--sink-threads", benchmark.sinkThreads)
+        if options["--h2load-requests"] != nil { benchmark.h2loadRequests = number("--h2load-requests", benchmark.pushes) }
+        benchmark.aioapnsPushes = number("--aioapns-pushes", benchmark.aioapnsPushes)
+        benchmark.python = take("--python") ?? benchmark.python
+        if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
+        try benchmark.run()
+    default:
+        let threads = number("--threads", 1)
+        guard let certificate = take("--certificate"), let key = take("--key") else { fail("islet-bench apns-sink: --certificate and --key\n", code: 64) }
+        try APNsBenchmark.runSink(threads: threads, certificate: certificate, key: key)
+    }
 } catch {
-    FileHandle.standardError.write(Data("islet-bench: \(error)\n".utf8))
-    exit(1)
+    fail("islet-bench: \(error)\n", code: 1)
 }

@@ -20,6 +20,13 @@ public final class EventLoop: @unchecked Sendable {
     private var handlers: [Int32: any LoopHandler] = [:]
     private var timers: [(deadline: ContinuousClock.Instant, id: Int, body: () -> Void)] = []
     private var nextTimer = 0
+    /// Work to run once the current turn's events, tasks and timers are handled (loop thread only).
+    private var endOfTurn: [() -> Void] = []
+    /// Where the loop's connections read TLS records into, one read at a time (nghttp2 consumes the
+    /// bytes before the read returns); loop thread only.
+    let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 16)
+    /// A connection of this loop is reading into `readBuffer` (nghttp2 callbacks may be running).
+    var receiving = false
     private let name: String
 
     public init(name: String) {
@@ -33,6 +40,8 @@ public final class EventLoop: @unchecked Sendable {
         thread.name = name
         thread.start()
     }
+
+    deinit { readBuffer.deallocate() }
 
     /// Runs `task` on the loop thread, soon.
     public func execute(_ task: @escaping @Sendable () -> Void) {
@@ -75,6 +84,12 @@ public final class EventLoop: @unchecked Sendable {
         return nextTimer
     }
 
+    /// Runs `body` on the loop thread at the end of the current turn, after its events, tasks and
+    /// timers: what a turn submits to a connection goes out together (one TLS record, one write).
+    public func atEndOfTurn(_ body: @escaping () -> Void) {
+        endOfTurn.append(body)
+    }
+
     public func cancelTimer(_ id: Int) {
         timers.removeAll { $0.id == id }
     }
@@ -103,9 +118,15 @@ public final class EventLoop: @unchecked Sendable {
                 timers.removeFirst()
                 first.body()
             }
+            while !endOfTurn.isEmpty {
+                let work = endOfTurn
+                endOfTurn = []
+                for body in work { body() }
+            }
         }
         for handler in handlers.values { (handler as? H2Connection)?.close(reason: "event loop stopped") }
         (handlers.values.compactMap { $0 as? H2Listener }).forEach { $0.close() }
+        endOfTurn = []
         finished.signal()
     }
 }

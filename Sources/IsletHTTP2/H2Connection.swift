@@ -2,6 +2,7 @@ import CEpoll
 import CNGHTTP2
 import COpenSSL
 import Foundation
+import Synchronization
 
 /// An HTTP/2 request or response: headers (pseudo-headers included, names lowercase) and a body.
 public struct H2Message: Sendable {
@@ -50,6 +51,9 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
 
     public let loop: EventLoop
     public let role: Role
+    /// A number no other connection of this process has had.
+    public let serial = H2Connection.serials.add(1, ordering: .relaxed).newValue
+    private static let serials = Atomic<Int>(0)
     let fd: Int32
     public let peer: String
     /// Held strongly until the connection closes, then released.
@@ -62,6 +66,8 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
     private var incoming: [Int32: H2Message] = [:]
     private var outgoingBodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
     private var wantsWrite = false
+    /// A flush is due at the end of the loop's turn (requests and responses are written together).
+    private var flushQueued = false
     /// Streams opened by this side and not yet closed.
     public private(set) var openStreams = 0
     public private(set) var lastActivity = ContinuousClock.now
@@ -87,6 +93,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
         self.role = role
         self.peer = peer
         self.delegate = delegate
+        SSL_set_read_ahead(ssl, 1)   // read whole socket buffers, not a record header and body at a time
         phase = connecting ? .connecting : .handshaking
         loop.register(fd, events: UInt32(ISLET_EPOLLIN | ISLET_EPOLLOUT), handler: self)
     }
@@ -115,7 +122,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
         guard stream > 0 else { return nil }
         if !request.body.isEmpty { outgoingBodies[stream] = (request.body, 0) }
         openStreams += 1
-        flush()
+        stage()
         return stream
     }
 
@@ -128,7 +135,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
                                          : nghttp2_submit_response(session, stream, nvs, count, &provider)
         }
         if result == 0 && !response.body.isEmpty { outgoingBodies[stream] = (response.body, 0) }
-        flush()
+        stage()
     }
 
     public func submitMaxStreams(_ streams: UInt32) {
@@ -162,6 +169,11 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
     /// Closes the connection at once; open streams are reported closed without a response.
     public func close(reason: String) {
         guard phase != .closed else { return }
+        if flushQueued && phase == .open {
+            // What this turn submitted is written before the socket closes, as when every submit wrote at once.
+            flush()
+            guard phase != .closed else { return }
+        }
         phase = .closed
         loop.unregister(fd)
         Foundation.close(fd)
@@ -237,15 +249,20 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
         if role == .client { submitMaxStreams(0) }   // no server push
         delegate?.h2Ready(self)
         flush()
+        // With read-ahead, records that came with the end of the handshake may already sit in OpenSSL's
+        // buffer, where epoll cannot see them: read them now.
+        if phase == .open && SSL_has_pending(ssl) == 1 { readAvailable() }
     }
 
     private func readAvailable() {
-        guard let session else { return }
-        var buffer = [UInt8](repeating: 0, count: 16384)
+        guard let session, !loop.receiving else { return }
+        let buffer = loop.readBuffer
+        loop.receiving = true
+        defer { loop.receiving = false }
         while phase == .open {
-            let count = buffer.withUnsafeMutableBytes { islet_tls_read(ssl, $0.baseAddress, 16384) }
+            let count = islet_tls_read(ssl, buffer.baseAddress, Int32(buffer.count))
             if count > 0 {
-                let consumed = buffer.withUnsafeBytes { nghttp2_session_mem_recv(session, $0.bindMemory(to: UInt8.self).baseAddress, Int(count)) }
+                let consumed = nghttp2_session_mem_recv(session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(count))
                 if consumed < 0 { return close(reason: "HTTP/2 protocol error from \(peer): \(String(cString: nghttp2_strerror(Int32(consumed))))") }
                 continue
             }
@@ -260,8 +277,42 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
         }
     }
 
+    /// After a request or response is submitted: its frames are taken from nghttp2 at once, so the
+    /// peer sees each message's HEADERS and DATA together, in submission order, and written at the end
+    /// of the loop's turn with everything else the turn submitted (or at once past 64 KiB).
+    private func stage() {
+        guard phase == .open, let session, gather(session) else { return }
+        if outbound.count - outboundOffset >= 65536 { flush() } else { flushSoon() }
+    }
+
+    /// Moves nghttp2's pending frames into `outbound`, up to 64 KiB waiting; false when that failed
+    /// and the connection closed.
+    private func gather(_ session: OpaquePointer) -> Bool {
+        while outbound.count - outboundOffset < 65536 {
+            var data: UnsafePointer<UInt8>?
+            let length = nghttp2_session_mem_send(session, &data)
+            if length < 0 {
+                close(reason: "HTTP/2 error: \(String(cString: nghttp2_strerror(Int32(length))))")
+                return false
+            }
+            if length == 0 { break }
+            outbound.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+        }
+        return true
+    }
+
+    /// Flushes at the end of the loop's turn, once for everything the turn submitted.
+    private func flushSoon() {
+        guard !flushQueued else { return }
+        flushQueued = true
+        loop.atEndOfTurn { [self] in
+            if flushQueued { flush() }
+        }
+    }
+
     /// Moves nghttp2's pending frames into TLS; waits for writability when the socket is full.
     func flush() {
+        flushQueued = false
         guard phase == .open, let session else { return }
         while true {
             if outboundOffset < outbound.count {
@@ -275,15 +326,16 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
                     if !wantsWrite { wantsWrite = true; loop.modify(fd, events: UInt32(ISLET_EPOLLIN | ISLET_EPOLLOUT)) }
                     return
                 }
+                // The peer may have answered, sent GOAWAY and closed before this write: what it sent is
+                // still readable, and taking it in settles the streams it answered or refused.
+                readAvailable()
                 return close(reason: "writing to \(peer) failed")
             }
             outbound.removeAll(keepingCapacity: true)
             outboundOffset = 0
-            var data: UnsafePointer<UInt8>?
-            let length = nghttp2_session_mem_send(session, &data)
-            if length < 0 { return close(reason: "HTTP/2 error: \(String(cString: nghttp2_strerror(Int32(length))))") }
-            if length == 0 { break }
-            outbound.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+            // Frames are gathered (up to 64 KiB) so that many go out in one TLS record and one write.
+            guard gather(session) else { return }
+            if outbound.isEmpty { break }
         }
         if wantsWrite { wantsWrite = false; loop.modify(fd, events: UInt32(ISLET_EPOLLIN)) }
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
@@ -349,24 +401,37 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
         return count
     }
 
+    /// Headers whose value is new in every message (APNs' request and answer id): HPACK sends them as
+    /// literals never indexed, since indexing them only churns the dynamic table (RFC 7541 §6.2.3),
+    /// evicting the entries that do repeat, such as the provider token.
+    static func neverIndexed(_ name: String) -> Bool { name == "apns-id" }
+    private static let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+    private static let indexable = UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+
     /// Calls `body` with nghttp2 name/value pairs pointing into one buffer (nghttp2 copies them).
+    /// The buffers are temporary allocations (on the stack when small): no heap traffic per message.
     static func withNameValues<T>(_ headers: [(name: String, value: String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> T) -> T {
-        var bytes: [UInt8] = []
-        var spans: [(Int, Int, Int, Int)] = []
-        for (name, value) in headers {
-            let nameStart = bytes.count
-            bytes.append(contentsOf: name.utf8)
-            let valueStart = bytes.count
-            bytes.append(contentsOf: value.utf8)
-            spans.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
-        }
-        return bytes.withUnsafeMutableBufferPointer { buffer in
-            let base = buffer.baseAddress ?? UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
-            let nvs = spans.map { span in
-                nghttp2_nv(name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
-                           flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        let byteCount = headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, byteCount)) { bytes in
+            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, headers.count)) { nvs in
+                var offset = 0
+                func copy(_ text: String) -> (UnsafeMutablePointer<UInt8>, Int) {
+                    var text = text
+                    let start = bytes.baseAddress! + offset
+                    let count = text.withUTF8 { utf8 in
+                        if let source = utf8.baseAddress { start.initialize(from: source, count: utf8.count) }
+                        return utf8.count
+                    }
+                    offset += count
+                    return (start, count)
+                }
+                for (index, header) in headers.enumerated() {
+                    let name = copy(header.name), value = copy(header.value)
+                    (nvs.baseAddress! + index).initialize(to: nghttp2_nv(name: name.0, value: value.0, namelen: name.1, valuelen: value.1,
+                                                                          flags: neverIndexed(header.name) ? noIndex : indexable))
+                }
+                return body(nvs.baseAddress!, headers.count)
             }
-            return nvs.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
         }
     }
 }

@@ -15,14 +15,14 @@ public final class H2Exchange: @unchecked Sendable {
     public let request: H2Message
     public let stream: Int32
     let connection: H2Connection
-    /// Identifies the connection, for per-connection state in handlers.
-    public let connectionID: ObjectIdentifier
+    /// Identifies the connection for per-connection state in handlers; never reused, unlike an object's address.
+    public let connectionID: Int
 
     init(request: H2Message, stream: Int32, connection: H2Connection) {
         self.request = request
         self.stream = stream
         self.connection = connection
-        connectionID = ObjectIdentifier(connection)
+        connectionID = connection.serial
     }
 
     public var loop: EventLoop { connection.loop }

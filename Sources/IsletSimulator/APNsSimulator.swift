@@ -91,7 +91,7 @@ final class SimulatorEngine: Sendable {
     let faults: SimulatorFaults
     let now: @Sendable () -> Date
     /// Per connection: requests seen, and whether a request with a valid token came (Apple's stream rule).
-    private let connections = Mutex<[ObjectIdentifier: (requests: Int, trusted: Bool)]>([:])
+    private let connections = Mutex<[Int: (requests: Int, trusted: Bool)]>([:])
 
     static let pushTypes: Set<String> = ["alert", "background", "liveactivity", "voip", "complication", "fileprovider", "mdm", "location", "pushtotalk"]
 

@@ -111,7 +111,7 @@ struct APNsClientTests {
         #expect(Set(processed.map(\.apnsID)) == Set(pushes.map(\.apnsID)), "nothing lost")
         // A push whose answer died with the connection is sent again, with the same apns-id (A6):
         // the repeats are only pushes first seen on the dropped connection, each at most twice.
-        var firstConnection: [String: ObjectIdentifier] = [:]
+        var firstConnection: [String: Int] = [:]
         var repeats: [String: Int] = [:]
         for request in processed {
             if firstConnection[request.apnsID] == nil { firstConnection[request.apnsID] = request.connection } else { repeats[request.apnsID, default: 0] += 1 }

@@ -28,7 +28,7 @@ final class TestFiles {
 
 /// What the fake APNs saw of one request.
 struct SeenRequest: Sendable {
-    let connection: ObjectIdentifier
+    let connection: Int
     let headers: [String: String]
     let body: [UInt8]
     var apnsID: String { headers["apns-id"] ?? "" }
@@ -48,13 +48,13 @@ final class FakeAPNs: Sendable {
 
     struct State {
         var processed: [SeenRequest] = []
-        var open: [ObjectIdentifier: Int] = [:]
-        var trusted: Set<ObjectIdentifier> = []
+        var open: [Int: Int] = [:]
+        var trusted: Set<Int> = []
         var streamRuleBroken = false
-        var connections: Set<ObjectIdentifier> = []
+        var connections: Set<Int> = []
         var seen: [String: Int] = [:]
         /// After a GOAWAY, the connection processes no stream above its last one, as HTTP/2 requires.
-        var goneAway: [ObjectIdentifier: Int32] = [:]
+        var goneAway: [Int: Int32] = [:]
     }
 
     final class Shared: Sendable {

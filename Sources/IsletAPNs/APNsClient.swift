@@ -15,27 +15,40 @@ public struct APNsClientConfiguration: Sendable {
     public var connectionsPerPool: Int
     /// Streams per connection never exceed this, whatever the server allows.
     public var maximumStreams: UInt32
+    /// The longest a push waits for a connection and its answer; the caller's deadline may be shorter.
     public var requestTimeout: Duration
-    /// Idle time after which a connection is PINGed; no answer within the same time closes it.
+    /// Idle time (nothing received) after which a connection is PINGed to keep it and prove it alive.
     public var pingAfter: Duration
-    /// Sends of one push over connections that failed it (GOAWAY, REFUSED_STREAM, connection lost).
-    public var connectionAttempts: Int
+    /// A PING unanswered this long closes the connection.
+    public var pingTimeout: Duration
+    /// A connection quiet this long is PINGed, and must answer, before it carries the next push.
+    public var checkAfterIdle: Duration
+    /// Sends of one push that APNs provably did not process (REFUSED_STREAM, never written) before it
+    /// is given back to the caller as not sent.
+    public var maximumResends: Int
     public var reconnectDelays: (first: Duration, maximum: Duration)
     /// How long a key read from the store is trusted before it is read again.
     public var keyRefresh: Duration
+    /// How often each pool checks deadlines and idle connections.
+    public var sweepInterval: Duration
 
     public init(overrideURL: URL? = nil, extraCA: String? = nil, connectionsPerPool: Int = 2, maximumStreams: UInt32 = 1000,
-                requestTimeout: Duration = .seconds(30), pingAfter: Duration = .seconds(60), connectionAttempts: Int = 3,
-                reconnectDelays: (first: Duration, maximum: Duration) = (.seconds(1), .seconds(60)), keyRefresh: Duration = .seconds(60)) {
+                requestTimeout: Duration = .seconds(30), pingAfter: Duration = .seconds(60), pingTimeout: Duration = .seconds(5),
+                checkAfterIdle: Duration = .seconds(15), maximumResends: Int = 5,
+                reconnectDelays: (first: Duration, maximum: Duration) = (.seconds(1), .seconds(60)), keyRefresh: Duration = .seconds(60),
+                sweepInterval: Duration = .seconds(1)) {
         self.overrideURL = overrideURL
         self.extraCA = extraCA
         self.connectionsPerPool = connectionsPerPool
         self.maximumStreams = maximumStreams
         self.requestTimeout = requestTimeout
         self.pingAfter = pingAfter
-        self.connectionAttempts = connectionAttempts
+        self.pingTimeout = pingTimeout
+        self.checkAfterIdle = checkAfterIdle
+        self.maximumResends = maximumResends
         self.reconnectDelays = reconnectDelays
         self.keyRefresh = keyRefresh
+        self.sweepInterval = sweepInterval
     }
 
     static let production = (host: "api.push.apple.com", port: 443)
@@ -62,41 +75,69 @@ public final class APNsClient: PushTransport, Sendable {
         state = ClientState(configuration: configuration, tls: tls, keys: keys, logger: logger, now: now, loop: loop)
     }
 
-    /// Sends every push and waits for all answers (A5). Never more in flight than the caller passes.
-    public func send(_ pushes: [Push]) -> [PushOutcome] {
+    /// Sends every push and waits for all answers until `deadline` (A5). Never more in flight than the
+    /// caller passes. Must not be called on the client's own loop.
+    public func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome] {
+        precondition(!loop.inLoop, "APNsClient.send blocks; call it from a worker thread")
         guard !pushes.isEmpty else { return [] }
         let results = Mutex([PushOutcome?](repeating: nil, count: pushes.count))
         let done = DispatchSemaphore(value: 0)
         let remaining = Atomic<Int>(pushes.count)
         let state = self.state
+        let pushDeadline = min(deadline, .now + state.configuration.requestTimeout)
         loop.execute {
             for (index, push) in pushes.enumerated() {
-                state.enqueue(push) { outcome in
+                state.enqueue(push, deadline: pushDeadline) { outcome in
                     results.withLock { $0[index] = outcome }
                     if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.signal() }
                 }
             }
         }
-        done.wait()
-        return results.withLock { $0.map { $0 ?? PushOutcome(status: 0, reason: "no answer") } }
+        // The pools answer every push by its deadline (sweeps run each second); the extra margin only
+        // matters if the loop itself is stuck, and then the caller still gets its answer.
+        let wait = (pushDeadline - .now) + .seconds(2)
+        _ = done.wait(timeout: .now() + .milliseconds(Int(max(0, wait / .milliseconds(1)))))
+        return results.withLock { $0.map { $0 ?? .unknown("no answer from the APNs client before the deadline") } }
     }
 
-    /// Closes every connection and stops the client's thread.
-    public func shutdown() { loop.stop() }
+    /// Connections, queued and in-flight pushes, and timers of the client's loop: for tests and metrics.
+    public func diagnostics() -> APNsClientDiagnostics? {
+        let state = self.state
+        return loop.submitAndWait { state.diagnostics() }
+    }
+
+    /// Answers every waiting push (not sent, or unknown if already written), closes every connection and
+    /// stops the client's thread, by `deadline`. Returns false if the loop was stuck past it.
+    @discardableResult
+    public func shutdown(deadline: ContinuousClock.Instant = .now + .seconds(5)) -> Bool {
+        let state = self.state
+        _ = loop.submitAndWait(deadline: deadline) { state.shutdown() }
+        return loop.stop(deadline: deadline)
+    }
+}
+
+/// A snapshot of the APNs client's state.
+public struct APNsClientDiagnostics: Sendable, Equatable {
+    public let connections: Int
+    public let queued: Int
+    public let inFlight: Int
+    public let timers: Int
 }
 
 /// A push waiting for, or carrying, an answer.
 final class PendingPush {
     let push: Push
     let completion: (PushOutcome) -> Void
-    var connectionAttempts = 0
+    /// Sends APNs provably did not process (refused, never written).
+    var resends = 0
     var renewedToken = false
     var token: String?
-    var deadline = ContinuousClock.now
+    let deadline: ContinuousClock.Instant
     private(set) var completed = false
 
-    init(push: Push, completion: @escaping (PushOutcome) -> Void) {
+    init(push: Push, deadline: ContinuousClock.Instant, completion: @escaping (PushOutcome) -> Void) {
         self.push = push
+        self.deadline = deadline
         self.completion = completion
     }
 
@@ -122,6 +163,20 @@ final class ClientState: @unchecked Sendable {
     /// The pool the previous push went to: a batch is usually one application and environment.
     private var lastPool: (application: ApplicationCode, gateway: Gateway, pool: ConnectionPool)?
     private var signingKeys: [ApplicationCode: (key: SigningKey?, readAt: ContinuousClock.Instant, invalid: Bool)] = [:]
+    private var stopped = false
+
+    func diagnostics() -> APNsClientDiagnostics {
+        loop.preconditionInLoop()
+        return APNsClientDiagnostics(connections: pools.values.reduce(0) { $0 + $1.connectionCount },
+                                     queued: pools.values.reduce(0) { $0 + $1.queued },
+                                     inFlight: pools.values.reduce(0) { $0 + $1.inFlight }, timers: loop.scheduledTimers)
+    }
+
+    func shutdown() {
+        loop.preconditionInLoop()
+        stopped = true
+        for pool in pools.values { pool.shutdown() }
+    }
 
     init(configuration: APNsClientConfiguration, tls: TLSContext, keys: @escaping APNsClient.KeyLookup, logger: Logger,
          now: @escaping @Sendable () -> Date, loop: EventLoop) {
@@ -133,8 +188,10 @@ final class ClientState: @unchecked Sendable {
         self.loop = loop
     }
 
-    func enqueue(_ push: Push, completion: @escaping (PushOutcome) -> Void) {
-        let pending = PendingPush(push: push, completion: completion)
+    func enqueue(_ push: Push, deadline: ContinuousClock.Instant, completion: @escaping (PushOutcome) -> Void) {
+        loop.preconditionInLoop()
+        let pending = PendingPush(push: push, deadline: deadline, completion: completion)
+        guard !stopped else { return pending.complete(.notSent("the APNs client is shutting down")) }
         guard let key = signingKey(for: push.application) else {
             return pending.complete(PushOutcome(status: 403, reason: "NoAPNsKey"))
         }

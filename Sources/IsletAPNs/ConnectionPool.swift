@@ -5,19 +5,26 @@ import IsletHTTP2
 
 /// The connections to one APNs endpoint for one (application, environment), with the pushes waiting
 /// for a stream. Apple's rules (A6): one stream per connection until a request with a valid token
-/// succeeded, then up to the server's SETTINGS_MAX_CONCURRENT_STREAMS (capped); GOAWAY, REFUSED_STREAM
-/// and lost connections put the affected pushes back in the queue for a new connection.
+/// succeeded, then up to the server's SETTINGS_MAX_CONCURRENT_STREAMS (capped).
 ///
-/// Loop-confined: every method runs on the client's event loop thread.
+/// A push is sent again only when APNs provably did not process it (REFUSED_STREAM, a stream above a
+/// GOAWAY's last stream, bytes never written); one whose answer was lost is reported `.unknown` to the
+/// caller, who decides. A connection idle for a while is checked with a PING before it carries a push,
+/// so a connection that died silently never holds one.
+///
+/// Loop-confined: every method runs on the client's event loop thread (asserted in debug builds).
 final class ConnectionPool: H2ConnectionDelegate {
     final class Member {
         let connection: H2Connection
-        var inFlight: [Int32: PendingPush] = [:]
+        /// Streams in flight, with the connection's `bytesGathered` when each was submitted.
+        var inFlight: [Int32: (pending: PendingPush, mark: Int)] = [:]
         /// A request with a valid token succeeded on it: it may use the server's full stream limit.
         var trusted = false
+        /// No new streams: GOAWAY received, stream ids used up, or closing.
         var draining = false
         /// TLS and HTTP/2 came up; a connection that never did counts as a failed connect.
         var opened = false
+        /// A PING is out and unanswered since then.
         var pingSentAt: ContinuousClock.Instant?
 
         init(_ connection: H2Connection) { self.connection = connection }
@@ -32,9 +39,12 @@ final class ConnectionPool: H2ConnectionDelegate {
     private var queueHead = 0
     private var failedConnects = 0
     private var reconnectTimer: Int?
+    /// The one timer of this pool: deadlines, keep-alive PINGs, PING timeouts. Never more than one.
     private var sweepTimer: Int?
     private var lastConnectError = ""
     private var pumpQueued = false
+    /// The client is stopping: nothing new is opened or sent.
+    private var stopped = false
     /// `authorization` for the provider token in use, built once per token.
     private var authorization = (token: "", header: "")
 
@@ -47,17 +57,25 @@ final class ConnectionPool: H2ConnectionDelegate {
 
     var configuration: APNsClientConfiguration { state.configuration }
     private var waiting: Int { queue.count - queueHead }
+    var connectionCount: Int { members.count }
+    var queued: Int { waiting }
+    var inFlight: Int { members.values.reduce(0) { $0 + $1.inFlight.count } }
 
     func enqueue(_ pending: PendingPush) {
-        pending.deadline = ContinuousClock.now + configuration.requestTimeout
+        state.loop.preconditionInLoop()
         queue.append(pending)
         pumpSoon()
     }
 
-    private func capacity(_ member: Member) -> Int {
-        guard member.connection.isOpen, !member.draining else { return 0 }
+    private func capacity(_ member: Member, now: ContinuousClock.Instant) -> Int {
+        guard member.connection.isOpen, !member.draining, !needsCheck(member, now: now) else { return 0 }
         let limit = member.trusted ? min(member.connection.peerMaxStreams, configuration.maximumStreams) : 1
         return Int(limit) - member.inFlight.count
+    }
+
+    /// Quiet for a while with nothing in flight: prove it alive with a PING before trusting it with a push.
+    private func needsCheck(_ member: Member, now: ContinuousClock.Instant) -> Bool {
+        member.pingSentAt != nil || (member.inFlight.isEmpty && now - member.connection.lastReceived > configuration.checkAfterIdle)
     }
 
     /// Pumps once at the end of the loop's turn, for all the pushes enqueued or answered in it.
@@ -69,15 +87,34 @@ final class ConnectionPool: H2ConnectionDelegate {
         }
     }
 
-    /// Moves waiting pushes onto streams, opening connections as needed.
+    /// Moves waiting pushes onto streams, checking idle connections and opening new ones as needed.
     private func pump() {
+        state.loop.preconditionInLoop()
         pumpQueued = false
+        guard !stopped else { return }
+        let now = ContinuousClock.now
         for member in members.values where waiting > 0 {
-            var room = capacity(member)
+            if member.connection.isOpen, !member.draining, member.pingSentAt == nil, needsCheck(member, now: now) {
+                member.pingSentAt = now
+                member.connection.ping()
+                continue
+            }
+            var room = capacity(member, now: now)
             while room > 0, waiting > 0 {
                 let pending = queue[queueHead]
                 queueHead += 1
-                if submit(pending, on: member) { room -= 1 }
+                switch submit(pending, on: member) {
+                case .submitted: room -= 1
+                case .completed: break
+                case .connectionFull:
+                    // nghttp2 refused a new stream (ids used up, or the session is ending): put it back
+                    // first in line and move on to another connection.
+                    queueHead -= 1
+                    queue[queueHead] = pending
+                    member.draining = true
+                    if member.inFlight.isEmpty { member.connection.close(reason: "no more streams") }
+                    room = 0
+                }
             }
         }
         if queueHead > 1024, queueHead * 2 > queue.count {
@@ -86,34 +123,37 @@ final class ConnectionPool: H2ConnectionDelegate {
         }
         let usable = members.values.filter { !$0.draining && !$0.connection.isClosed }
         let connecting = usable.contains { !$0.connection.isOpen }
-        if waiting > 0, reconnectTimer == nil, !connecting, usable.count < configuration.connectionsPerPool
-            || (usable.allSatisfy { capacity($0) == 0 && $0.trusted } && usable.count < configuration.connectionsPerPool) {
+        let saturated = usable.allSatisfy { $0.trusted && capacity($0, now: now) == 0 && $0.pingSentAt == nil }
+        if waiting > 0, reconnectTimer == nil, !connecting, usable.count < configuration.connectionsPerPool,
+           usable.isEmpty || saturated {
             openConnection()
         }
-        if sweepTimer == nil, !members.isEmpty || waiting > 0 { scheduleSweep() }
+        armSweep()
     }
 
-    private func submit(_ pending: PendingPush, on member: Member) -> Bool {
+    private enum SubmitResult { case submitted, completed, connectionFull }
+
+    private func submit(_ pending: PendingPush, on member: Member) -> SubmitResult {
         guard let key = state.signingKey(for: pending.push.application),
               let token = state.tokens.token(for: key, now: state.now()) else {
             pending.complete(PushOutcome(status: 403, reason: "NoAPNsKey"))
-            return false
+            return .completed
         }
         pending.token = token
         let push = pending.push
         if authorization.token != token { authorization = (token, "bearer \(token)") }
         var headers: [(name: String, value: String)] = []
-        headers.reserveCapacity(10)
+        headers.reserveCapacity(11)
         headers += [(":method", "POST"), (":scheme", "https"), (":path", push.path), (":authority", host),
                     ("authorization", authorization.header)]
         headers += push.headers
         headers.append(("content-length", String(push.payload.count)))
+        let mark = member.connection.bytesGathered
         guard let stream = member.connection.submitRequest(H2Message(headers: headers, body: push.payload)) else {
-            queue.append(pending)
-            return false
+            return .connectionFull
         }
-        member.inFlight[stream] = pending
-        return true
+        member.inFlight[stream] = (pending, mark)
+        return .submitted
     }
 
     private func openConnection() {
@@ -133,22 +173,36 @@ final class ConnectionPool: H2ConnectionDelegate {
         if delay > maximum { delay = maximum }
         delay = delay * Double.random(in: 0.5...1.0)   // jitter, so many clients do not reconnect in step
         state.logger.warning("APNs connection failed; retrying", ["pool": .string(name), "reason": .string(reason),
-                                                                  "retry_in_ms": .int(Int64(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000))])
+                                                                  "retry_in_ms": .int(Int64(delay / .milliseconds(1)))])
+        // Twice in a row with no connection: the waiting pushes go back to their sender, who retries
+        // them on its own schedule, rather than each waiting out its whole deadline here.
+        if failedConnects >= 2 { failQueued(.notSent("cannot connect to APNs: \(reason)")) }
+        if let reconnectTimer { state.loop.cancelTimer(reconnectTimer) }
         reconnectTimer = state.loop.schedule(after: delay) { [weak self] in
             self?.reconnectTimer = nil
             self?.pump()
         }
     }
 
-    /// Puts a push back in line for another connection, or gives up after `connectionAttempts` sends
-    /// that may have reached APNs. A refused stream (REFUSED_STREAM, or above a GOAWAY's last stream)
-    /// was never processed, so it is always safe to send again; its deadline still bounds it.
-    private func retry(_ pending: PendingPush, reason: String, processed: Bool) {
-        if processed { pending.connectionAttempts += 1 }
-        if pending.connectionAttempts >= configuration.connectionAttempts {
-            pending.complete(PushOutcome(status: 0, reason: reason))
+    private func failQueued(_ outcome: PushOutcome) {
+        let failed = queue[queueHead...]
+        queue = []
+        queueHead = 0
+        for pending in failed { pending.complete(outcome) }
+    }
+
+    /// A stream that ended without an answer: sent again when APNs provably did not process it,
+    /// otherwise reported unknown.
+    private func unanswered(_ pending: PendingPush, refused: Bool, written: Bool, reason: String) {
+        if refused || !written {
+            pending.resends += 1
+            if pending.resends > configuration.maximumResends {
+                pending.complete(.notSent("\(reason) \(pending.resends) times"))
+            } else {
+                queue.append(pending)
+            }
         } else {
-            queue.append(pending)
+            pending.complete(.unknown(reason))
         }
     }
 
@@ -157,27 +211,36 @@ final class ConnectionPool: H2ConnectionDelegate {
     func h2Ready(_ connection: H2Connection) {
         members[ObjectIdentifier(connection)]?.opened = true
         failedConnects = 0
+        lastConnectError = ""
         pump()
     }
 
     func h2Settings(_ connection: H2Connection) { pump() }
 
-    func h2GoAway(_ connection: H2Connection, lastStream: Int32) {
-        // Streams above lastStream were never processed; nghttp2 closes them with REFUSED_STREAM.
-        members[ObjectIdentifier(connection)]?.draining = true
+    func h2PingAcknowledged(_ connection: H2Connection) {
+        members[ObjectIdentifier(connection)]?.pingSentAt = nil
         pump()
     }
 
+    func h2GoAway(_ connection: H2Connection, lastStream: Int32) {
+        // Streams above lastStream were never processed; nghttp2 closes them with REFUSED_STREAM.
+        guard let member = members[ObjectIdentifier(connection)] else { return }
+        member.draining = true
+        if member.inFlight.isEmpty { connection.close(reason: "GOAWAY") }
+        pumpSoon()
+    }
+
     func h2StreamClosed(_ connection: H2Connection, stream: Int32, response: H2Message?, errorCode: UInt32) {
-        guard let member = members[ObjectIdentifier(connection)], let pending = member.inFlight.removeValue(forKey: stream) else { return }
+        guard let member = members[ObjectIdentifier(connection)], let (pending, mark) = member.inFlight.removeValue(forKey: stream) else { return }
         defer {
             // A connection that went away is closed once its last stream is answered.
-            if member.draining && member.inFlight.isEmpty { connection.close(reason: "drained after GOAWAY") }
+            if member.draining && member.inFlight.isEmpty && !connection.isClosed { connection.close(reason: "drained") }
+            pumpSoon()
         }
         guard let response, let status = response.header(":status").flatMap(Int.init) else {
             let refused = errorCode == H2ErrorCode.refusedStream
-            retry(pending, reason: refused ? "REFUSED_STREAM" : "connection lost", processed: !refused)
-            pumpSoon()
+            unanswered(pending, refused: refused, written: connection.bytesWritten > mark,
+                       reason: refused ? "REFUSED_STREAM" : "connection lost before APNs answered")
             return
         }
         var reason: String?, timestamp: Int64?
@@ -185,7 +248,8 @@ final class ConnectionPool: H2ConnectionDelegate {
             reason = body["reason"]?.stringValue
             timestamp = body["timestamp"]?.intValue
         }
-        let outcome = PushOutcome(status: status, reason: reason, timestamp: timestamp)
+        let retryAfter = response.header("retry-after").flatMap(Int.init).map { Duration.seconds(max(0, $0)) }
+        let outcome = PushOutcome(status: status, reason: reason, timestamp: timestamp, retryAfter: retryAfter)
         switch outcome.action {
         case .delivered:
             member.trusted = true
@@ -206,38 +270,39 @@ final class ConnectionPool: H2ConnectionDelegate {
             if status != 403 { member.trusted = true }
             pending.complete(outcome)
         }
-        pumpSoon()
     }
 
     func h2Closed(_ connection: H2Connection, reason: String) {
         guard let member = members.removeValue(forKey: ObjectIdentifier(connection)) else { return }
-        for (_, pending) in member.inFlight.sorted(by: { $0.key < $1.key }) {
-            retry(pending, reason: "connection lost: \(reason)", processed: true)
+        for (_, flight) in member.inFlight.sorted(by: { $0.key < $1.key }) {
+            unanswered(flight.pending, refused: false, written: connection.bytesWritten > flight.mark,
+                       reason: "connection lost before APNs answered: \(reason)")
         }
         member.inFlight = [:]
         if !member.opened { connectFailed(reason) }
         pump()
     }
 
-    // MARK: Timeouts and keep-alive
+    // MARK: Deadlines and keep-alive
 
-    private func scheduleSweep() {
-        sweepTimer = state.loop.schedule(after: .seconds(1)) { [weak self] in
+    /// Keeps exactly one sweep timer while there is anything to watch.
+    private func armSweep() {
+        guard sweepTimer == nil, !members.isEmpty || waiting > 0 else { return }
+        sweepTimer = state.loop.schedule(after: configuration.sweepInterval) { [weak self] in
             guard let self else { return }
             self.sweepTimer = nil
             self.sweep()
-            if !self.members.isEmpty || self.waiting > 0 { self.scheduleSweep() }
         }
     }
 
-    /// Fails requests past their deadline, PINGs idle connections and closes the ones that never answer.
+    /// Fails pushes past their deadline, PINGs idle connections and closes those that do not answer.
     private func sweep() {
         let now = ContinuousClock.now
         var kept: [PendingPush] = []
         for pending in queue[queueHead...] {
             if pending.deadline <= now {
-                let why = lastConnectError.isEmpty ? "timed out" : "timed out; last connection error: \(lastConnectError)"
-                pending.complete(PushOutcome(status: 0, reason: why))
+                let why = lastConnectError.isEmpty ? "no connection to APNs in time" : "no connection to APNs in time: \(lastConnectError)"
+                pending.complete(.notSent(why))
             } else {
                 kept.append(pending)
             }
@@ -245,20 +310,39 @@ final class ConnectionPool: H2ConnectionDelegate {
         queue = kept
         queueHead = 0
         for member in Array(members.values) {
-            for (stream, pending) in member.inFlight where pending.deadline <= now {
+            for (stream, flight) in member.inFlight where flight.pending.deadline <= now {
                 member.inFlight[stream] = nil
                 member.connection.resetStream(stream, errorCode: H2ErrorCode.cancel)
-                pending.complete(PushOutcome(status: 0, reason: "timed out"))
+                flight.pending.complete(.unknown("no answer from APNs in time"))
             }
             guard member.connection.isOpen else { continue }
-            let idle = now - member.connection.lastActivity
-            if let sent = member.pingSentAt, member.connection.lastActivity < sent, now - sent > configuration.pingAfter {
-                member.connection.close(reason: "no answer to PING")
-            } else if idle > configuration.pingAfter && member.pingSentAt.map({ member.connection.lastActivity > $0 }) ?? true {
+            if let sent = member.pingSentAt {
+                if now - sent > configuration.pingTimeout { member.connection.close(reason: "no answer to PING") }
+            } else if now - member.connection.lastReceived > configuration.pingAfter {
                 member.pingSentAt = now
                 member.connection.ping()
             }
         }
         pump()
+    }
+
+    /// Answers everything still waiting or in flight and closes the connections: the client is stopping.
+    func shutdown() {
+        stopped = true
+        failQueued(.notSent("the APNs client is shutting down"))
+        for member in Array(members.values) {
+            let flights = member.inFlight
+            member.inFlight = [:]
+            for (_, flight) in flights {
+                flight.pending.complete(member.connection.bytesWritten > flight.mark ? .unknown("the APNs client is shutting down")
+                                                                                   : .notSent("the APNs client is shutting down"))
+            }
+            member.connection.close(reason: "client shutting down")
+        }
+        members = [:]
+        if let sweepTimer { state.loop.cancelTimer(sweepTimer) }
+        if let reconnectTimer { state.loop.cancelTimer(reconnectTimer) }
+        sweepTimer = nil
+        reconnectTimer = nil
     }
 }

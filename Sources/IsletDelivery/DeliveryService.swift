@@ -189,7 +189,7 @@ public final class DeliveryService: Sendable {
         var pending = Array(pushes.indices)
         var delay = configuration.retryDelay
         while !pending.isEmpty {
-            let answers = transport.send(pending.map { pushes[$0].push })
+            let answers = transport.send(pending.map { pushes[$0].push }, deadline: .now + .seconds(60))
             var retry: [Int] = []
             for (index, answer) in zip(pending, answers) {
                 attempts[index] += 1

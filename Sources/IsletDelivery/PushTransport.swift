@@ -12,9 +12,13 @@ public struct Push: Sendable, Equatable {
     public let priority: Int
     public let apnsID: String
     public let payload: [UInt8]
+    /// `apns-expiration`: seconds since 1970 after which APNs stops trying to deliver it (and Islet stops
+    /// retrying it); nil sends no header (APNs then tries once).
+    public let expiration: Int64?
 
     public init(application: ApplicationCode, deviceToken: String, gateway: Gateway, pushType: String, topic: String,
-                priority: Int, apnsID: String, payload: [UInt8]) {
+                priority: Int, apnsID: String, payload: [UInt8], expiration: Int64? = nil) {
+        self.expiration = expiration
         self.application = application
         self.deviceToken = deviceToken
         self.gateway = gateway
@@ -30,8 +34,22 @@ public struct Push: Sendable, Equatable {
 
     /// The A2 headers; `authorization: bearer <JWT>` is the transport's to add.
     public var headers: [(name: String, value: String)] {
-        [("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)), ("apns-id", apnsID)]
+        var headers = [("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)), ("apns-id", apnsID)]
+        if let expiration { headers.append(("apns-expiration", String(expiration))) }
+        return headers
     }
+}
+
+/// What is known of a push that got no answer from APNs.
+public enum PushFate: Sendable, Equatable {
+    /// APNs answered (see the status).
+    case answered
+    /// Provably never processed: refused (REFUSED_STREAM, above GOAWAY's last stream), never fully
+    /// written, or no connection: safe to send again at once.
+    case notSent
+    /// May have reached APNs (the answer was lost with the connection, or it timed out after being
+    /// written): a resend may be a second copy on the phone.
+    case unknown
 }
 
 /// APNs' answer to one push; status 0 when no answer came (connection lost, timed out).
@@ -40,14 +58,24 @@ public struct PushOutcome: Sendable, Equatable {
     public let reason: String?
     /// With 410: when APNs learned the token was invalid (milliseconds since 1970).
     public let timestamp: Int64?
+    /// With 429 or 503: APNs' `retry-after`, when it sent one.
+    public let retryAfter: Duration?
+    public let fate: PushFate
 
-    public init(status: Int, reason: String? = nil, timestamp: Int64? = nil) {
+    public init(status: Int, reason: String? = nil, timestamp: Int64? = nil, retryAfter: Duration? = nil, fate: PushFate? = nil) {
         self.status = status
         self.reason = reason
         self.timestamp = timestamp
+        self.retryAfter = retryAfter
+        self.fate = fate ?? (status == 0 ? .unknown : .answered)
     }
 
     public static let delivered = PushOutcome(status: 200)
+
+    /// No answer, and provably not processed.
+    public static func notSent(_ reason: String) -> PushOutcome { PushOutcome(status: 0, reason: reason, fate: .notSent) }
+    /// No answer, and it may have reached APNs.
+    public static func unknown(_ reason: String) -> PushOutcome { PushOutcome(status: 0, reason: reason, fate: .unknown) }
 
     /// What Islet does about it, from the one table of reasons (A5).
     public var action: APNsAction { status == 0 ? .retry : APNsReasons.action(status: status, reason: reason) }
@@ -55,6 +83,14 @@ public struct PushOutcome: Sendable, Equatable {
 
 /// Something that delivers pushes: Apple's APNs, the simulator, or a test's recorder.
 public protocol PushTransport: Sendable {
-    /// Sends every push and returns one outcome for each, in the same order; returns when all are answered.
-    func send(_ pushes: [Push]) -> [PushOutcome]
+    /// Sends every push and returns one outcome for each, in the same order, when all are answered or
+    /// at `deadline`, whichever comes first (the unanswered ones then have fate `.unknown`). A push it
+    /// could prove never processed has fate `.notSent`; the transport never resends a push whose fate
+    /// is unknown: that is the caller's decision (a start resent blindly is a second card on the phone).
+    func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome]
+}
+
+extension PushTransport {
+    /// Sends with a deadline two minutes away: for tools and tests that have no deadline of their own.
+    public func send(_ pushes: [Push]) -> [PushOutcome] { send(pushes, deadline: .now + .seconds(120)) }
 }

@@ -9,8 +9,9 @@ protocol LoopHandler: AnyObject {
 
 /// One thread running epoll: sockets, timers, and tasks handed over from other threads.
 ///
-/// `@unchecked Sendable`: `handlers` and `timers` are touched only on the loop's own thread; other
-/// threads reach the loop through `execute`, whose queue is behind a mutex.
+/// `@unchecked Sendable`: `handlers` and `timers` are touched only on the loop's own thread (asserted
+/// with `preconditionInLoop` in debug builds); other threads reach the loop through `execute`, whose
+/// queue is behind a mutex.
 public final class EventLoop: @unchecked Sendable {
     private let epoll: Int32
     private let wake: Int32
@@ -18,8 +19,9 @@ public final class EventLoop: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private var handlers: [Int32: any LoopHandler] = [:]
-    private var timers: [(deadline: ContinuousClock.Instant, id: Int, body: () -> Void)] = []
-    private var nextTimer = 0
+    private var timers = TimerHeap()
+    /// The loop's thread, set before the thread runs anything.
+    private let thread = Mutex<pthread_t?>(nil)
     /// Work to run once the current turn's events, tasks and timers are handled (loop thread only).
     private var endOfTurn: [() -> Void] = []
     /// Where the loop's connections read TLS records into, one read at a time (nghttp2 consumes the
@@ -36,9 +38,15 @@ public final class EventLoop: @unchecked Sendable {
         epoll = islet_epoll_create()
         wake = islet_eventfd()
         _ = islet_epoll_ctl(epoll, Int32(ISLET_EPOLL_ADD), wake, UInt32(ISLET_EPOLLIN))
-        let thread = Thread { [self] in run() }
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            self.thread.withLock { $0 = pthread_self() }
+            started.signal()
+            run()
+        }
         thread.name = name
         thread.start()
+        started.wait()
     }
 
     deinit { readBuffer.deallocate() }
@@ -49,18 +57,58 @@ public final class EventLoop: @unchecked Sendable {
         islet_eventfd_signal(wake)
     }
 
-    /// Stops the loop after its current turn and waits for the thread to end.
-    public func stop() {
-        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    /// True on the loop's own thread.
+    public var inLoop: Bool {
+        guard let loopThread = thread.withLock({ $0 }) else { return false }
+        return pthread_equal(loopThread, pthread_self()) != 0
+    }
+
+    /// Traps in debug builds when called off the loop's thread: loop-confined state must never be
+    /// touched from elsewhere (the check swift-nio's `preconditionInEventLoop` makes).
+    @inline(__always)
+    public func preconditionInLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(inLoop, "\(name): called off its event loop thread", file: file, line: line)
+    }
+
+    /// Stops the loop after its current turn and waits, until `deadline`, for the thread to end.
+    /// Returns false when the thread was still busy at the deadline (its resources are then left open).
+    @discardableResult
+    public func stop(deadline: ContinuousClock.Instant = .now + .seconds(10)) -> Bool {
+        precondition(!inLoop, "an event loop cannot wait for itself to stop")
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return true }
         islet_eventfd_signal(wake)
-        finished.wait()
+        let seconds = max(0, Double((deadline - .now).components.seconds)) + Double((deadline - .now).components.attoseconds) / 1e18
+        guard finished.wait(timeout: .now() + max(0, seconds)) == .success else { return false }
         close(epoll)
         close(wake)
+        return true
+    }
+
+    /// Runs `body` on the loop and waits for its result until `deadline`; nil if the loop did not get to it.
+    public func submitAndWait<T: Sendable>(deadline: ContinuousClock.Instant = .now + .seconds(5), _ body: @escaping @Sendable () -> T) -> T? {
+        if inLoop { return body() }
+        let result = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        execute {
+            let value = body()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        let seconds = Double((deadline - .now).components.seconds) + Double((deadline - .now).components.attoseconds) / 1e18
+        guard done.wait(timeout: .now() + max(0, seconds)) == .success else { return nil }
+        return result.withLock { $0 }
+    }
+
+    /// Timers waiting to fire (loop thread only): stays small on an idle loop.
+    public var scheduledTimers: Int {
+        preconditionInLoop()
+        return timers.count
     }
 
     // MARK: Loop thread only (timers are public for loop-confined users such as connection pools)
 
     func register(_ fd: Int32, events: UInt32, handler: any LoopHandler) {
+        preconditionInLoop()
         handlers[fd] = handler
         _ = islet_epoll_ctl(epoll, Int32(ISLET_EPOLL_ADD), fd, events)
     }
@@ -70,6 +118,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     func unregister(_ fd: Int32) {
+        preconditionInLoop()
         handlers[fd] = nil
         _ = islet_epoll_ctl(epoll, Int32(ISLET_EPOLL_DEL), fd, 0)
     }
@@ -77,21 +126,20 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `body` on the loop thread after `delay`; returns an id for `cancelTimer`.
     @discardableResult
     public func schedule(after delay: Duration, _ body: @escaping () -> Void) -> Int {
-        nextTimer += 1
-        let deadline = ContinuousClock.now + delay
-        let index = timers.firstIndex { $0.deadline > deadline } ?? timers.endIndex
-        timers.insert((deadline, nextTimer, body), at: index)
-        return nextTimer
+        preconditionInLoop()
+        return timers.add(ContinuousClock.now + delay, body)
     }
 
     /// Runs `body` on the loop thread at the end of the current turn, after its events, tasks and
     /// timers: what a turn submits to a connection goes out together (one TLS record, one write).
     public func atEndOfTurn(_ body: @escaping () -> Void) {
+        preconditionInLoop()
         endOfTurn.append(body)
     }
 
     public func cancelTimer(_ id: Int) {
-        timers.removeAll { $0.id == id }
+        preconditionInLoop()
+        timers.cancel(id)
     }
 
     private func run() {
@@ -99,9 +147,10 @@ public final class EventLoop: @unchecked Sendable {
         var events = [UInt32](repeating: 0, count: 256)
         while !stopping.load(ordering: .acquiring) {
             var timeout: Int32 = 1000
-            if let first = timers.first {
-                let wait = first.deadline - ContinuousClock.now
-                let milliseconds = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000
+            if let first = timers.nextDeadline() {
+                let wait = first - ContinuousClock.now
+                // Rounded up: a timer less than a millisecond away must not make the wait 0 and the loop spin.
+                let milliseconds = wait.components.seconds * 1000 + (wait.components.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
                 timeout = Int32(max(0, min(1000, milliseconds)))
             }
             let count = islet_epoll_wait(epoll, &fds, &events, 256, timeout)
@@ -114,10 +163,8 @@ public final class EventLoop: @unchecked Sendable {
             }
             for task in queue.withLock({ tasks -> [@Sendable () -> Void] in defer { tasks = [] }; return tasks }) { task() }
             let now = ContinuousClock.now
-            while let first = timers.first, first.deadline <= now {
-                timers.removeFirst()
-                first.body()
-            }
+            // Only timers due at the start of this pass: one that re-arms itself with no delay waits a turn.
+            while let body = timers.popDue(now) { body() }
             while !endOfTurn.isEmpty {
                 let work = endOfTurn
                 endOfTurn = []
@@ -127,6 +174,7 @@ public final class EventLoop: @unchecked Sendable {
         for handler in handlers.values { (handler as? H2Connection)?.close(reason: "event loop stopped") }
         (handlers.values.compactMap { $0 as? H2Listener }).forEach { $0.close() }
         endOfTurn = []
+        timers.removeAll()
         finished.signal()
     }
 }

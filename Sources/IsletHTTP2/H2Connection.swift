@@ -29,6 +29,8 @@ public protocol H2ConnectionDelegate: AnyObject {
     func h2Settings(_ connection: H2Connection)
     /// The peer sent GOAWAY: streams above `lastStream` were not processed.
     func h2GoAway(_ connection: H2Connection, lastStream: Int32)
+    /// The peer acknowledged our PING: the connection is alive both ways.
+    func h2PingAcknowledged(_ connection: H2Connection)
     /// The connection is gone; every stream still open was reported closed first.
     func h2Closed(_ connection: H2Connection, reason: String)
 }
@@ -39,6 +41,7 @@ extension H2ConnectionDelegate {
     public func h2StreamClosed(_ connection: H2Connection, stream: Int32, response: H2Message?, errorCode: UInt32) {}
     public func h2Settings(_ connection: H2Connection) {}
     public func h2GoAway(_ connection: H2Connection, lastStream: Int32) {}
+    public func h2PingAcknowledged(_ connection: H2Connection) {}
 }
 
 /// One TLS + HTTP/2 connection driven by an event loop, client or server side, on nghttp2 and OpenSSL.
@@ -71,7 +74,14 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
     /// Streams opened by this side and not yet closed.
     public private(set) var openStreams = 0
     public private(set) var lastActivity = ContinuousClock.now
-
+    /// When bytes last arrived from the peer: a connection that sends but never hears back is dead.
+    public private(set) var lastReceived = ContinuousClock.now
+    /// Bytes taken from nghttp2 to be written, since the connection opened. A stream submitted when
+    /// this was N has all its frames past byte N of the connection.
+    public private(set) var bytesGathered = 0
+    /// Bytes handed to TLS and the socket, since the connection opened. A stream whose frames all lie
+    /// past this never left the process: the peer cannot have processed it.
+    public private(set) var bytesWritten = 0
     /// Opens a client connection to host:port; call on `loop`'s thread. Progress and failure reach `delegate`.
     public static func connect(loop: EventLoop, host: String, port: Int, tls: TLSContext,
                                delegate: any H2ConnectionDelegate) throws(TLSError) -> H2Connection {
@@ -113,6 +123,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
 
     /// Opens a stream with `request`; `nil` when the connection cannot take it.
     public func submitRequest(_ request: H2Message) -> Int32? {
+        loop.preconditionInLoop()
         guard phase == .open, let session else { return nil }
         let stream = Self.withNameValues(request.headers) { nvs, count in
             var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readBodyCallback)
@@ -128,6 +139,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
 
     /// Answers the request on `stream`.
     public func respond(stream: Int32, _ response: H2Message) {
+        loop.preconditionInLoop()
         guard phase == .open, let session else { return }
         let result = Self.withNameValues(response.headers) { nvs, count in
             var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readBodyCallback)
@@ -158,6 +170,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
     }
 
     public func ping() {
+        loop.preconditionInLoop()
         guard let session else { return }
         _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
         flush()
@@ -168,6 +181,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
 
     /// Closes the connection at once; open streams are reported closed without a response.
     public func close(reason: String) {
+        loop.preconditionInLoop()
         guard phase != .closed else { return }
         if flushQueued && phase == .open {
             // What this turn submitted is written before the socket closes, as when every submit wrote at once.
@@ -192,6 +206,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
     // MARK: Events
 
     func ready(_ events: UInt32) {
+        loop.preconditionInLoop()
         lastActivity = ContinuousClock.now
         switch phase {
         case .connecting:
@@ -262,6 +277,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
         while phase == .open {
             let count = islet_tls_read(ssl, buffer.baseAddress, Int32(buffer.count))
             if count > 0 {
+                lastReceived = ContinuousClock.now
                 let consumed = nghttp2_session_mem_recv(session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(count))
                 if consumed < 0 { return close(reason: "HTTP/2 protocol error from \(peer): \(String(cString: nghttp2_strerror(Int32(consumed))))") }
                 continue
@@ -297,6 +313,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
             }
             if length == 0 { break }
             outbound.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+            bytesGathered += length
         }
         return true
     }
@@ -320,6 +337,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
                 let written = outbound.withUnsafeBytes { islet_tls_write(ssl, $0.baseAddress! + outboundOffset, Int32(remaining)) }
                 if written > 0 {
                     outboundOffset += Int(written)
+                    bytesWritten += Int(written)
                     continue
                 }
                 if Int(written) == ISLET_TLS_WANT_WRITE || Int(written) == ISLET_TLS_WANT_READ {
@@ -363,6 +381,8 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
             delegate?.h2Settings(self)
         case ISLET_H2_GOAWAY:
             delegate?.h2GoAway(self, lastStream: islet_h2_goaway_last_stream(frame))
+        case ISLET_H2_PING where flags & UInt8(ISLET_H2_FLAG_ACK) != 0:
+            delegate?.h2PingAcknowledged(self)
         case ISLET_H2_HEADERS, ISLET_H2_DATA:
             if role == .server, flags & UInt8(ISLET_H2_FLAG_END_STREAM) != 0, let request = incoming[stream] {
                 incoming[stream] = nil

@@ -142,7 +142,7 @@ final class RecordingTransport: PushTransport {
     /// `answer` gets the push and how many times this apns-id was sent before.
     init(answer: @escaping @Sendable (Push, Int) -> PushOutcome = { _, _ in .delivered }) { self.answer = answer }
 
-    func send(_ pushes: [Push]) -> [PushOutcome] {
+    func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome] {
         state.withLock { sent in
             pushes.map { push in
                 let earlier = sent.filter { $0.apnsID == push.apnsID }.count

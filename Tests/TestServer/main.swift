@@ -18,7 +18,7 @@ final class FileRecordingTransport: PushTransport {
         self.delay = delay
     }
 
-    func send(_ pushes: [Push]) -> [PushOutcome] {
+    func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome] {
         Thread.sleep(forTimeInterval: delay)
         lock.lock()
         defer { lock.unlock() }

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""An APNs stand-in built on the `h2` package (not on Islet's HTTP/2 code), driven by a test.
+
+Listens on 127.0.0.1 (TLS, ALPN h2), prints `{"event": "listening", "port": N}` first, then one JSON
+line per request it reads. Commands arrive on stdin, one per line:
+  status CODE [REASON]   answer every later request with CODE (200 by default)
+  latency SECONDS        wait this long before answering
+  drop-next              close the connection when the next request arrives, without answering it
+  blackhole              stop reading and answering on the connections open now (they stay open)
+  idle-close SECONDS     close a connection (TCP FIN, no GOAWAY) once it was idle this long
+"""
+import json, socket, ssl, sys, threading, time
+import h2.config, h2.connection, h2.events
+
+lock = threading.Lock()
+settings = {"status": 200, "reason": None, "latency": 0.0, "drop_next": False, "idle_close": None}
+connections = []   # (socket, blackholed flag holder)
+counter = [0]
+
+
+def say(**fields):
+    with lock:
+        sys.stdout.write(json.dumps(fields) + "\n")
+        sys.stdout.flush()
+
+
+def serve(raw, number):
+    state = {"blackholed": False}
+    with lock:
+        connections.append(state)
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False))
+    conn.initiate_connection()
+    raw.sendall(conn.data_to_send())
+    requests = {}
+    last = time.monotonic()
+    raw.settimeout(0.2)
+    while True:
+        if state["blackholed"]:
+            time.sleep(0.2)
+            continue
+        idle_close = settings["idle_close"]
+        if idle_close is not None and time.monotonic() - last > idle_close:
+            say(event="idle-close", connection=number)
+            raw.close()
+            return
+        try:
+            data = raw.recv(65536)
+        except socket.timeout:
+            continue
+        except OSError:
+            return
+        if not data:
+            raw.close()
+            return
+        last = time.monotonic()
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.RequestReceived):
+                requests[event.stream_id] = dict(event.headers)
+            elif isinstance(event, h2.events.StreamEnded):
+                headers = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
+                           for k, v in requests.pop(event.stream_id, {}).items()}
+                apns_id = headers.get("apns-id", "")
+                say(event="request", connection=number, apns_id=apns_id, path=headers.get(":path"),
+                    push_type=headers.get("apns-push-type"), expiration=headers.get("apns-expiration"))
+                with lock:
+                    drop = settings["drop_next"]
+                    settings["drop_next"] = False
+                    status, reason, latency = settings["status"], settings["reason"], settings["latency"]
+                if drop:
+                    say(event="dropped", connection=number, apns_id=apns_id)
+                    raw.close()
+                    return
+                if latency:
+                    time.sleep(latency)
+                body = json.dumps({"reason": reason}).encode() if reason else b""
+                answer = [(":status", str(status)), ("apns-id", apns_id)]
+                if body:
+                    answer.append(("content-length", str(len(body))))
+                conn.send_headers(event.stream_id, answer, end_stream=not body)
+                if body:
+                    conn.send_data(event.stream_id, body, end_stream=True)
+        try:
+            raw.sendall(conn.data_to_send())
+        except OSError:
+            return
+
+
+def commands():
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        with lock:
+            if words[0] == "status":
+                settings["status"] = int(words[1])
+                settings["reason"] = words[2] if len(words) > 2 else None
+            elif words[0] == "latency":
+                settings["latency"] = float(words[1])
+            elif words[0] == "drop-next":
+                settings["drop_next"] = True
+            elif words[0] == "blackhole":
+                for state in connections:
+                    state["blackholed"] = True
+            elif words[0] == "idle-close":
+                settings["idle_close"] = float(words[1])
+        say(event="ok", command=words[0])
+
+
+def main():
+    certificate, key = sys.argv[1], sys.argv[2]
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certificate, key)
+    context.set_alpn_protocols(["h2"])
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    threading.Thread(target=commands, daemon=True).start()
+    say(event="listening", port=listener.getsockname()[1])
+    while True:
+        client, _ = listener.accept()
+        try:
+            tls = context.wrap_socket(client, server_side=True)
+        except (ssl.SSLError, OSError):
+            client.close()
+            continue
+        counter[0] += 1
+        say(event="connection", connection=counter[0])
+        threading.Thread(target=serve, args=(tls, counter[0]), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,13 @@ import IsletStore
 public struct DeviceMethods: Sendable {
     let store: any DeviceStore
 
-    public init(store: any DeviceStore) { self.store = store }
+    /// Wakes the delivery service: a reported update token may have made a catch-up push due (issue 10).
+    let kick: @Sendable () -> Void
+
+    public init(store: any DeviceStore, kick: @escaping @Sendable () -> Void = {}) {
+        self.store = store
+        self.kick = kick
+    }
 
     public var all: [APIMethod] {
         [registerDevice, unregisterDevice, setTags, getTags, setActivityPushToStartToken, setActivityToken]
@@ -98,7 +104,7 @@ public struct DeviceMethods: Sendable {
 
     /// `setActivityToken` (D4): an activity's update token on this device; empty means it ended there.
     var setActivityToken: APIMethod {
-        APIMethod(name: "setActivityToken", access: .device) { [store] call in
+        APIMethod(name: "setActivityToken", access: .device) { [store, kick] call in
             let hwid = try Self.hwid(call.request)
             let activityID = try call.request.string("activity_id") ?? ""
             guard activityID.count <= 256 else { throw APIError.invalid("activity_id", "must be at most 256 characters") }
@@ -111,6 +117,7 @@ public struct DeviceMethods: Sendable {
                                              at: call.receivedAt) else {
                 throw Self.unknownDevice(hwid, call.application)
             }
+            if token != nil { kick() }
             return [:]
         }
     }

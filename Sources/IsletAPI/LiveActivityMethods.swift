@@ -11,8 +11,12 @@ public struct LiveActivityMethods: Sendable {
     let schemas: any SchemaStore
     /// Wakes the delivery service after a message is stored.
     let kick: @Sendable () -> Void
+    /// How long after its send time a push is still worth delivering (`apns-expiration`; retries stop then).
+    let pushLifetime: TimeInterval
 
-    public init(devices: any DeviceStore, messages: any MessageStore, schemas: any SchemaStore, kick: @escaping @Sendable () -> Void) {
+    public init(devices: any DeviceStore, messages: any MessageStore, schemas: any SchemaStore, pushLifetime: Duration = .seconds(3600),
+                kick: @escaping @Sendable () -> Void) {
+        self.pushLifetime = Double(pushLifetime.components.seconds)
         self.devices = devices
         self.messages = messages
         self.schemas = schemas
@@ -58,7 +62,8 @@ public struct LiveActivityMethods: Sendable {
                     code: MessageCode.random(), event: .start, activityID: start.activityID,
                     target: try selection(start.targeting, n, call.application.code), attributesType: start.attributesType,
                     name: start.name, contentState: start.contentState, payload: payload, fallbackPayload: fallback,
-                    priority: start.priority, dueAt: dueAt, schemaVersion: schemaVersion), n.path))
+                    priority: start.priority, dueAt: dueAt, schemaVersion: schemaVersion,
+                    expiresAt: dueAt.addingTimeInterval(pushLifetime)), n.path))
             }
             try Self.refuseRepeatedIDs(accepted)
             try refusalsAsErrors(accepted.map(\.path)) {
@@ -106,7 +111,7 @@ public struct LiveActivityMethods: Sendable {
                 accepted.append((NewMessage(
                     code: MessageCode.random(), event: update.event, activityID: update.activityID, target: nil, attributesType: nil,
                     name: nil, contentState: update.contentState, payload: payload, fallbackPayload: nil, priority: update.priority,
-                    dueAt: now), n.path))
+                    dueAt: now, expiresAt: now.addingTimeInterval(pushLifetime)), n.path))
             }
             try refusalsAsErrors(accepted.map(\.path)) {
                 try messages.acceptUpdates(accepted.map(\.message), in: call.application.code, at: now, validateOnly: dryRun)
@@ -145,7 +150,8 @@ public struct LiveActivityMethods: Sendable {
         var results: [JSONValue] = []
         for message in messages {
             let planner = PushPlanner(application: application.code, bundleID: application.bundleID, messageCode: message.code,
-                                      payload: message.payload, fallbackPayload: message.fallbackPayload, priority: message.priority)
+                                      payload: message.payload, fallbackPayload: message.fallbackPayload, priority: message.priority,
+                                      expiration: Int64(message.expiresAt.timeIntervalSince1970))
             var shown: [JSONValue] = []
             var count = 0
             var after: Int64 = 0
@@ -212,7 +218,10 @@ public struct LiveActivityMethods: Sendable {
             guard let details = try messages.messageDetails(code: code, in: call.application.code) else {
                 throw APIError.invalid("message", "no message '\(code)' in this application")
             }
-            let status = details.state == .pending && details.dueAt > call.receivedAt ? "scheduled" : details.state.rawValue
+            let open = details.pending.filter { $0.key.isOpen }.values.reduce(0, +)
+            let status = details.supersededBy != nil && details.targeted == 0 ? "superseded"
+                : details.state == .pending && details.dueAt > call.receivedAt ? "scheduled"
+                : details.state == .done && open > 0 ? "retrying" : details.state.rawValue
             var object: JSONObject = [
                 "code": .string(details.code), "event": .string(details.event.rawValue), "live_activity_id": .string(details.activityID),
                 "status": .string(status), "created_at": .string(details.createdAt.formatted(.iso8601)),
@@ -223,6 +232,14 @@ public struct LiveActivityMethods: Sendable {
                 "targeted": .int(Int64(details.targeted)), "sent": .int(Int64(details.sent)), "failed": .int(Int64(details.failed)),
                 "skipped": .object(Self.counts(details.skipped)),
             ]
+            // Pushes not settled yet, or settled without being sent (issue 10); present only when there are some.
+            for state in [DeliveryState.retrying, .sending, .unconfirmed, .superseded, .expired] {
+                if let count = details.pending[state], count > 0 { object["counts"] = .object((object["counts"]?.objectValue ?? [:]).merging([state.rawValue: .int(Int64(count))])) }
+            }
+            if details.caughtUp > 0 { object["counts"] = .object((object["counts"]?.objectValue ?? [:]).merging(["caught_up": .int(Int64(details.caughtUp))])) }
+            if let next = details.nextAttemptAt { object["next_attempt_at"] = .string(next.formatted(.iso8601)) }
+            if let superseded = details.supersededBy { object["superseded_by"] = .string(superseded) }
+            if let expires = details.expiresAt { object["expires_at"] = .string(expires.formatted(.iso8601)) }
             object["apns_reasons"] = .object(Self.counts(details.reasons))
             return ["message": .object(object)]
         }
@@ -247,6 +264,8 @@ public struct LiveActivityMethods: Sendable {
                         "last_status": device.lastStatus.map { .int(Int64($0)) } ?? .null,
                         "last_reason": device.lastReason.map { .string($0) } ?? .null,
                         "last_message": device.lastMessage.map { .string($0) } ?? .null,
+                        "last_delivery": device.lastState.map { .string($0.rawValue) } ?? .null,
+                        "caught_up": .bool(device.caughtUp),
                     ]
                 }),
             ]]

@@ -5,54 +5,71 @@ import Synchronization
 
 /// How the delivery service works through its jobs.
 public struct DeliveryConfiguration: Sendable {
-    /// Jobs sent at once; messages of one activity still go out in order.
+    /// Units of work (a fan-out batch, a group of due retries) sent at once; one activity's messages
+    /// still go out in order.
     public var workers: Int
+    /// Workers one application may hold at once: a slow, failing or throttled APNs of one application
+    /// never takes every worker from the others.
+    public var workersPerApplication: Int
     /// Devices read, sent and recorded together: the most pushes held in memory per worker.
     public var batchSize: Int
-    /// Sends of one push before a retryable answer (429, 5xx, no answer) becomes its final one (A5).
-    public var maximumAttempts: Int
-    /// Wait before the first retry; doubled each time after.
-    public var retryDelay: Duration
+    /// Due retries, second copies and catch-ups claimed together.
+    public var retryBatchSize: Int
+    /// Retry pacing, expiry and the wait for a start's confirmation (issue 10).
+    public var retry: RetryPolicy
+    /// The longest one batch waits for APNs' answers.
+    public var sendTimeout: Duration
     /// Longest sleep with nothing due, so a job written by another process is seen soon.
     public var idlePoll: Duration
 
-    public init(workers: Int = 2, batchSize: Int = 1000, maximumAttempts: Int = 4, retryDelay: Duration = .milliseconds(250),
-                idlePoll: Duration = .milliseconds(500)) {
-        self.workers = workers
+    public init(workers: Int = 8, workersPerApplication: Int? = nil, batchSize: Int = 1000, retryBatchSize: Int = 500,
+                retry: RetryPolicy = RetryPolicy(), sendTimeout: Duration = .seconds(30), idlePoll: Duration = .milliseconds(500)) {
+        self.workers = max(1, workers)
+        self.workersPerApplication = max(1, workersPerApplication ?? (workers + 1) / 2)
         self.batchSize = batchSize
-        self.maximumAttempts = maximumAttempts
-        self.retryDelay = retryDelay
+        self.retryBatchSize = retryBatchSize
+        self.retry = retry
+        self.sendTimeout = sendTimeout
         self.idlePoll = idlePoll
     }
 }
 
-/// Sends accepted messages: claims due jobs, streams their devices in batches, sends each batch through
-/// the transport and records the results with the job's progress (durable pipeline, issue 4).
+/// Sends accepted messages: claims due jobs and streams their devices in batches, and claims due
+/// deliveries (retries, second copies of unconfirmed starts, catch-ups); sends through the transport
+/// and records each outcome durably with what comes next (durable pipeline, issues 4 and 10).
+///
+/// A push waiting for its retry is a row with a due time, not a sleeping worker: workers only send.
 public final class DeliveryService: Sendable {
     let messages: any MessageStore
     let devices: any DeviceStore
     let applications: any ApplicationStore
     let transport: any PushTransport
     let configuration: DeliveryConfiguration
+    let decisions: DeliveryDecisions
     let logger: Logger
     let now: @Sendable () -> Date
 
     private let wakeUp = NSCondition()
     private let state = Mutex(State())
+    private let claiming = Mutex(())
 
     private struct State {
         var stopping = false
         var kicks = 0
         var running = 0
+        /// Workers busy per application, for `workersPerApplication`.
+        var busy: [ApplicationCode: Int] = [:]
     }
 
     public init(messages: any MessageStore, devices: any DeviceStore, applications: any ApplicationStore, transport: any PushTransport,
-                configuration: DeliveryConfiguration = DeliveryConfiguration(), logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+                configuration: DeliveryConfiguration = DeliveryConfiguration(), logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
+                jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1.0) }) {
         self.messages = messages
         self.devices = devices
         self.applications = applications
         self.transport = transport
         self.configuration = configuration
+        self.decisions = DeliveryDecisions(policy: configuration.retry, jitter: jitter)
         self.logger = logger
         self.now = now
     }
@@ -76,14 +93,18 @@ public final class DeliveryService: Sendable {
         wakeUp.unlock()
     }
 
-    /// Stops after each worker's current batch; an unfinished job resumes at the next start.
-    public func shutdown(timeout: Duration = .seconds(10)) {
+    /// Stops claiming work; workers finish the batch in hand (`unblock` should make the transport
+    /// answer at once) and record it, and are waited for until `deadline`. Unfinished jobs and
+    /// retries resume at the next start. Returns false if a worker was still busy at the deadline.
+    @discardableResult
+    public func shutdown(deadline: ContinuousClock.Instant = .now + .seconds(10), unblock: () -> Void = {}) -> Bool {
         wakeUp.lock()
         state.withLock { $0.stopping = true }
         wakeUp.broadcast()
         wakeUp.unlock()
-        let deadline = ContinuousClock.now + timeout
-        while state.withLock({ $0.running }) > 0 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        unblock()
+        while state.withLock({ $0.running }) > 0 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        return state.withLock { $0.running } == 0
     }
 
     private var stopping: Bool { state.withLock { $0.stopping } }
@@ -94,25 +115,61 @@ public final class DeliveryService: Sendable {
             do {
                 // Read before claiming, so a kick that lands while the claim finds nothing is not missed.
                 let kicks = state.withLock { $0.kicks }
-                if let job = try messages.claimNextJob(at: now()) {
-                    process(job)
-                    continue
-                }
+                if try workOnce() { continue }
                 sleepUntilWork(kicksSeen: kicks)
             } catch {
                 logger.error("delivery store failure", ["error": .string("\(error)")])
-                Thread.sleep(forTimeInterval: 1)
+                sleepUntilWork(kicksSeen: -1, atMost: 1)
             }
         }
     }
 
-    /// Sleeps until a kick, the next due job, or the idle poll. Durations are measured on `now`, the
-    /// service's clock, but waited on the wall clock, so a test clock that stands still never spins.
-    private func sleepUntilWork(kicksSeen kicks: Int) {
+    private enum Unit {
+        case job(MessageJob)
+        case due([DueDelivery])
+    }
+
+    /// Claims and sends one unit of work: a job's batches, or a group of due deliveries. False when none was due.
+    private func workOnce() throws -> Bool {
+        // Claiming and counting the claim against its application happen together, so two workers
+        // cannot both take a slow application's work past its share.
+        let unit: (Unit, Set<ApplicationCode>)? = try claiming.withLock { _ in
+            let saturated = state.withLock { s in Set(s.busy.filter { $0.value >= configuration.workersPerApplication }.keys) }
+            if let job = try messages.claimNextJob(at: now(), excluding: saturated) {
+                return reserve((.job(job), [job.application]))
+            }
+            let due = try messages.claimDueDeliveries(at: now(), limit: configuration.retryBatchSize, excluding: saturated,
+                                                      verdict: decisions.verdict)
+            return due.isEmpty ? nil : reserve((.due(due), Set(due.map(\.application))))
+        }
+        guard let (work, applications) = unit else { return false }
+        defer {
+            state.withLock { s in
+                for application in applications {
+                    s.busy[application, default: 1] -= 1
+                    if s.busy[application] == 0 { s.busy[application] = nil }
+                }
+            }
+        }
+        switch work {
+        case .job(let job): process(job)
+        case .due(let due): try sendDue(due)
+        }
+        return true
+    }
+
+    private func reserve(_ unit: (Unit, Set<ApplicationCode>)) -> (Unit, Set<ApplicationCode>) {
+        state.withLock { s in for application in unit.1 { s.busy[application, default: 0] += 1 } }
+        return unit
+    }
+
+    /// Sleeps until a kick, the next due job or delivery, or the idle poll. Durations are measured on
+    /// `now`, the service's clock, but waited on the wall clock, so a test clock that stands still never spins.
+    private func sleepUntilWork(kicksSeen kicks: Int, atMost limit: Double? = nil) {
         let poll = Double(configuration.idlePoll.components.seconds) + Double(configuration.idlePoll.components.attoseconds) / 1e18
-        var wait = poll
-        // At least 5 ms: a job that is due but not claimable (a race with another worker) must not make this spin.
-        if let due = try? messages.nextDueDate() { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
+        var wait = limit ?? poll
+        // At least 5 ms: a job that is due but not claimable (another worker, a busy application) must not make this spin.
+        if limit == nil, let due = try? messages.nextDueDate() { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
         wakeUp.lock()
         let deadline = Date().addingTimeInterval(wait)
         while !stopping && state.withLock({ $0.kicks }) == kicks && Date() < deadline {
@@ -128,36 +185,38 @@ public final class DeliveryService: Sendable {
                 return
             }
             let planner = PushPlanner(application: job.application, bundleID: application.bundleID, messageCode: job.code,
-                                      payload: job.payload, fallbackPayload: job.fallbackPayload, priority: job.priority)
+                                      payload: job.payload, fallbackPayload: job.fallbackPayload, priority: job.priority,
+                                      expiration: Int64(job.expiresAt.timeIntervalSince1970))
             var cursor = job.cursor
-            var totals = (sent: 0, failed: 0, skipped: 0)
+            var totals: [DeliveryState: Int] = [:]
             while true {
                 if stopping {
                     try messages.release(job)
                     return
                 }
-                let batch = try nextBatch(job, planner: planner, after: cursor)
-                guard let last = batch.last else { break }
-                guard let result = send(batch, cursor: last.device, isStart: job.event == .start) else {
-                    // Stopping with retries still due: record nothing, so the batch is sent again on resume (A5).
-                    try messages.release(job)
+                if let newer = try messages.supersededBy(job) {
+                    // Latest state wins: the newer message goes to every device, this one stops here.
+                    try messages.finish(job, at: now())
+                    logger.info("message superseded while sending", ["message": .string(job.code), "by": .int(newer)])
                     return
                 }
+                let batch = try nextBatch(job, planner: planner, after: cursor)
+                guard let last = batch.last else { break }
+                let result = send(batch, cursor: last.device, job: job)
                 try messages.recordBatch(result, of: job, at: now())
                 cursor = last.device
-                for record in result.records {
-                    if record.pushType == nil { totals.skipped += 1 } else if record.status == 200 { totals.sent += 1 } else { totals.failed += 1 }
-                }
+                for record in result.records { totals[record.state, default: 0] += 1 }
             }
             try messages.finish(job, at: now())
             logger.info("message delivered", [
                 "message": .string(job.code), "event": .string(job.event.rawValue), "activity": .string(job.activityID),
-                "sent": .int(Int64(totals.sent)), "failed": .int(Int64(totals.failed)), "skipped": .int(Int64(totals.skipped)),
+                "sent": .int(Int64(totals[.sent] ?? 0)), "failed": .int(Int64(totals[.failed] ?? 0)),
+                "skipped": .int(Int64(totals[.skipped] ?? 0)), "retrying": .int(Int64((totals[.retrying] ?? 0) + (totals[.unconfirmed] ?? 0))),
             ])
         } catch {
             logger.error("delivery failed; the job will resume", ["message": .string(job.code), "error": .string("\(error)")])
             try? messages.release(job)
-            Thread.sleep(forTimeInterval: 1)
+            sleepUntilWork(kicksSeen: -1, atMost: 1)
         }
     }
 
@@ -171,9 +230,9 @@ public final class DeliveryService: Sendable {
             .map { ($0.device.id, planner.update($0)) }
     }
 
-    /// Sends a batch, retrying what APNs asks to retry, and turns the answers into records (A5);
-    /// nil when the service stops while retries are still due.
-    func send(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64, isStart: Bool) -> BatchResult? {
+    /// Sends a batch once and turns each answer into a record with what comes next: sent, failed, a
+    /// retry at a due time, a start awaiting confirmation, or expired (A5, issue 10).
+    func send(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64, job: MessageJob) -> BatchResult {
         var result = BatchResult(cursor: cursor)
         var pushes: [(device: Int64, push: Push)] = []
         for (device, plan) in batch {
@@ -184,31 +243,13 @@ public final class DeliveryService: Sendable {
                 pushes.append((device, push))
             }
         }
-        var outcomes = [PushOutcome?](repeating: nil, count: pushes.count)
-        var attempts = [Int](repeating: 0, count: pushes.count)
-        var pending = Array(pushes.indices)
-        var delay = configuration.retryDelay
-        while !pending.isEmpty {
-            let answers = transport.send(pending.map { pushes[$0].push }, deadline: .now + .seconds(60))
-            var retry: [Int] = []
-            for (index, answer) in zip(pending, answers) {
-                attempts[index] += 1
-                outcomes[index] = answer
-                let retryable = answer.action == .retry || answer.action == .refreshProviderToken
-                if retryable && attempts[index] < configuration.maximumAttempts { retry.append(index) }
-            }
-            if !retry.isEmpty && stopping { return nil }
-            pending = retry
-            if !pending.isEmpty {
-                Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
-                delay = delay * 2
-            }
-        }
-        for (index, (device, push)) in pushes.enumerated() {
-            let outcome = outcomes[index] ?? PushOutcome(status: 0)
-            result.records.append(DeliveryRecord(
-                device: device, pushType: push.pushType, status: outcome.status,
-                reason: outcome.status == 0 ? "no answer from APNs" : outcome.reason, apnsID: push.apnsID, attempts: attempts[index]))
+        let outcomes = transport.send(pushes.map(\.push), deadline: .now + configuration.sendTimeout)
+        let at = now()
+        let isStart = job.event == .start
+        for ((device, push), outcome) in zip(pushes, outcomes) {
+            let record = decisions.record(device: device, push: push, outcome: outcome, isStart: isStart, attempts: 1, uncertainCopies: 0,
+                                          expiresAt: job.expiresAt, now: at)
+            result.records.append(record)
             switch outcome.action {
             case .delivered where isStart && push.pushType == "liveactivity":
                 result.startedOn.append(device)
@@ -226,5 +267,39 @@ public final class DeliveryService: Sendable {
             }
         }
         return result
+    }
+
+    /// Sends claimed due deliveries and records what each came to.
+    func sendDue(_ due: [DueDelivery]) throws {
+        var bundles: [ApplicationCode: String] = [:]
+        for application in Set(due.map(\.application)) {
+            bundles[application] = try applications.application(application)?.bundleID ?? ""
+        }
+        let pushes = due.map { PushPlanner.push($0, bundleID: bundles[$0.application] ?? "") }
+        let outcomes = transport.send(pushes, deadline: .now + configuration.sendTimeout)
+        let at = now()
+        var result = RetryResult()
+        for ((item, push), outcome) in zip(zip(due, pushes), outcomes) {
+            let isStart = item.event == .start
+            let record = decisions.record(device: item.device, push: push, outcome: outcome, isStart: isStart, attempts: item.attempts + 1,
+                                          uncertainCopies: item.uncertainCopies, expiresAt: item.expiresAt, now: at)
+            result.records.append((item.message, item.activity, record))
+            switch outcome.action {
+            case .delivered where isStart && push.pushType == "liveactivity":
+                result.startedOn.append((item.activity, item.device))
+            case .dropToken:
+                let dead = DeadToken(device: item.device, token: push.deviceToken, invalidSince: outcome.timestamp)
+                if !isStart {
+                    result.deadUpdateTokens.append((item.activity, dead))
+                } else if push.pushType == "liveactivity" {
+                    result.deadPushToStartTokens.append(dead)
+                } else {
+                    result.deadPushTokens.append(dead)
+                }
+            default:
+                break
+            }
+        }
+        try messages.recordRetries(result, at: at)
     }
 }

@@ -26,9 +26,12 @@ public struct PushPlanner: Sendable {
     public let payload: [UInt8]
     public let fallbackPayload: [UInt8]?
     public let priority: Int
+    /// `apns-expiration` (seconds since 1970), the message's expiry.
+    public let expiration: Int64?
 
     public init(application: ApplicationCode, bundleID: String, messageCode: String, payload: [UInt8], fallbackPayload: [UInt8]?,
-                priority: Int) {
+                priority: Int, expiration: Int64? = nil) {
+        self.expiration = expiration
         self.application = application
         self.bundleID = bundleID
         self.messageCode = messageCode
@@ -50,7 +53,7 @@ public struct PushPlanner: Sendable {
         let version = device.osVersion.flatMap(VersionKey.make)
         if let version, version < Self.iOS16_1, let fallbackPayload, let pushToken = device.pushToken {
             return .push(Push(application: application, deviceToken: pushToken, gateway: device.gateway, pushType: "alert",
-                              topic: bundleID, priority: priority, apnsID: apnsID(device), payload: fallbackPayload))
+                              topic: bundleID, priority: priority, apnsID: apnsID(device), payload: fallbackPayload, expiration: expiration))
         }
         if let version, version < Self.iOS17_2 { return .skip(reason: SkipReason.cannotStartRemotely) }
         return .skip(reason: SkipReason.noPushToStartToken)
@@ -65,14 +68,27 @@ public struct PushPlanner: Sendable {
 
     private func liveActivity(to token: String, device: Device) -> Push {
         Push(application: application, deviceToken: token, gateway: device.gateway, pushType: "liveactivity",
-             topic: "\(bundleID).push-type.liveactivity", priority: priority, apnsID: apnsID(device), payload: payload)
+             topic: "\(bundleID).push-type.liveactivity", priority: priority, apnsID: apnsID(device), payload: payload,
+             expiration: expiration)
+    }
+
+    /// The push a due delivery (retry, second copy of a start, catch-up) becomes: the same request as
+    /// its first send, to the token stored with it; a catch-up without its alert.
+    public static func push(_ due: DueDelivery, bundleID: String) -> Push {
+        Push(application: due.application, deviceToken: due.token, gateway: due.gateway, pushType: due.pushType,
+             topic: due.pushType == "alert" ? bundleID : "\(bundleID).push-type.liveactivity", priority: due.priority,
+             apnsID: apnsID(messageCode: due.code, device: due.device),
+             payload: due.catchUp ? CatchUpPayload.make(due.payload) : due.payload,
+             expiration: Int64(due.expiresAt.timeIntervalSince1970))
     }
 
     /// The same UUID every time this message goes to this device, so a resend after a crash is the
     /// same request in APNs' and Islet's records (A2).
-    func apnsID(_ device: Device) -> String {
+    func apnsID(_ device: Device) -> String { Self.apnsID(messageCode: messageCode, device: device.id) }
+
+    static func apnsID(messageCode: String, device: Int64) -> String {
         // Version 4 / variant 1 bits, so it is a well-formed UUID.
-        var chars = Array(Crypto.hex(Crypto.sha256(Array("\(messageCode):\(device.id)".utf8)).prefix(16)).uppercased())
+        var chars = Array(Crypto.hex(Crypto.sha256(Array("\(messageCode):\(device)".utf8)).prefix(16)).uppercased())
         chars[12] = "4"
         chars[16] = ["8", "9", "A", "B"][Int(String(chars[16]), radix: 16)! & 3]
         let s = String(chars)

@@ -87,6 +87,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `body` on the loop and waits for its result until `deadline`; nil if the loop did not get to it.
     public func submitAndWait<T: Sendable>(deadline: ContinuousClock.Instant = .now + .seconds(5), _ body: @escaping @Sendable () -> T) -> T? {
         if inLoop { return body() }
+        guard !stopping.load(ordering: .acquiring) else { return nil }
         let result = Mutex<T?>(nil)
         let done = DispatchSemaphore(value: 0)
         execute {

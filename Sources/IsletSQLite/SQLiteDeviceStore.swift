@@ -160,7 +160,10 @@ public struct SQLiteDeviceStore: DeviceStore {
                     INSERT INTO activity_tokens (device, activity_id, token, updated_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (device, activity_id) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at
                     """, [.int(device.id), .text(activityID), Self.optional(token), Self.seconds(date)])
-                if token != nil { try linkActivity(activityID, device: device.id, application: application, at: date, c) }
+                if let token {
+                    let activity = try linkActivity(activityID, device: device.id, application: application, at: date, c)
+                    try catchUp(activity: activity, device: device.id, token: token, at: date, c)
+                }
             }
             return true
         }
@@ -169,8 +172,9 @@ public struct SQLiteDeviceStore: DeviceStore {
     /// A device that reports an update token takes part in that activity: updates reach it (S8, U2).
     /// An activity the app started on its own (not through startLiveActivity) becomes known this way;
     /// an ended one stays ended, since ids are unique per session (reference docs).
+    @discardableResult
     private func linkActivity(_ activityID: String, device: Int64, application: ApplicationCode, at date: Date,
-                              _ c: SQLiteConnection) throws(StoreError) {
+                              _ c: SQLiteConnection) throws(StoreError) -> Int64 {
         let activity = try c.query("""
             INSERT INTO activities (application, activity_id, state, updated_at) VALUES (?, ?, 'active', ?)
             ON CONFLICT (application, activity_id) DO UPDATE SET updated_at = excluded.updated_at
@@ -180,6 +184,36 @@ public struct SQLiteDeviceStore: DeviceStore {
             INSERT INTO activity_devices (activity, device, state) VALUES (?, ?, 'active')
             ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
             """, [activity, .int(device)])
+        return activity.int ?? 0
+    }
+
+    /// A reported update token proves the activity runs on the device: its start is confirmed, and if it
+    /// missed the latest update or end (the token came late, or changed), that is sent again now,
+    /// alert-free, with its original timestamp (issue 10).
+    private func catchUp(activity: Int64, device: Int64, token: String, at date: Date, _ c: SQLiteConnection) throws(StoreError) {
+        try c.run("""
+            UPDATE deliveries SET state = 'sent', status = 200, next_at = NULL, reason = 'confirmed: the device reported its update token'
+            WHERE device = ?1 AND state IN ('unconfirmed', 'retrying')
+              AND message IN (SELECT id FROM messages WHERE activity = ?2 AND event = 'start')
+            """, [.int(device), .int(activity)])
+        let start = try c.query("SELECT MAX(id) FROM messages WHERE activity = ? AND event = 'start' AND state != 'cancelled'",
+                                [.int(activity)])[0][0].int ?? 0
+        guard let latest = try c.query("""
+            SELECT id, state, cursor FROM messages WHERE activity = ? AND id > ? AND event IN ('update', 'end') AND state != 'cancelled'
+            ORDER BY id DESC LIMIT 1
+            """, [.int(activity), .int(start)]).first, let message = latest[0].int else { return }
+        let delivery = try c.query("SELECT state, token FROM deliveries WHERE message = ? AND device = ?", [.int(message), .int(device)]).first
+        let needed = CatchUpRule.needed(
+            latest: (MessageState(rawValue: latest[1].text ?? "") ?? .done, (latest[2].int ?? 0) >= device),
+            delivery: delivery.map { (DeliveryState(rawValue: $0[0].text ?? "") ?? .failed, $0[1].text) }, token: token)
+        guard needed else { return }
+        let now = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        try c.run("""
+            INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies, catch_up, expires_at)
+            VALUES (?1, ?2, 'liveactivity', 0, 'catching up: the device reported its update token after this message', NULL, 0, ?3, 'retrying', ?4, ?5, 0, 1, ?6)
+            ON CONFLICT (message, device) DO UPDATE SET push_type = 'liveactivity', state = 'retrying', next_at = excluded.next_at,
+                token = excluded.token, catch_up = 1, reason = excluded.reason, expires_at = excluded.expires_at
+            """, [.int(message), .int(device), Self.seconds(date), .int(now), .text(token), .int(now + Int64(CatchUpRule.lifetime * 1000))])
     }
 
     public func activityTokens(hwid: String, in application: ApplicationCode) throws(StoreError) -> [ActivityToken] {

@@ -61,6 +61,23 @@ public struct SQLiteMessageStore: MessageStore {
         }
     }
 
+    /// Latest state wins (issue 10): older updates of the activity not yet sent are dropped, and a
+    /// fan-out of one under way stops at its next batch; pushes of older updates and ends still owed
+    /// to devices are settled as superseded. Starts are never superseded by an update: the device
+    /// needs the start, and is caught up with the latest state when it reports its token.
+    private func supersedeOlder(than id: Int64, activity: Int64, at date: Date, _ c: SQLiteConnection) throws(StoreError) {
+        try c.run("""
+            UPDATE messages SET superseded_by = ?1, state = CASE WHEN state = 'pending' AND claimed = 0 THEN 'done' ELSE state END,
+                finished_at = CASE WHEN state = 'pending' AND claimed = 0 THEN ?3 ELSE finished_at END
+            WHERE activity = ?2 AND id < ?1 AND event = 'update' AND state IN ('pending', 'sending') AND superseded_by IS NULL
+            """, [.int(id), .int(activity), Self.seconds(date)])
+        try c.run("""
+            UPDATE deliveries SET state = 'superseded', next_at = NULL, reason = 'a newer update or end of the activity went instead'
+            WHERE state IN ('retrying', 'unconfirmed')
+              AND message IN (SELECT id FROM messages WHERE activity = ?2 AND id < ?1 AND event IN ('update', 'end'))
+            """, [.int(id), .int(activity)])
+    }
+
     public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws {
         try accept(validateOnly: validateOnly) { c in
             for (index, message) in messages.enumerated() {
@@ -81,7 +98,8 @@ public struct SQLiteMessageStore: MessageStore {
                 let state: ActivityState = message.event == .end ? .ended : .active
                 try c.run("UPDATE activities SET state = ?, content_state = ?, updated_at = ? WHERE id = ?",
                           [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date), .int(activity.id)])
-                try insert(message, activity: activity.id, application: application, at: date, c)
+                let id = try insert(message, activity: activity.id, application: application, at: date, c)
+                try supersedeOlder(than: id, activity: activity.id, at: date, c)
             }
         }
     }
@@ -99,29 +117,32 @@ public struct SQLiteMessageStore: MessageStore {
         }
     }
 
+    @discardableResult
     private func insert(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
-                        _ c: SQLiteConnection) throws(StoreError) {
-        try c.run("""
+                        _ c: SQLiteConnection) throws(StoreError) -> Int64 {
+        try c.query("""
             INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, fallback_payload,
-                                  priority, state, due_at, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)
+                                  priority, state, due_at, created_at, expires_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) RETURNING id
             """, [
             .text(message.code), .text(application.rawValue), .int(activity), .text(message.event.rawValue),
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, Self.optional(message.attributesType),
             .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
-            Self.milliseconds(message.dueAt), Self.seconds(date),
-        ])
+            Self.milliseconds(message.dueAt), Self.seconds(date), Self.milliseconds(message.expiresAt),
+        ])[0][0].int ?? 0
     }
 
     // MARK: - Jobs
 
-    public func claimNextJob(at date: Date) throws(StoreError) -> MessageJob? {
+    public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>) throws(StoreError) -> MessageJob? {
         // One transaction: the claim, the activity's id and the decoded target, so a failure leaves nothing claimed.
         try database.write { (c) throws(StoreError) -> MessageJob? in
             let rows = try c.query("""
                 UPDATE messages SET state = 'sending', claimed = 1
-                WHERE id = (SELECT m.id FROM messages m WHERE \(Self.claimable) ORDER BY m.due_at, m.id LIMIT 1)
-                RETURNING id, code, application, event, activity, target, attributes_type, payload, fallback_payload, priority, cursor
+                WHERE id = (SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
+                            ORDER BY m.due_at, m.id LIMIT 1)
+                RETURNING id, code, application, event, activity, target, attributes_type, payload, fallback_payload, priority, cursor,
+                          expires_at, due_at
                 """, [Self.milliseconds(date)])
             guard let row = rows.first, let application = ApplicationCode(row[2].text ?? "") else { return nil }
             let activity = SQLValue.int(row[4].int ?? 0)
@@ -135,9 +156,17 @@ public struct SQLiteMessageStore: MessageStore {
                 id: row[0].int ?? 0, code: row[1].text ?? "", application: application,
                 event: LiveActivityEvent(rawValue: row[3].text ?? "") ?? .update, activity: row[4].int ?? 0, activityID: activityID,
                 target: target, attributesType: row[6].text, payload: row[7].blob ?? [], fallbackPayload: row[8].blob,
-                priority: Int(row[9].int ?? 5), cursor: row[10].int ?? 0)
+                priority: Int(row[9].int ?? 5), cursor: row[10].int ?? 0,
+                expiresAt: Self.date(milliseconds: row[11].int ?? ((row[12].int ?? 0) + 3_600_000)))
         }
     }
+
+    /// `AND column NOT IN ('A', 'B')` for application codes (their syntax admits no quote).
+    static func notIn(_ codes: Set<ApplicationCode>, column: String) -> String {
+        codes.isEmpty ? "" : "AND \(column) NOT IN (\(codes.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")))"
+    }
+
+    static func date(milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
 
     /// Jobs a worker may take now (`?` is now): due and waiting, or left by a crashed run — and only when
     /// no earlier message of the same activity is unfinished, so one activity's messages go out in order.
@@ -149,17 +178,21 @@ public struct SQLiteMessageStore: MessageStore {
     public func nextDueDate() throws(StoreError) -> Date? {
         // Only jobs a worker could take when due: not those claimed, nor those waiting behind their activity.
         try database.withConnection { (c) throws(StoreError) in
-            try c.query("""
+            let job = try c.query("""
                 SELECT MIN(m.due_at) FROM messages m
                 WHERE ((m.state = 'pending') OR (m.state = 'sending' AND m.claimed = 0))
                   AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
-                """)[0][0].int.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+                """)[0][0].int
+            let delivery = try c.query("SELECT MIN(next_at) FROM deliveries WHERE state IN ('retrying', 'unconfirmed')")[0][0].int
+            return [job, delivery].compactMap { $0 }.min().map { Self.date(milliseconds: $0) }
         }
     }
 
     public func releaseClaims() throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             try c.run("UPDATE messages SET claimed = 0 WHERE state = 'sending' AND claimed = 1")
+            // Retries a previous run had in flight: due again now. A start among them keeps the copy it counted.
+            try c.run("UPDATE deliveries SET state = 'retrying', next_at = 0 WHERE state = 'sending'")
         }
     }
 
@@ -184,20 +217,8 @@ public struct SQLiteMessageStore: MessageStore {
 
     public func recordBatch(_ result: BatchResult, of job: MessageJob, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            for record in result.records {
-                try c.run("""
-                    INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (message, device) DO UPDATE SET push_type = excluded.push_type, status = excluded.status,
-                        reason = excluded.reason, apns_id = excluded.apns_id, attempts = attempts + excluded.attempts, at = excluded.at
-                    """, [.int(job.id), .int(record.device), Self.optional(record.pushType), .int(Int64(record.status)),
-                          Self.optional(record.reason), Self.optional(record.apnsID), .int(Int64(record.attempts)), Self.seconds(date)])
-            }
-            for device in result.startedOn {
-                try c.run("""
-                    INSERT INTO activity_devices (activity, device, state) VALUES (?, ?, 'active')
-                    ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
-                    """, [.int(job.activity), .int(device)])
-            }
+            for record in result.records { try Self.write(record, message: job.id, at: date, c) }
+            for device in result.startedOn { try Self.started(activity: job.activity, device: device, c) }
             // A token registered again after APNs found it invalid (the 410's timestamp) is alive: keep it.
             let notRenewed = "(?3 IS NULL OR updated_at * 1000 <= ?3)"
             for dead in result.deadPushToStartTokens {
@@ -214,6 +235,105 @@ public struct SQLiteMessageStore: MessageStore {
                 try c.run("UPDATE devices SET push_token = NULL WHERE id = ?1 AND push_token = ?2 AND \(notRenewed)", Self.parameters(dead))
             }
             try c.run("UPDATE messages SET cursor = ? WHERE id = ?", [.int(result.cursor), .int(job.id)])
+        }
+    }
+
+    static func write(_ record: DeliveryRecord, message: Int64, at date: Date, _ c: SQLiteConnection) throws(StoreError) {
+        try c.run("""
+            INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+            ON CONFLICT (message, device) DO UPDATE SET push_type = excluded.push_type, status = excluded.status,
+                reason = excluded.reason, apns_id = excluded.apns_id, attempts = attempts + excluded.attempts, at = excluded.at,
+                state = excluded.state, next_at = excluded.next_at, token = COALESCE(excluded.token, token), copies = excluded.copies
+            """, [.int(message), .int(record.device), optional(record.pushType), .int(Int64(record.status)),
+                  optional(record.reason), optional(record.apnsID), .int(Int64(record.attempts)), seconds(date),
+                  .text(record.state.rawValue), record.nextAttemptAt.map { milliseconds($0) } ?? .null, optional(record.token),
+                  .int(Int64(record.uncertainCopies))])
+    }
+
+    static func started(activity: Int64, device: Int64, _ c: SQLiteConnection) throws(StoreError) {
+        try c.run("""
+            INSERT INTO activity_devices (activity, device, state) VALUES (?, ?, 'active')
+            ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
+            """, [.int(activity), .int(device)])
+    }
+
+    // MARK: - Due deliveries (retries, unconfirmed starts, catch-ups)
+
+    public func claimDueDeliveries(at date: Date, limit: Int, excluding: Set<ApplicationCode>,
+                                   verdict: (DueDelivery, Date) -> DueVerdict) throws(StoreError) -> [DueDelivery] {
+        try database.write { (c) throws(StoreError) -> [DueDelivery] in
+            let rows = try c.query("""
+                SELECT d.message, m.code, m.application, m.event, m.activity, d.device, dev.sandbox, d.state, COALESCE(d.push_type, 'liveactivity'),
+                       d.token, m.payload, m.fallback_payload, m.priority, COALESCE(d.expires_at, m.expires_at, m.due_at + 3600000), d.attempts, d.copies,
+                       d.catch_up, a.state = 'ended',
+                       EXISTS (SELECT 1 FROM messages n WHERE n.activity = m.activity AND n.id > m.id AND n.event IN ('update', 'end')
+                               AND n.state != 'cancelled'),
+                       EXISTS (SELECT 1 FROM activity_tokens t WHERE t.device = d.device AND t.activity_id = a.activity_id
+                               AND t.token IS NOT NULL AND t.updated_at >= d.at)
+                FROM deliveries d
+                JOIN messages m ON m.id = d.message
+                JOIN activities a ON a.id = m.activity
+                JOIN devices dev ON dev.id = d.device
+                WHERE d.state IN ('retrying', 'unconfirmed') AND d.next_at <= ? \(Self.notIn(excluding, column: "m.application"))
+                ORDER BY d.next_at LIMIT ?
+                """, [Self.milliseconds(date), .int(Int64(limit))])
+            var claimed: [DueDelivery] = []
+            for row in rows {
+                guard let application = ApplicationCode(row[2].text ?? ""), let token = row[9].text else {
+                    try c.run("UPDATE deliveries SET state = 'failed', next_at = NULL, reason = 'no device token stored' WHERE message = ? AND device = ?",
+                              [row[0], row[5]])
+                    continue
+                }
+                let pushType = row[8].text ?? "liveactivity"
+                let due = DueDelivery(
+                    message: row[0].int ?? 0, code: row[1].text ?? "", application: application,
+                    event: LiveActivityEvent(rawValue: row[3].text ?? "") ?? .update, activity: row[4].int ?? 0, device: row[5].int ?? 0,
+                    gateway: row[6].int == 1 ? .sandbox : .production, state: DeliveryState(rawValue: row[7].text ?? "") ?? .retrying,
+                    pushType: pushType, token: token, payload: (pushType == "alert" ? row[11].blob : row[10].blob) ?? [],
+                    priority: Int(row[12].int ?? 10), expiresAt: Self.date(milliseconds: row[13].int ?? 0), attempts: Int(row[14].int ?? 0),
+                    uncertainCopies: Int(row[15].int ?? 0), catchUp: row[16].int == 1, activityEnded: row[17].int == 1,
+                    newerMessage: row[18].int == 1, tokenReportedSince: row[19].int == 1)
+                switch verdict(due, date) {
+                case .settle(let state, let reason):
+                    try c.run("UPDATE deliveries SET state = ?, next_at = NULL, reason = ?, at = ?, status = CASE WHEN ? = 'sent' THEN 200 ELSE status END WHERE message = ? AND device = ?",
+                              [.text(state.rawValue), .text(reason), Self.seconds(date), .text(state.rawValue), row[0], row[5]])
+                    if state == .sent && due.event == .start { try Self.started(activity: due.activity, device: due.device, c) }
+                case .send:
+                    // A start resent after a lost answer counts its copy before it goes, so a crash cannot make a third.
+                    try c.run("UPDATE deliveries SET state = 'sending', next_at = NULL, copies = copies + ? WHERE message = ? AND device = ?",
+                              [.int(due.state == .unconfirmed ? 1 : 0), row[0], row[5]])
+                    claimed.append(due)
+                }
+            }
+            return claimed
+        }
+    }
+
+    public func recordRetries(_ result: RetryResult, at date: Date) throws(StoreError) {
+        try database.write { (c) throws(StoreError) in
+            for (message, _, record) in result.records { try Self.write(record, message: message, at: date, c) }
+            for (activity, device) in result.startedOn { try Self.started(activity: activity, device: device, c) }
+            let notRenewed = "(?3 IS NULL OR updated_at * 1000 <= ?3)"
+            for dead in result.deadPushToStartTokens {
+                try c.run("DELETE FROM push_to_start_tokens WHERE device = ?1 AND token = ?2 AND \(notRenewed)", Self.parameters(dead))
+            }
+            for (activity, dead) in result.deadUpdateTokens {
+                try c.run("""
+                    UPDATE activity_devices SET state = 'token-dead' WHERE activity = ?4 AND device = ?1 AND EXISTS (
+                        SELECT 1 FROM activity_tokens t JOIN activities a ON a.id = ?4
+                        WHERE t.device = ?1 AND t.activity_id = a.activity_id AND t.token = ?2 AND (?3 IS NULL OR t.updated_at * 1000 <= ?3))
+                    """, Self.parameters(dead) + [.int(activity)])
+            }
+            for dead in result.deadPushTokens {
+                try c.run("UPDATE devices SET push_token = NULL WHERE id = ?1 AND push_token = ?2 AND \(notRenewed)", Self.parameters(dead))
+            }
+        }
+    }
+
+    public func supersededBy(_ job: MessageJob) throws(StoreError) -> Int64? {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT superseded_by FROM messages WHERE id = ?", [.int(job.id)]).first?[0].int
         }
     }
 
@@ -250,30 +370,33 @@ public struct SQLiteMessageStore: MessageStore {
     public func messageDetails(code: String, in application: ApplicationCode) throws(StoreError) -> MessageDetails? {
         try database.withConnection { (c) throws(StoreError) -> MessageDetails? in
             guard let row = try c.query("""
-                SELECT m.id, m.event, a.activity_id, m.state, m.created_at, m.due_at, m.finished_at
+                SELECT m.id, m.event, a.activity_id, m.state, m.created_at, m.due_at, m.finished_at, m.expires_at,
+                       (SELECT s.code FROM messages s WHERE s.id = m.superseded_by)
                 FROM messages m JOIN activities a ON a.id = m.activity WHERE m.code = ? AND m.application = ?
                 """, [.text(code), .text(application.rawValue)]).first else { return nil }
             let id = SQLValue.int(row[0].int ?? 0)
-            let counts = try c.query("""
-                SELECT COUNT(*), COALESCE(SUM(status = 200), 0), COALESCE(SUM(push_type IS NOT NULL AND status != 200), 0)
+            var skipped: [String: Int] = [:], reasons: [String: Int] = [:], byState: [DeliveryState: Int] = [:]
+            var targeted = 0
+            for group in try c.query("SELECT state, COALESCE(reason, ''), COUNT(*) FROM deliveries WHERE message = ? GROUP BY 1, 2", [id]) {
+                let state = DeliveryState(rawValue: group[0].text ?? "") ?? .failed, count = Int(group[2].int ?? 0)
+                targeted += count
+                byState[state, default: 0] += count
+                if state == .skipped { skipped[group[1].text ?? "", default: 0] += count }
+                if state == .failed { reasons[group[1].text ?? "", default: 0] += count }
+            }
+            let extra = try c.query("""
+                SELECT MIN(next_at) FILTER (WHERE state IN ('retrying', 'unconfirmed')), COALESCE(SUM(catch_up), 0)
                 FROM deliveries WHERE message = ?
                 """, [id])[0]
-            var skipped: [String: Int] = [:], reasons: [String: Int] = [:]
-            for group in try c.query("""
-                SELECT push_type IS NULL, COALESCE(reason, ''), COUNT(*) FROM deliveries
-                WHERE message = ? AND status != 200 GROUP BY 1, 2
-                """, [id]) {
-                if group[0].int == 1 { skipped[group[1].text ?? "", default: 0] += Int(group[2].int ?? 0) }
-                else { reasons[group[1].text ?? "", default: 0] += Int(group[2].int ?? 0) }
-            }
             return MessageDetails(
                 code: code, event: LiveActivityEvent(rawValue: row[1].text ?? "") ?? .update, activityID: row[2].text ?? "",
                 state: MessageState(rawValue: row[3].text ?? "") ?? .pending,
                 createdAt: Date(timeIntervalSince1970: Double(row[4].int ?? 0)),
                 dueAt: Date(timeIntervalSince1970: Double(row[5].int ?? 0) / 1000),
                 finishedAt: row[6].int.map { Date(timeIntervalSince1970: Double($0)) },
-                targeted: Int(counts[0].int ?? 0), sent: Int(counts[1].int ?? 0), failed: Int(counts[2].int ?? 0),
-                skipped: skipped, reasons: reasons)
+                targeted: targeted, sent: byState[.sent] ?? 0, failed: byState[.failed] ?? 0, skipped: skipped, reasons: reasons,
+                pending: byState.filter { ![.sent, .failed, .skipped].contains($0.key) }, nextAttemptAt: extra[0].int.map { Self.date(milliseconds: $0) },
+                caughtUp: Int(extra[1].int ?? 0), supersededBy: row[8].text, expiresAt: row[7].int.map { Self.date(milliseconds: $0) })
         }
     }
 
@@ -284,17 +407,20 @@ public struct SQLiteMessageStore: MessageStore {
     public func activityDevices(activity: Int64, limit: Int) throws(StoreError) -> [ActivityDevice] {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("""
-                SELECT d.hwid, ad.state, last.status, last.reason, last.code
-                FROM activity_devices ad JOIN devices d ON d.id = ad.device
+                SELECT d.hwid, ad.state, last.status, last.reason, last.code, last.state, last.catch_up, a.state
+                FROM activity_devices ad JOIN devices d ON d.id = ad.device JOIN activities a ON a.id = ad.activity
                 LEFT JOIN (
-                    SELECT dl.device AS device, dl.status AS status, dl.reason AS reason, m.code AS code,
+                    SELECT dl.device AS device, dl.status AS status, dl.reason AS reason, m.code AS code, dl.state AS state, dl.catch_up AS catch_up,
                            ROW_NUMBER() OVER (PARTITION BY dl.device ORDER BY m.id DESC) AS n
                     FROM messages m JOIN deliveries dl ON dl.message = m.id WHERE m.activity = ?1
                 ) last ON last.device = ad.device AND last.n = 1
                 WHERE ad.activity = ?1 ORDER BY ad.device LIMIT ?2
                 """, [.int(activity), .int(Int64(limit))]).map { row in
-                ActivityDevice(hwid: row[0].text ?? "", state: row[1].text ?? "", lastStatus: row[2].int.map { Int($0) },
-                               lastReason: row[3].text, lastMessage: row[4].text)
+                // After the end, a device where it ran shows "ended", not "active".
+                let state = row[1].text == "active" && row[7].text == ActivityState.ended.rawValue ? "ended" : row[1].text ?? ""
+                return ActivityDevice(hwid: row[0].text ?? "", state: state, lastStatus: row[2].int.map { Int($0) },
+                                      lastReason: row[3].text, lastMessage: row[4].text, lastState: row[5].text.flatMap(DeliveryState.init(rawValue:)),
+                                      caughtUp: row[6].int == 1)
             }
         }
     }

@@ -168,6 +168,21 @@ enum SQLiteMigrations {
             ) STRICT;
             ALTER TABLE activities ADD COLUMN schema_version INTEGER;
             """),
+        Migration(version: 7, name: "durable retries, expiry, superseded messages, unconfirmed starts and catch-up", sql: """
+            ALTER TABLE deliveries ADD COLUMN state TEXT NOT NULL DEFAULT 'sent'
+                CHECK (state IN ('sent', 'failed', 'skipped', 'retrying', 'sending', 'unconfirmed', 'superseded', 'expired'));
+            UPDATE deliveries SET state = CASE WHEN push_type IS NULL THEN 'skipped' WHEN status = 200 THEN 'sent' ELSE 'failed' END;
+            ALTER TABLE deliveries ADD COLUMN next_at INTEGER;
+            ALTER TABLE deliveries ADD COLUMN token TEXT;
+            ALTER TABLE deliveries ADD COLUMN copies INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE deliveries ADD COLUMN catch_up INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE deliveries ADD COLUMN expires_at INTEGER;
+            CREATE INDEX deliveries_due ON deliveries (next_at) WHERE state IN ('retrying', 'unconfirmed');
+            CREATE INDEX deliveries_by_device ON deliveries (device, message);
+            ALTER TABLE messages ADD COLUMN expires_at INTEGER;
+            UPDATE messages SET expires_at = due_at + 3600000;
+            ALTER TABLE messages ADD COLUMN superseded_by INTEGER;
+            """),
     ]
 
     static var latestVersion: Int { all.last!.version }

@@ -24,6 +24,33 @@ public struct MessageState: WireValue {
     public static let all = [pending, sending, done, cancelled]
 }
 
+/// Where one device's push of one message is (A5, issue 10).
+public struct DeliveryState: WireValue {
+    public let rawValue: String
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    /// APNs accepted it (or, for a start, the device confirmed it by reporting its update token).
+    public static let sent = Self(uncheckedRawValue: "sent")
+    /// APNs refused it for good (bad token, bad request), or a start stayed unconfirmed after two copies.
+    public static let failed = Self(uncheckedRawValue: "failed")
+    /// Not sent, with the reason (S7, U2).
+    public static let skipped = Self(uncheckedRawValue: "skipped")
+    /// Waiting for its next attempt (`next_attempt_at`) after a retryable answer or no answer.
+    public static let retrying = Self(uncheckedRawValue: "retrying")
+    /// A retry being sent now.
+    public static let sending = Self(uncheckedRawValue: "sending")
+    /// A start whose answer was lost: waiting for the device to report an update token before a second copy.
+    public static let unconfirmed = Self(uncheckedRawValue: "unconfirmed")
+    /// A newer update or end of the activity went instead (latest state wins).
+    public static let superseded = Self(uncheckedRawValue: "superseded")
+    /// Still undelivered when the push expired (`apns-expiration`).
+    public static let expired = Self(uncheckedRawValue: "expired")
+    public static let all = [sent, failed, skipped, retrying, sending, unconfirmed, superseded, expired]
+
+    /// Still owed to the device: the message is not settled while any push is in one of these.
+    public var isOpen: Bool { self == .retrying || self == .sending || self == .unconfirmed }
+}
+
 /// A Live Activity of an application, keyed by its `live_activity_id` (S8).
 public struct ActivityRecord: Sendable, Equatable {
     public let id: Int64
@@ -65,11 +92,14 @@ public struct NewMessage: Sendable {
     public let dueAt: Date
     /// Starts only: the schema version the activity's content-state was checked against (X2).
     public let schemaVersion: Int?
+    /// After this the pushes are not worth delivering: sent as `apns-expiration`, and retries stop.
+    public let expiresAt: Date
 
     public init(code: String, event: LiveActivityEvent, activityID: String, target: TargetSelection?, attributesType: String?,
                 name: String?, contentState: JSONObject, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, dueAt: Date,
-                schemaVersion: Int? = nil) {
+                schemaVersion: Int? = nil, expiresAt: Date? = nil) {
         self.schemaVersion = schemaVersion
+        self.expiresAt = expiresAt ?? dueAt.addingTimeInterval(3600)
         self.code = code
         self.event = event
         self.activityID = activityID
@@ -113,8 +143,10 @@ public struct MessageJob: Sendable, Equatable {
     public let priority: Int
     /// Devices up to this id are done; a resumed job starts after it.
     public let cursor: Int64
+    public let expiresAt: Date
 
-    public init(id: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, activityID: String, target: TargetSelection?, attributesType: String?, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, cursor: Int64) {
+    public init(id: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, activityID: String, target: TargetSelection?, attributesType: String?, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, cursor: Int64, expiresAt: Date) {
+        self.expiresAt = expiresAt
         self.id = id
         self.code = code
         self.application = application
@@ -158,16 +190,99 @@ public struct DeliveryRecord: Sendable, Equatable {
     /// Apple's reason, or the skip reason.
     public let reason: String?
     public let apnsID: String?
+    /// Sends of this push in this record (added to the stored count).
     public let attempts: Int
+    public let state: DeliveryState
+    /// With `.retrying` and `.unconfirmed`: when to look at it again.
+    public let nextAttemptAt: Date?
+    /// The device token it went (or goes) to.
+    public let token: String?
+    /// Sends of a start that may have reached the phone without an answer (at most two ever go out).
+    public let uncertainCopies: Int
 
-    public init(device: Int64, pushType: String?, status: Int, reason: String?, apnsID: String?, attempts: Int) {
+    public init(device: Int64, pushType: String?, status: Int, reason: String?, apnsID: String?, attempts: Int,
+                state: DeliveryState? = nil, nextAttemptAt: Date? = nil, token: String? = nil, uncertainCopies: Int = 0) {
         self.device = device
         self.pushType = pushType
         self.status = status
         self.reason = reason
         self.apnsID = apnsID
         self.attempts = attempts
+        self.state = state ?? (pushType == nil ? .skipped : status == 200 ? .sent : .failed)
+        self.nextAttemptAt = nextAttemptAt
+        self.token = token
+        self.uncertainCopies = uncertainCopies
     }
+}
+
+/// A push owed to a device that is due again: a retry, a start awaiting confirmation, or a catch-up.
+public struct DueDelivery: Sendable, Equatable {
+    public let message: Int64
+    public let code: String
+    public let application: ApplicationCode
+    public let event: LiveActivityEvent
+    public let activity: Int64
+    public let device: Int64
+    public let gateway: Gateway
+    public let state: DeliveryState
+    /// "liveactivity" or "alert".
+    public let pushType: String
+    public let token: String
+    public let payload: [UInt8]
+    public let priority: Int
+    public let expiresAt: Date
+    public let attempts: Int
+    public let uncertainCopies: Int
+    /// Sent to catch a device up with the latest state: without the alert (issue 10).
+    public let catchUp: Bool
+    /// The facts the claim decides on.
+    public let activityEnded: Bool
+    /// A newer update or end of the same activity exists.
+    public let newerMessage: Bool
+    /// The device reported an update token for the activity after this push was recorded.
+    public let tokenReportedSince: Bool
+
+    public init(message: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, device: Int64,
+                gateway: Gateway, state: DeliveryState, pushType: String, token: String, payload: [UInt8], priority: Int, expiresAt: Date,
+                attempts: Int, uncertainCopies: Int, catchUp: Bool, activityEnded: Bool, newerMessage: Bool, tokenReportedSince: Bool) {
+        self.message = message
+        self.code = code
+        self.application = application
+        self.event = event
+        self.activity = activity
+        self.device = device
+        self.gateway = gateway
+        self.state = state
+        self.pushType = pushType
+        self.token = token
+        self.payload = payload
+        self.priority = priority
+        self.expiresAt = expiresAt
+        self.attempts = attempts
+        self.uncertainCopies = uncertainCopies
+        self.catchUp = catchUp
+        self.activityEnded = activityEnded
+        self.newerMessage = newerMessage
+        self.tokenReportedSince = tokenReportedSince
+    }
+}
+
+/// What becomes of a due delivery when it is claimed.
+public enum DueVerdict: Sendable, Equatable {
+    /// Send it now (a start awaiting confirmation counts one more possible copy).
+    case send
+    /// Settle it without sending.
+    case settle(DeliveryState, reason: String)
+}
+
+/// The outcome of sending due deliveries, written in one transaction.
+public struct RetryResult: Sendable {
+    public var records: [(message: Int64, activity: Int64, record: DeliveryRecord)] = []
+    public var startedOn: [(activity: Int64, device: Int64)] = []
+    public var deadPushToStartTokens: [DeadToken] = []
+    public var deadUpdateTokens: [(activity: Int64, token: DeadToken)] = []
+    public var deadPushTokens: [DeadToken] = []
+    public init() {}
 }
 
 /// A token APNs answered 410 or BadDeviceToken for; cleared only while the device still holds it, and
@@ -224,8 +339,23 @@ public struct MessageDetails: Sendable, Equatable {
     public let skipped: [String: Int]
     /// APNs reasons of the failed pushes, with counts.
     public let reasons: [String: Int]
+    /// Pushes by delivery state, for the states beyond sent/failed/skipped (retrying, unconfirmed, superseded, expired…).
+    public let pending: [DeliveryState: Int]
+    /// The earliest next attempt of a retrying or unconfirmed push.
+    public let nextAttemptAt: Date?
+    /// Pushes sent to catch a late device up with the latest state.
+    public let caughtUp: Int
+    /// The newer message that made this one unnecessary before it went out.
+    public let supersededBy: String?
+    public let expiresAt: Date?
 
-    public init(code: String, event: LiveActivityEvent, activityID: String, state: MessageState, createdAt: Date, dueAt: Date, finishedAt: Date?, targeted: Int, sent: Int, failed: Int, skipped: [String: Int], reasons: [String: Int]) {
+    public init(code: String, event: LiveActivityEvent, activityID: String, state: MessageState, createdAt: Date, dueAt: Date, finishedAt: Date?, targeted: Int, sent: Int, failed: Int, skipped: [String: Int], reasons: [String: Int],
+                pending: [DeliveryState: Int] = [:], nextAttemptAt: Date? = nil, caughtUp: Int = 0, supersededBy: String? = nil, expiresAt: Date? = nil) {
+        self.pending = pending
+        self.nextAttemptAt = nextAttemptAt
+        self.caughtUp = caughtUp
+        self.supersededBy = supersededBy
+        self.expiresAt = expiresAt
         self.code = code
         self.event = event
         self.activityID = activityID
@@ -248,8 +378,15 @@ public struct ActivityDevice: Sendable, Equatable {
     public let lastStatus: Int?
     public let lastReason: String?
     public let lastMessage: String?
+    /// The delivery state of the last message's push to this device.
+    public let lastState: DeliveryState?
+    /// That push caught the device up after a late token.
+    public let caughtUp: Bool
 
-    public init(hwid: String, state: String, lastStatus: Int?, lastReason: String?, lastMessage: String?) {
+    public init(hwid: String, state: String, lastStatus: Int?, lastReason: String?, lastMessage: String?, lastState: DeliveryState? = nil,
+                caughtUp: Bool = false) {
+        self.lastState = lastState
+        self.caughtUp = caughtUp
         self.hwid = hwid
         self.state = state
         self.lastStatus = lastStatus
@@ -266,10 +403,18 @@ public protocol MessageStore: Sendable {
     /// Stores update/end messages, all or none; refuses unknown and ended activities (U1).
     func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws
 
-    /// Takes the next due job, if any, for this process to send.
-    func claimNextJob(at date: Date) throws(StoreError) -> MessageJob?
-    /// When the next pending job falls due; nil when none waits.
+    /// Takes the next due job, if any, for this process to send; none of the `excluding` applications.
+    func claimNextJob(at date: Date, excluding: Set<ApplicationCode>) throws(StoreError) -> MessageJob?
+    /// When the next pending job or due delivery falls due; nil when none waits.
     func nextDueDate() throws(StoreError) -> Date?
+    /// Claims up to `limit` deliveries due at `date` (not of `excluding` applications), settling in the same
+    /// transaction those `verdict` says need no send; returns the ones to send, now `.sending`.
+    func claimDueDeliveries(at date: Date, limit: Int, excluding: Set<ApplicationCode>,
+                            verdict: (DueDelivery, Date) -> DueVerdict) throws(StoreError) -> [DueDelivery]
+    /// Writes what sending due deliveries came to, in one transaction.
+    func recordRetries(_ result: RetryResult, at date: Date) throws(StoreError)
+    /// The newer message that superseded this job while it was being sent, if any.
+    func supersededBy(_ job: MessageJob) throws(StoreError) -> Int64?
     /// Frees jobs a previous run of this process claimed but did not finish (a crash), so they resume now.
     func releaseClaims() throws(StoreError)
     /// A page of the devices an update goes to, in id order after `afterID` (U2).
@@ -286,4 +431,26 @@ public protocol MessageStore: Sendable {
     func activity(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> ActivityRecord?
     /// Up to `limit` devices of the activity with their last delivery.
     func activityDevices(activity: Int64, limit: Int) throws(StoreError) -> [ActivityDevice]
+}
+
+/// When a device reports an update token for an activity, whether it must be sent the activity's
+/// latest update or end again (issue 10): it missed it (no token yet, skipped, failed, expired), or it
+/// went to a token the device no longer uses (rotation). Pure: every storage engine asks this.
+public enum CatchUpRule {
+    /// - latest: the state of the activity's newest update or end since the device's start, and whether
+    ///   its fan-out has already passed this device; nil when there is none.
+    /// - delivery: that message's push to this device, if one is recorded.
+    public static func needed(latest: (state: MessageState, fanOutPassed: Bool)?, delivery: (state: DeliveryState, token: String?)?,
+                              token: String) -> Bool {
+        guard let latest, latest.state == .done || latest.state == .sending else { return false }
+        guard let delivery else { return latest.state == .done || latest.fanOutPassed }
+        switch delivery.state {
+        case .sent, .retrying, .unconfirmed: return delivery.token != token
+        case .skipped, .failed, .expired: return true
+        default: return false   // in flight now, or superseded by a newer message that will reach the device itself
+        }
+    }
+
+    /// How long a catch-up push is worth delivering.
+    public static let lifetime: TimeInterval = 3600
 }

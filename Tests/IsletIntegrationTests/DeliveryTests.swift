@@ -6,25 +6,41 @@ import IsletStore
 
 @Suite("Durable delivery, retries, statistics and schedules (A5, S5, X4)")
 struct DeliveryTests {
-    @Test func retryableAnswersAreRetriedAndCountedAsAttempts() throws {
-        // 429 twice, then 200, for first_third's push-to-start token; 500 forever for second_device's.
+    @Test func retryableAnswersAreRetriedUntilTheyAreDeliveredOrFail() throws {
+        // 429 twice, then 200, for first_third's push-to-start token; 500 until the push expires for second_device's.
         let transport = RecordingTransport { push, earlier in
             if push.deviceToken == LiveActivityWorld.hex("51", 80) { return earlier < 2 ? PushOutcome(status: 429, reason: "TooManyRequests") : .delivered }
             if push.deviceToken == LiveActivityWorld.hex("53", 80) { return PushOutcome(status: 500, reason: "InternalServerError") }
             return .delivered
         }
         let world = try LiveActivityWorld(transport: transport)
+        let acceptedAt = world.clock.now
         let codes = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]]))
-        let details = try #require(try world.waitUntilSent(codes).first)
-        #expect(details.sent == 1 && details.failed == 1)
-        #expect(details.reasons == ["InternalServerError": 1])
-        #expect(world.pushes(to: LiveActivityWorld.hex("51", 80)).count == 3)
-        #expect(world.pushes(to: LiveActivityWorld.hex("53", 80)).count == 3, "bounded attempts, then the reason is final")
+        let appCode = ApplicationCode(world.code)!
+        // Retries are due on the server's clock: move it a few seconds at a time until the 429s are past.
+        let sent = try eventually {
+            world.clock.advance(5)
+            world.running.server.delivery?.kick()
+            return try world.running.server.messages.messageDetails(code: codes[0], in: appCode)?.sent == 1
+        }
+        #expect(sent)
+        #expect(world.pushes(to: LiveActivityWorld.hex("51", 80)).count == 3, "two 429s, then delivered")
+        let retrying = try world.expectOK(try world.server("getMessageDetails", ["message": .string(codes[0])]))["message"]?.objectValue
+        #expect(retrying?["status"] == "retrying")
+        #expect(retrying?["counts"]?.objectValue?["retrying"] == 1)
+        #expect(retrying?["next_attempt_at"]?.stringValue != nil)
 
+        // Past the push's expiry (1 hour after its send time) the 500s stop and the record says expired.
+        world.clock.advance(3700)
+        world.running.server.delivery?.kick()
+        let expired = try eventually { try world.running.server.messages.messageDetails(code: codes[0], in: appCode)?.pending[.expired] == 1 }
+        #expect(expired)
         let stats = try world.expectOK(try world.server("getMessageDetails", ["message": .string(codes[0])]))["message"]?.objectValue
         #expect(stats?["status"] == "done")
-        #expect(stats?["counts"] == ["targeted": 2, "sent": 1, "failed": 1, "skipped": [:]])
-        #expect(stats?["apns_reasons"] == ["InternalServerError": 1])
+        #expect(stats?["counts"] == ["targeted": 2, "sent": 1, "failed": 0, "skipped": [:], "expired": 1])
+        #expect(world.pushes(to: LiveActivityWorld.hex("53", 80)).count >= 2)
+        #expect(world.transport.pushes.allSatisfy { $0.expiration == Int64(acceptedAt.timeIntervalSince1970) + 3600 },
+                "apns-expiration: the send time plus the push lifetime, on every attempt")
 
         let activity = try world.expectOK(try world.server("getLiveActivity", ["live_activity_id": "ORDER_1"]))["live_activity"]?.objectValue
         #expect(activity?["state"] == "active")

@@ -250,10 +250,16 @@ struct UpdateRulesTests {
             codes += try world.messageCodes(try update([updateNotification(activity: ["content-state": ["status": .string(status)]])]))
             world.clock.advance(1)
         }
-        _ = try world.waitUntilSent(codes)
+        let details = try world.waitUntilSent(codes)
         let toFirst = world.pushes(to: LiveActivityWorld.hex("e1", 40)).compactMap { try? JSONParser.parse($0.payload).objectValue?["aps"]?.objectValue }
-        #expect(toFirst.map { $0["content-state"]?.objectValue?["status"] } == ["a", "b", "c"])
+        // In order, and the latest state last; an update still waiting when a newer one came was
+        // superseded (latest state wins, issue 10) rather than sent late.
+        let statuses = toFirst.compactMap { $0["content-state"]?.objectValue?["status"]?.stringValue }
+        #expect(statuses.last == "c" && statuses == statuses.sorted() && Set(statuses).count == statuses.count, "\(statuses)")
         let stamps = toFirst.compactMap { $0["timestamp"]?.intValue }
-        #expect(stamps == stamps.sorted() && Set(stamps).count == 3)
+        #expect(stamps == stamps.sorted() && Set(stamps).count == stamps.count)
+        for (code, detail) in zip(codes, details) where !statuses.contains(["a", "b", "c"][codes.firstIndex(of: code)!]) {
+            #expect(detail.supersededBy != nil && detail.targeted == 0, "\(code) neither sent nor superseded")
+        }
     }
 }

@@ -98,13 +98,14 @@ final class RunningServer {
     var databasePath: String { directory.appendingPathComponent("islet.sqlite").path }
 
     /// `transport` receives every push; `clock` is the server's time.
-    init(demo: Bool = true, transport: (any PushTransport)? = nil, clock: TestClock? = nil, directory: URL? = nil) throws {
+    init(demo: Bool = true, transport: (any PushTransport)? = nil, clock: TestClock? = nil, directory: URL? = nil,
+         delivery: DeliveryConfiguration? = nil) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("islet-it-\(UUID().uuidString)")
         let configuration = ServerConfiguration(
             listen: ListenAddress(host: "127.0.0.1", port: 0),
             databasePath: self.directory.appendingPathComponent("islet.sqlite").path)
-        let delivery = DeliveryConfiguration(workers: 2, batchSize: 3, maximumAttempts: 3, retryDelay: .milliseconds(5),
-                                             idlePoll: .milliseconds(50))
+        let delivery = delivery ?? DeliveryConfiguration(workers: 2, batchSize: 3, retry: RetryPolicy(firstDelay: .seconds(1), maximumDelay: .seconds(8)),
+                                                         idlePoll: .milliseconds(50))
         let now: @Sendable () -> Date
         if let clock { now = { clock.now } } else { now = { Date() } }
         server = try IsletServer(configuration: configuration, logger: .discard, transport: transport, delivery: delivery, clock: now)
@@ -143,13 +144,14 @@ final class RecordingTransport: PushTransport {
     init(answer: @escaping @Sendable (Push, Int) -> PushOutcome = { _, _ in .delivered }) { self.answer = answer }
 
     func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome] {
-        state.withLock { sent in
+        // Answered outside the lock: a slow answer for one push must not hold up other workers' sends.
+        let earlier = state.withLock { sent in
             pushes.map { push in
-                let earlier = sent.filter { $0.apnsID == push.apnsID }.count
-                sent.append(push)
-                return answer(push, earlier)
+                defer { sent.append(push) }
+                return sent.filter { $0.apnsID == push.apnsID }.count
             }
         }
+        return zip(pushes, earlier).map { answer($0, $1) }
     }
 
     var pushes: [Push] { state.withLock { $0 } }

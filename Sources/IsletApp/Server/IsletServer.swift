@@ -65,8 +65,10 @@ public final class IsletServer: Sendable {
                             configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock)
         }
         self.delivery = delivery
-        let methods = [ApplicationMethods.getApplication] + DeviceMethods(store: devices).all + FilterMethods(store: devices).all
-            + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, kick: { delivery?.kick() }).all
+        let methods = [ApplicationMethods.getApplication] + DeviceMethods(store: devices, kick: { delivery?.kick() }).all
+            + FilterMethods(store: devices).all
+            + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
+                                  kick: { delivery?.kick() }).all
             + SchemaMethods(store: schemas).all
         let routes = SimulatorRoutes(wiring: wiring)
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
@@ -114,10 +116,15 @@ public final class IsletServer: Sendable {
     @discardableResult
     public func shutdown() -> Bool {
         logger.info("shutting down", ["in_flight": .int(Int64(http.requestsInFlight))])
+        let deadline = ContinuousClock.now + configuration.shutdownGracePeriod
         let drained = http.shutdown(gracePeriod: configuration.shutdownGracePeriod)
-        delivery?.shutdown()
-        client?.shutdown()
+        // The client answers what is in flight at once (not sent, or unknown), so workers record their
+        // batch as retries or unconfirmed starts and stop; nothing accepted is lost.
+        let client = self.client
+        let stopped = delivery?.shutdown(deadline: deadline, unblock: { client?.shutdown(deadline: deadline) }) ?? true
+        client?.shutdown(deadline: deadline)
         simulator?.stop()
+        if !stopped { logger.warning("delivery workers were still busy at the shutdown deadline; their work resumes at the next start") }
         logger.info("stopped", ["drained": .bool(drained)])
         return drained
     }

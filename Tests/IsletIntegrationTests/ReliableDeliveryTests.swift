@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletDelivery
+import IsletStore
+import Synchronization
+
+/// Delivery under APNs outages, lost answers, late and changing tokens, and a slow application (issue 10),
+/// through the HTTP API with a scripted transport and a test clock: no sleeps, every wait has a deadline.
+@Suite("Reliable delivery: outages, lost answers, late tokens, latest state (issue 10)")
+struct ReliableDeliveryTests {
+    static let firstStart = LiveActivityWorld.hex("51", 80), secondStart = LiveActivityWorld.hex("53", 80)
+    static let firstUpdate = LiveActivityWorld.hex("e1", 40), secondUpdate = LiveActivityWorld.hex("e2", 40)
+
+    func details(_ world: LiveActivityWorld, _ code: String) throws -> MessageDetails? {
+        try world.running.server.messages.messageDetails(code: code, in: ApplicationCode(world.code)!)
+    }
+
+    /// Moves the server's clock `step` seconds at a time until `condition` holds (or 10 s of real time pass).
+    func advanceUntil(_ world: LiveActivityWorld, step: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
+        try eventually {
+            if try condition() { return true }
+            world.clock.advance(step)
+            world.running.server.delivery?.kick()
+            return false
+        }
+    }
+
+    func started(_ world: LiveActivityWorld, id: String = "ORDER_1", devices: [JSONValue] = ["first_third", "second_device"]) throws -> String {
+        let codes = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(["devices": .array(devices)], id: id))]]))
+        return codes[0]
+    }
+
+    @Test func anOutageLosesNothing() throws {
+        let outage = Atomic<Bool>(false)
+        let transport = RecordingTransport { _, _ in outage.load(ordering: .relaxed) ? PushOutcome(status: 503, reason: "ServiceUnavailable") : .delivered }
+        let world = try LiveActivityWorld(transport: transport)
+        _ = try world.waitUntilSent([try started(world)])
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
+        try world.reportUpdateToken("second_device", activity: "ORDER_1", token: Self.secondUpdate)
+        outage.store(true, ordering: .relaxed)
+        let update = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification())]]))[0]
+        // Five minutes of 503s: the pushes keep being retried, never given up.
+        #expect(try advanceUntil(world, step: 10) { world.clock.now.timeIntervalSince(world.transport.pushes.first?.expiration.map { Date(timeIntervalSince1970: Double($0 - 3600)) } ?? world.clock.now) > 300 })
+        let during = try #require(try details(world, update))
+        #expect(during.pending[.retrying] == 2 && during.sent == 0 && during.failed == 0, "\(during)")
+        #expect(during.nextAttemptAt != nil)
+        #expect(world.pushes(to: Self.firstUpdate).count > 3, "retried during the outage")
+        outage.store(false, ordering: .relaxed)
+        #expect(try advanceUntil(world, step: 10) { try details(world, update)?.sent == 2 }, "delivered once APNs is back")
+        let after = try #require(try details(world, update))
+        #expect(after.pending.isEmpty && after.failed == 0)
+    }
+
+    @Test func aStartWhoseAnswerWasLostWaitsForTheDeviceInsteadOfMakingASecondCard() throws {
+        // Both start pushes reach "APNs" but the answers are lost; first_third's app then reports its token.
+        let transport = RecordingTransport { push, _ in
+            push.pushType == "liveactivity" && [Self.firstStart, Self.secondStart].contains(push.deviceToken) ? .unknown("connection lost before APNs answered") : .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        let code = try started(world)
+        #expect(try eventually { try details(world, code)?.pending[.unconfirmed] == 2 })
+        world.clock.advance(30)
+        world.running.server.delivery?.kick()
+        #expect(world.pushes(to: Self.firstStart).count == 1 && world.pushes(to: Self.secondStart).count == 1, "not resent at once")
+
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
+        #expect(try details(world, code)?.sent == 1, "the token confirms the start")
+
+        // Past the 60-second wait, second_device (no token) gets exactly one more copy, with the same apns-id.
+        #expect(try advanceUntil(world, step: 20) { world.pushes(to: Self.secondStart).count == 2 })
+        let copies = world.pushes(to: Self.secondStart)
+        #expect(copies[0].apnsID == copies[1].apnsID && copies[0].payload == copies[1].payload)
+        // That copy's answer is lost too: after another wait it is failed, never a third copy.
+        #expect(try advanceUntil(world, step: 20) { try details(world, code)?.failed == 1 })
+        world.clock.advance(600)
+        world.running.server.delivery?.kick()
+        #expect(try eventually { try details(world, code)?.pending.isEmpty == true })
+        #expect(world.pushes(to: Self.secondStart).count == 2, "at most two copies of one start")
+        #expect(world.pushes(to: Self.firstStart).count == 1)
+    }
+
+    @Test func updatesAndTheEndBeforeTheTokenAreCaughtUpWhenItComes() throws {
+        let world = try LiveActivityWorld()
+        _ = try world.waitUntilSent([try started(world, devices: ["first_third"])])
+        let update = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification())]]))[0]
+        #expect(try world.waitUntilSent([update]).first?.skipped == ["no update token yet": 1])
+        world.clock.advance(5)
+        let end = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(
+            ["content": "Delivered!"], activity: ["content-state": ["status": "Delivered", "estimatedTime": "0 min"], "dismissal-date": 1_900_000_000],
+            event: "end"))]]))[0]
+        _ = try world.waitUntilSent([end])
+        #expect(world.pushes(to: Self.firstUpdate).isEmpty)
+
+        // The app reports its token late: the device gets the end it missed, as it was, without the alert.
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
+        #expect(try eventually { world.pushes(to: Self.firstUpdate).count == 1 })
+        let push = try #require(world.pushes(to: Self.firstUpdate).first)
+        let caughtUp = try #require(try JSONParser.parse(push.payload).objectValue?["aps"]?.objectValue)
+        #expect(caughtUp["event"] == "end" && caughtUp["dismissal-date"] == 1_900_000_000)
+        #expect(caughtUp["content-state"]?.objectValue?["status"] == "Delivered")
+        #expect(caughtUp["alert"] == nil, "catch-up is alert-free")
+        #expect(caughtUp["timestamp"]?.intValue == Int64(world.clock.now.timeIntervalSince1970), "the end's own timestamp")
+        #expect(try eventually { try details(world, end)?.caughtUp == 1 && details(world, end)?.sent == 1 })
+        let device = try world.expectOK(try world.server("getLiveActivity", ["live_activity_id": "ORDER_1"]))["live_activity"]?.objectValue?["devices"]?.arrayValue?.first?.objectValue
+        #expect(device?["caught_up"] == true && device?["state"] == "ended")
+    }
+
+    @Test func aChangedTokenGetsTheLatestStateAgain() throws {
+        let world = try LiveActivityWorld()
+        _ = try world.waitUntilSent([try started(world, devices: ["first_third"])])
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
+        let update = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification())]]))[0]
+        _ = try world.waitUntilSent([update])
+        #expect(world.pushes(to: Self.firstUpdate).count == 1)
+        let rotated = LiveActivityWorld.hex("e9", 40)
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: rotated)
+        #expect(try eventually { world.pushes(to: rotated).count == 1 })
+        #expect(world.pushes(to: rotated).first?.payload == CatchUpPayload.make(world.pushes(to: Self.firstUpdate)[0].payload))
+        // Reporting the same token again sends nothing more.
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: rotated)
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: rotated)
+        let update2 = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(activity: ["content-state": ["status": "x"]]))]]))[0]
+        _ = try world.waitUntilSent([update2])
+        #expect(world.pushes(to: rotated).count == 2, "the catch-up, then the next update; no repeats")
+    }
+
+    @Test func aNewerUpdateSupersedesARetryOfAnOlderOne() throws {
+        let failing = Atomic<Bool>(false)
+        let transport = RecordingTransport { push, _ in
+            failing.load(ordering: .relaxed) && push.deviceToken == Self.firstUpdate
+                ? PushOutcome(status: 503, reason: "ServiceUnavailable", retryAfter: .seconds(60)) : .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        _ = try world.waitUntilSent([try started(world, devices: ["first_third"])])
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
+        failing.store(true, ordering: .relaxed)
+        let older = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(activity: ["content-state": ["status": "old"]]))]]))[0]
+        #expect(try eventually { try details(world, older)?.pending[.retrying] == 1 })
+        failing.store(false, ordering: .relaxed)
+        world.clock.advance(1)
+        let newer = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(activity: ["content-state": ["status": "new"]]))]]))[0]
+        _ = try world.waitUntilSent([newer])
+        #expect(try eventually { try details(world, newer)?.sent == 1 })
+        #expect(try details(world, older)?.pending[.superseded] == 1, "counted as superseded, not failed")
+        world.clock.advance(120)
+        world.running.server.delivery?.kick()
+        #expect(try eventually { try details(world, older)?.pending[.retrying] == nil })
+        let statuses = world.pushes(to: Self.firstUpdate).compactMap { try? JSONParser.parse($0.payload).objectValue?["aps"]?.objectValue?["content-state"]?.objectValue?["status"]?.stringValue }
+        #expect(statuses.last == "new" && statuses.filter { $0 == "new" }.count == 1, "\(statuses)")
+    }
+
+    @Test func aSlowApplicationDoesNotHoldBackAnother() throws {
+        let release = DispatchSemaphore(value: 0)
+        let slowBundle = "com.example.slow"
+        let transport = RecordingTransport { push, _ in
+            if push.topic.hasPrefix(slowBundle) { _ = release.wait(timeout: .now() + 20) }
+            return .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        defer { for _ in 0..<4 { release.signal() } }
+        let slow = try world.running.admin().create(name: "Slow", bundleID: slowBundle)
+        let slowToken = LiveActivityWorld.hex("77", 80)
+        try world.expectOK(call(world.running.port, "registerDevice", ["application": .string(slow.application.code.rawValue), "hwid": "slow-phone",
+                                                                        "push_token": .string(LiveActivityWorld.hex("78", 32))], token: slow.apiToken.secret))
+        try world.expectOK(call(world.running.port, "setActivityPushToStartToken", ["application": .string(slow.application.code.rawValue), "hwid": "slow-phone",
+                                                                                     "activity_push_to_start_token": .string(slowToken)], token: slow.apiToken.secret))
+        for n in 0..<3 {
+            try world.expectOK(call(world.running.port, "startLiveActivity", ["application": .string(slow.application.code.rawValue), "auth": .string(slow.apiToken.secret),
+                "notifications": [.object(startNotification(["devices": ["slow-phone"]], id: "SLOW_\(n)"))]]))
+        }
+        #expect(try eventually { world.transport.pushes.contains { $0.deviceToken == slowToken } }, "the slow application's APNs holds a worker")
+        // Meanwhile the demo application's start goes out at once.
+        let code = try started(world, devices: ["first_third"])
+        #expect(try eventually(5) { try details(world, code)?.sent == 1 })
+        #expect(world.pushes(to: Self.firstStart).count == 1)
+    }
+}

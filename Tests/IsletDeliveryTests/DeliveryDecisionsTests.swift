@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletDelivery
+import IsletStore
+
+/// The retry, expiry, supersede, confirmation and catch-up decisions, in-process: no sockets, no store.
+@Suite("Delivery decisions (issue 10)")
+struct DeliveryDecisionsTests {
+    let decisions = DeliveryDecisions(policy: RetryPolicy(), jitter: { 1.0 })
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    var expiresAt: Date { now.addingTimeInterval(3600) }
+    let push = Push(application: ApplicationCode("APPAA-00001")!, deviceToken: "ab", gateway: .production, pushType: "liveactivity",
+                    topic: "t", priority: 10, apnsID: "ID", payload: [])
+
+    func record(_ outcome: PushOutcome, start: Bool = false, attempts: Int = 1, copies: Int = 0, expires: Date? = nil) -> DeliveryRecord {
+        decisions.record(device: 7, push: push, outcome: outcome, isStart: start, attempts: attempts, uncertainCopies: copies,
+                         expiresAt: expires ?? expiresAt, now: now)
+    }
+
+    @Test func retryableAnswersWaitLongerEachTimeUpToTheCap() {
+        let waits = (1...9).map { record(PushOutcome(status: 503, reason: "ServiceUnavailable"), attempts: $0).nextAttemptAt!.timeIntervalSince(now) }
+        #expect(waits == [1, 2, 4, 8, 16, 32, 60, 60, 60])
+        #expect(record(PushOutcome(status: 429, reason: "TooManyRequests")).state == .retrying)
+        #expect(record(.notSent("cannot connect")).state == .retrying)
+        #expect(record(PushOutcome(status: 403, reason: "ExpiredProviderToken")).state == .retrying)
+    }
+
+    @Test func retryAfterIsHonoured() {
+        let outcome = PushOutcome(status: 429, reason: "TooManyRequests", retryAfter: .seconds(300))
+        #expect(record(outcome).nextAttemptAt == now.addingTimeInterval(300))
+    }
+
+    @Test func aRetryThatWouldFallAfterTheExpiryExpiresNow() {
+        let late = record(PushOutcome(status: 500, reason: "InternalServerError"), attempts: 8, expires: now.addingTimeInterval(30))
+        #expect(late.state == .expired && late.nextAttemptAt == nil)
+    }
+
+    @Test func finalAnswersAreFinal() {
+        #expect(record(.delivered).state == .sent)
+        #expect(record(PushOutcome(status: 410, reason: "Unregistered")).state == .failed)
+        #expect(record(PushOutcome(status: 400, reason: "BadTopic")).state == .failed)
+    }
+
+    @Test func aStartWithALostAnswerWaitsForConfirmationButAnUpdateIsRetried() {
+        let start = record(.unknown("connection lost"), start: true)
+        #expect(start.state == .unconfirmed && start.uncertainCopies == 1 && start.nextAttemptAt == now.addingTimeInterval(60))
+        let update = record(.unknown("connection lost"))
+        #expect(update.state == .retrying && update.uncertainCopies == 0)
+        // A start refused before APNs processed it is simply retried: it is not a copy on the phone.
+        #expect(record(.notSent("REFUSED_STREAM"), start: true).state == .retrying)
+    }
+
+    func due(_ event: LiveActivityEvent, state: DeliveryState = .retrying, copies: Int = 0, ended: Bool = false, newer: Bool = false,
+             token: Bool = false, expires: Date? = nil) -> DueDelivery {
+        DueDelivery(message: 1, code: "C", application: ApplicationCode("APPAA-00001")!, event: event, activity: 1, device: 7, gateway: .production,
+                    state: state, pushType: "liveactivity", token: "ab", payload: [], priority: 10, expiresAt: expires ?? expiresAt, attempts: 1,
+                    uncertainCopies: copies, catchUp: false, activityEnded: ended, newerMessage: newer, tokenReportedSince: token)
+    }
+
+    @Test func claimVerdicts() {
+        #expect(decisions.verdict(due(.update), now: now) == .send)
+        #expect(decisions.verdict(due(.update, newer: true), now: now) == .settle(.superseded, reason: "a newer update or end of the activity went instead"))
+        #expect(decisions.verdict(due(.end, newer: true), now: now) != .send)
+        // A start is not superseded by updates (the device needs it), only by the activity's end.
+        #expect(decisions.verdict(due(.start, newer: true), now: now) == .send)
+        #expect(decisions.verdict(due(.start, ended: true), now: now) != .send)
+        #expect(decisions.verdict(due(.start, state: .unconfirmed, copies: 1, token: true), now: now)
+                == .settle(.sent, reason: "confirmed: the device reported its update token"))
+        #expect(decisions.verdict(due(.start, state: .unconfirmed, copies: 1), now: now) == .send, "the second copy")
+        if case .settle(.failed, _) = decisions.verdict(due(.start, state: .unconfirmed, copies: 2), now: now) {} else {
+            Issue.record("never a third copy")
+        }
+        #expect(decisions.verdict(due(.update, expires: now), now: now) == .settle(.expired, reason: "expired before it could be delivered"))
+    }
+
+    @Test func catchUpRule() {
+        let token = "new"
+        #expect(!CatchUpRule.needed(latest: nil, delivery: nil, token: token), "no update or end since the start")
+        #expect(!CatchUpRule.needed(latest: (.pending, false), delivery: nil, token: token), "it will go out with the new token anyway")
+        #expect(!CatchUpRule.needed(latest: (.sending, false), delivery: nil, token: token), "the fan-out has not reached the device yet")
+        #expect(CatchUpRule.needed(latest: (.sending, true), delivery: nil, token: token))
+        #expect(CatchUpRule.needed(latest: (.done, true), delivery: nil, token: token), "the device was not started when it went out")
+        #expect(CatchUpRule.needed(latest: (.done, true), delivery: (.skipped, nil), token: token))
+        #expect(CatchUpRule.needed(latest: (.done, true), delivery: (.sent, "old"), token: token), "token rotation")
+        #expect(!CatchUpRule.needed(latest: (.done, true), delivery: (.sent, token), token: token), "already has it")
+        #expect(!CatchUpRule.needed(latest: (.done, true), delivery: (.superseded, "old"), token: token))
+    }
+
+    @Test func aCatchUpCarriesTheStateWithoutTheAlert() throws {
+        let original = Array(#"{"aps":{"timestamp":5,"event":"end","content-state":{"s":1},"dismissal-date":9,"alert":{"title":"t"},"sound":"default"}}"#.utf8)
+        let caughtUp = try #require(try JSONParser.parse(CatchUpPayload.make(original)).objectValue?["aps"]?.objectValue)
+        #expect(caughtUp.keys == ["timestamp", "event", "content-state", "dismissal-date"])
+    }
+}

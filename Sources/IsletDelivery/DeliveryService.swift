@@ -250,21 +250,8 @@ public final class DeliveryService: Sendable {
             let record = decisions.record(device: device, push: push, outcome: outcome, isStart: isStart, attempts: 1, uncertainCopies: 0,
                                           expiresAt: job.expiresAt, now: at)
             result.records.append(record)
-            switch outcome.action {
-            case .delivered where isStart && push.pushType == "liveactivity":
-                result.startedOn.append(device)
-            case .dropToken:
-                let dead = DeadToken(device: device, token: push.deviceToken, invalidSince: outcome.timestamp)
-                if !isStart {
-                    result.deadUpdateTokens.append(dead)
-                } else if push.pushType == "liveactivity" {
-                    result.deadPushToStartTokens.append(dead)
-                } else {
-                    result.deadPushTokens.append(dead)
-                }
-            default:
-                break
-            }
+            result.effects.add(status: outcome.status, dropToken: outcome.action == .dropToken, invalidSince: outcome.timestamp,
+                               pushType: push.pushType, token: push.deviceToken, isStart: isStart, activity: job.activity, device: device)
         }
         return result
     }
@@ -283,22 +270,9 @@ public final class DeliveryService: Sendable {
             let isStart = item.event == .start
             let record = decisions.record(device: item.device, push: push, outcome: outcome, isStart: isStart, attempts: item.attempts + 1,
                                           uncertainCopies: item.uncertainCopies, expiresAt: item.expiresAt, now: at)
-            result.records.append((item.message, item.activity, record))
-            switch outcome.action {
-            case .delivered where isStart && push.pushType == "liveactivity":
-                result.startedOn.append((item.activity, item.device))
-            case .dropToken:
-                let dead = DeadToken(device: item.device, token: push.deviceToken, invalidSince: outcome.timestamp)
-                if !isStart {
-                    result.deadUpdateTokens.append((item.activity, dead))
-                } else if push.pushType == "liveactivity" {
-                    result.deadPushToStartTokens.append(dead)
-                } else {
-                    result.deadPushTokens.append(dead)
-                }
-            default:
-                break
-            }
+            result.records.append((item.message, record))
+            result.effects.add(status: outcome.status, dropToken: outcome.action == .dropToken, invalidSince: outcome.timestamp,
+                               pushType: push.pushType, token: push.deviceToken, isStart: isStart, activity: item.activity, device: item.device)
         }
         try messages.recordRetries(result, at: at)
     }

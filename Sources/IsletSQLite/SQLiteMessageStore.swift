@@ -218,22 +218,7 @@ public struct SQLiteMessageStore: MessageStore {
     public func recordBatch(_ result: BatchResult, of job: MessageJob, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             for record in result.records { try Self.write(record, message: job.id, at: date, c) }
-            for device in result.startedOn { try Self.started(activity: job.activity, device: device, c) }
-            // A token registered again after APNs found it invalid (the 410's timestamp) is alive: keep it.
-            let notRenewed = "(?3 IS NULL OR updated_at * 1000 <= ?3)"
-            for dead in result.deadPushToStartTokens {
-                try c.run("DELETE FROM push_to_start_tokens WHERE device = ?1 AND token = ?2 AND \(notRenewed)", Self.parameters(dead))
-            }
-            for dead in result.deadUpdateTokens {
-                try c.run("""
-                    UPDATE activity_devices SET state = 'token-dead' WHERE activity = ?4 AND device = ?1 AND EXISTS (
-                        SELECT 1 FROM activity_tokens t JOIN activities a ON a.id = ?4
-                        WHERE t.device = ?1 AND t.activity_id = a.activity_id AND t.token = ?2 AND (?3 IS NULL OR t.updated_at * 1000 <= ?3))
-                    """, Self.parameters(dead) + [.int(job.activity)])
-            }
-            for dead in result.deadPushTokens {
-                try c.run("UPDATE devices SET push_token = NULL WHERE id = ?1 AND push_token = ?2 AND \(notRenewed)", Self.parameters(dead))
-            }
+            try Self.apply(result.effects, c)
             try c.run("UPDATE messages SET cursor = ? WHERE id = ?", [.int(result.cursor), .int(job.id)])
         }
     }
@@ -312,22 +297,27 @@ public struct SQLiteMessageStore: MessageStore {
 
     public func recordRetries(_ result: RetryResult, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            for (message, _, record) in result.records { try Self.write(record, message: message, at: date, c) }
-            for (activity, device) in result.startedOn { try Self.started(activity: activity, device: device, c) }
-            let notRenewed = "(?3 IS NULL OR updated_at * 1000 <= ?3)"
-            for dead in result.deadPushToStartTokens {
-                try c.run("DELETE FROM push_to_start_tokens WHERE device = ?1 AND token = ?2 AND \(notRenewed)", Self.parameters(dead))
-            }
-            for (activity, dead) in result.deadUpdateTokens {
-                try c.run("""
-                    UPDATE activity_devices SET state = 'token-dead' WHERE activity = ?4 AND device = ?1 AND EXISTS (
-                        SELECT 1 FROM activity_tokens t JOIN activities a ON a.id = ?4
-                        WHERE t.device = ?1 AND t.activity_id = a.activity_id AND t.token = ?2 AND (?3 IS NULL OR t.updated_at * 1000 <= ?3))
-                    """, Self.parameters(dead) + [.int(activity)])
-            }
-            for dead in result.deadPushTokens {
-                try c.run("UPDATE devices SET push_token = NULL WHERE id = ?1 AND push_token = ?2 AND \(notRenewed)", Self.parameters(dead))
-            }
+            for (message, record) in result.records { try Self.write(record, message: message, at: date, c) }
+            try Self.apply(result.effects, c)
+        }
+    }
+
+    static func apply(_ effects: DeliveryEffects, _ c: SQLiteConnection) throws(StoreError) {
+        for (activity, device) in effects.startedOn { try started(activity: activity, device: device, c) }
+        // A token registered again after APNs found it invalid (the 410's timestamp) is alive: keep it.
+        let notRenewed = "(?3 IS NULL OR updated_at * 1000 <= ?3)"
+        for dead in effects.deadPushToStartTokens {
+            try c.run("DELETE FROM push_to_start_tokens WHERE device = ?1 AND token = ?2 AND \(notRenewed)", parameters(dead))
+        }
+        for (activity, dead) in effects.deadUpdateTokens {
+            try c.run("""
+                UPDATE activity_devices SET state = 'token-dead' WHERE activity = ?4 AND device = ?1 AND EXISTS (
+                    SELECT 1 FROM activity_tokens t JOIN activities a ON a.id = ?4
+                    WHERE t.device = ?1 AND t.activity_id = a.activity_id AND t.token = ?2 AND (?3 IS NULL OR t.updated_at * 1000 <= ?3))
+                """, parameters(dead) + [.int(activity)])
+        }
+        for dead in effects.deadPushTokens {
+            try c.run("UPDATE devices SET push_token = NULL WHERE id = ?1 AND push_token = ?2 AND \(notRenewed)", parameters(dead))
         }
     }
 

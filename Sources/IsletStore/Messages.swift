@@ -277,11 +277,8 @@ public enum DueVerdict: Sendable, Equatable {
 
 /// The outcome of sending due deliveries, written in one transaction.
 public struct RetryResult: Sendable {
-    public var records: [(message: Int64, activity: Int64, record: DeliveryRecord)] = []
-    public var startedOn: [(activity: Int64, device: Int64)] = []
-    public var deadPushToStartTokens: [DeadToken] = []
-    public var deadUpdateTokens: [(activity: Int64, token: DeadToken)] = []
-    public var deadPushTokens: [DeadToken] = []
+    public var records: [(message: Int64, record: DeliveryRecord)] = []
+    public var effects = DeliveryEffects()
     public init() {}
 }
 
@@ -300,17 +297,39 @@ public struct DeadToken: Sendable, Equatable {
     }
 }
 
+/// What sent pushes change besides their records: where an activity now runs, and tokens APNs
+/// declared dead (cleared only while the device still holds them, see `DeadToken`).
+public struct DeliveryEffects: Sendable {
+    /// Devices where an activity now runs: its start reached APNs (S8).
+    public var startedOn: [(activity: Int64, device: Int64)] = []
+    public var deadPushToStartTokens: [DeadToken] = []
+    /// Update tokens of an activity (U2).
+    public var deadUpdateTokens: [(activity: Int64, token: DeadToken)] = []
+    /// Regular push tokens (fallback alerts).
+    public var deadPushTokens: [DeadToken] = []
+
+    public init() {}
+
+    /// Adds what one answered push means for its activity and device.
+    public mutating func add(status: Int, dropToken: Bool, invalidSince: Int64?, pushType: String, token: String, isStart: Bool,
+                             activity: Int64, device: Int64) {
+        if status == 200 && isStart && pushType == "liveactivity" { startedOn.append((activity, device)) }
+        guard dropToken else { return }
+        let dead = DeadToken(device: device, token: token, invalidSince: invalidSince)
+        if !isStart {
+            deadUpdateTokens.append((activity, dead))
+        } else if pushType == "liveactivity" {
+            deadPushToStartTokens.append(dead)
+        } else {
+            deadPushTokens.append(dead)
+        }
+    }
+}
+
 /// One batch of a job's fan-out, written in one transaction with the job's new cursor.
 public struct BatchResult: Sendable {
     public var records: [DeliveryRecord] = []
-    /// Devices where the activity now runs: its start reached APNs (S8).
-    public var startedOn: [Int64] = []
-    /// Push-to-start tokens APNs declared dead.
-    public var deadPushToStartTokens: [DeadToken] = []
-    /// Update tokens of this activity APNs declared dead (U2).
-    public var deadUpdateTokens: [DeadToken] = []
-    /// Regular push tokens APNs declared dead (fallback alerts).
-    public var deadPushTokens: [DeadToken] = []
+    public var effects = DeliveryEffects()
     public var cursor: Int64
 
     public init(cursor: Int64) { self.cursor = cursor }

@@ -40,6 +40,7 @@ public final class SQLiteDatabase: Sendable {
     }
 
     /// Runs `body` with a connection of its own; connections are reused, one thread at a time.
+    @discardableResult
     public func withConnection<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         let connection = try checkOut()
         defer { checkIn(connection) }
@@ -47,6 +48,7 @@ public final class SQLiteDatabase: Sendable {
     }
 
     /// Runs `body` inside one write transaction.
+    @discardableResult
     public func write<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         try withConnection { (connection) throws(StoreError) -> T in
             try connection.transaction { () throws(StoreError) -> T in try body(connection) }
@@ -54,6 +56,7 @@ public final class SQLiteDatabase: Sendable {
     }
 
     /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
+    @discardableResult
     public func write<T>(rethrowing body: (SQLiteConnection) throws -> T) throws -> T {
         let connection = try checkOut()
         defer { checkIn(connection) }

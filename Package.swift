@@ -29,7 +29,8 @@ let package = Package(
         .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP", "IsletDelivery"]),
         .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletDelivery", "IsletAPNs", "IsletHTTP2", "IsletSimulator"]),
         .executableTarget(name: "islet", dependencies: ["IsletApp"]),
-        .executableTarget(name: "islet-bench", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletHTTP2", "IsletAPNs", "IsletDelivery"], path: "Sources/IsletBenchmarks"),
+        .executableTarget(name: "islet-bench", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletHTTP2", "IsletAPNs", "IsletDelivery",
+                                                              "IsletAPI", "IsletApp"], path: "Sources/IsletBenchmarks"),
 
         // `islet serve` with a transport that records to a file: for the crash-and-resume test only.
         .executableTarget(name: "islet-test-server", dependencies: ["IsletApp", "IsletCore", "IsletDelivery"], path: "Tests/TestServer"),

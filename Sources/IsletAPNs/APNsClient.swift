@@ -79,9 +79,16 @@ public final class APNsClient: PushTransport, Sendable {
     /// caller passes. Must not be called on the client's own loop.
     public func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome] {
         precondition(!loop.inLoop, "APNsClient.send blocks; call it from a worker thread")
-        guard !pushes.isEmpty else { return [] }
+        // The pools answer every push by its deadline (sweeps run each second); the extra margin only
+        // matters if the loop itself is stuck, and then the caller still gets its answer.
+        return submit(pushes, deadline: deadline).wait(deadline: min(deadline, .now + state.configuration.requestTimeout) + .seconds(2))
+    }
+
+    /// Hands the pushes to the client's loop and returns at once; the outcomes fill `PendingOutcomes`.
+    public func submit(_ pushes: [Push], deadline: ContinuousClock.Instant) -> PendingOutcomes {
+        let pending = PendingOutcomes(count: pushes.count)
+        guard !pushes.isEmpty else { return pending }
         let results = Mutex([PushOutcome?](repeating: nil, count: pushes.count))
-        let done = DispatchSemaphore(value: 0)
         let remaining = Atomic<Int>(pushes.count)
         let state = self.state
         let pushDeadline = min(deadline, .now + state.configuration.requestTimeout)
@@ -89,15 +96,13 @@ public final class APNsClient: PushTransport, Sendable {
             for (index, push) in pushes.enumerated() {
                 state.enqueue(push, deadline: pushDeadline) { outcome in
                     results.withLock { $0[index] = outcome }
-                    if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.signal() }
+                    if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+                        pending.fulfil(results.withLock { $0.map { $0 ?? .unknown("no answer") } })
+                    }
                 }
             }
         }
-        // The pools answer every push by its deadline (sweeps run each second); the extra margin only
-        // matters if the loop itself is stuck, and then the caller still gets its answer.
-        let wait = (pushDeadline - .now) + .seconds(2)
-        _ = done.wait(timeout: .now() + .milliseconds(Int(max(0, wait / .milliseconds(1)))))
-        return results.withLock { $0.map { $0 ?? .unknown("no answer from the APNs client before the deadline") } }
+        return pending
     }
 
     /// Connections, queued and in-flight pushes, and timers of the client's loop: for tests and metrics.

@@ -2,10 +2,11 @@ import Foundation
 
 // `islet-bench devices [--count N] [--database PATH]` and
 // `islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]`:
-// see BENCHMARKS.md. `islet-bench apns-sink` is the sink `apns` starts as its child.
+// `islet-bench e2e [--devices N] [--clients N]`: see BENCHMARKS.md. `islet-bench apns-sink` is the sink `apns` starts as its child.
 let usage = """
     usage: islet-bench devices [--count N] [--database PATH]
            islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
+           islet-bench e2e [--devices N] [--clients N] [--probes N]
 
     """
 
@@ -15,7 +16,7 @@ func fail(_ message: String, code: Int32) -> Never {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-guard let command = arguments.first, ["devices", "apns", "apns-sink"].contains(command) else { fail(usage, code: 64) }
+guard let command = arguments.first, ["devices", "apns", "apns-sink", "e2e"].contains(command) else { fail(usage, code: 64) }
 arguments.removeFirst()
 var options: [String: String] = [:]
 while let option = arguments.first {
@@ -48,6 +49,13 @@ do {
         if options["--h2load-requests"] != nil { benchmark.h2loadRequests = number("--h2load-requests", benchmark.pushes) }
         benchmark.aioapnsPushes = number("--aioapns-pushes", benchmark.aioapnsPushes)
         benchmark.python = take("--python") ?? benchmark.python
+        if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
+        try benchmark.run()
+    case "e2e":
+        var benchmark = EndToEndBenchmark()
+        benchmark.devices = number("--devices", benchmark.devices)
+        benchmark.clients = number("--clients", benchmark.clients)
+        benchmark.probes = number("--probes", benchmark.probes)
         if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
         try benchmark.run()
     default:

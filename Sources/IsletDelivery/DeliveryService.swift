@@ -19,11 +19,16 @@ public struct DeliveryConfiguration: Sendable {
     public var retry: RetryPolicy
     /// The longest one batch waits for APNs' answers.
     public var sendTimeout: Duration
+    /// Batches of one fan-out on the wire at once: the next pages are read and sent while the first is
+    /// answered and recorded. A crash repeats at most these batches, with the same bytes and apns-ids.
+    public var pipelineDepth: Int
     /// Longest sleep with nothing due, so a job written by another process is seen soon.
     public var idlePoll: Duration
 
     public init(workers: Int = 8, workersPerApplication: Int? = nil, batchSize: Int = 1000, retryBatchSize: Int = 500,
-                retry: RetryPolicy = RetryPolicy(), sendTimeout: Duration = .seconds(30), idlePoll: Duration = .milliseconds(500)) {
+                retry: RetryPolicy = RetryPolicy(), sendTimeout: Duration = .seconds(30), pipelineDepth: Int = 3,
+                idlePoll: Duration = .milliseconds(500)) {
+        self.pipelineDepth = max(1, pipelineDepth)
         self.workers = max(1, workers)
         self.workersPerApplication = max(1, workersPerApplication ?? (workers + 1) / 2)
         self.batchSize = batchSize
@@ -187,25 +192,44 @@ public final class DeliveryService: Sendable {
             let planner = PushPlanner(application: job.application, bundleID: application.bundleID, messageCode: job.code,
                                       payload: job.payload, fallbackPayload: job.fallbackPayload, priority: job.priority,
                                       expiration: Int64(job.expiresAt.timeIntervalSince1970))
-            var cursor = job.cursor
+            var window: [Flight] = []
+            var readUpTo = job.cursor
+            var exhausted = false
             var totals: [DeliveryState: Int] = [:]
-            while true {
-                if stopping {
-                    try messages.release(job)
-                    return
-                }
-                if let newer = try messages.supersededBy(job) {
-                    // Latest state wins: the newer message goes to every device, this one stops here.
-                    try messages.finish(job, at: now())
-                    logger.info("message superseded while sending", ["message": .string(job.code), "by": .int(newer)])
-                    return
-                }
-                let batch = try nextBatch(job, planner: planner, after: cursor)
-                guard let last = batch.last else { break }
-                let result = send(batch, cursor: last.device, job: job)
+            // Whatever happens, batches already on the wire are answered and recorded before the job
+            // is given back: their outcomes (and retries) are not lost.
+            func land() throws {
+                let flight = window.removeFirst()
+                let result = collect(flight, job: job)
                 try messages.recordBatch(result, of: job, at: now())
-                cursor = last.device
                 for record in result.records { totals[record.state, default: 0] += 1 }
+            }
+            while true {
+                // Checked before each new page is read: a newer update stops this one within a page.
+                let reading = !exhausted && window.count < configuration.pipelineDepth
+                let superseded = !stopping && reading && job.event == .update ? try messages.supersededBy(job) != nil : false
+                if stopping || superseded {
+                    while !window.isEmpty { try land() }
+                    if stopping {
+                        try messages.release(job)
+                    } else {
+                        // Latest state wins: the newer message goes to every device, this one stops here.
+                        try messages.finish(job, at: now())
+                        logger.info("message superseded while sending", ["message": .string(job.code)])
+                    }
+                    return
+                }
+                if reading {
+                    let batch = try nextBatch(job, planner: planner, after: readUpTo)
+                    if let last = batch.last {
+                        window.append(dispatch(batch, cursor: last.device))
+                        readUpTo = last.device
+                        continue
+                    }
+                    exhausted = true
+                }
+                guard !window.isEmpty else { break }
+                try land()
             }
             try messages.finish(job, at: now())
             logger.info("message delivered", [
@@ -230,23 +254,41 @@ public final class DeliveryService: Sendable {
             .map { ($0.device.id, planner.update($0)) }
     }
 
-    /// Sends a batch once and turns each answer into a record with what comes next: sent, failed, a
-    /// retry at a due time, a start awaiting confirmation, or expired (A5, issue 10).
-    func send(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64, job: MessageJob) -> BatchResult {
-        var result = BatchResult(cursor: cursor)
+    /// A batch on the wire: its skips, its pushes and their outcomes to come.
+    struct Flight {
+        let cursor: Int64
+        let skips: [DeliveryRecord]
+        let pushes: [(device: Int64, push: Push)]
+        let outcomes: PendingOutcomes
+        let deadline: ContinuousClock.Instant
+    }
+
+    /// Puts a batch's pushes on the wire and returns at once.
+    func dispatch(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64) -> Flight {
+        var skips: [DeliveryRecord] = []
         var pushes: [(device: Int64, push: Push)] = []
         for (device, plan) in batch {
             switch plan {
             case .skip(let reason):
-                result.records.append(DeliveryRecord(device: device, pushType: nil, status: 0, reason: reason, apnsID: nil, attempts: 0))
+                skips.append(DeliveryRecord(device: device, pushType: nil, status: 0, reason: reason, apnsID: nil, attempts: 0))
             case .push(let push):
                 pushes.append((device, push))
             }
         }
-        let outcomes = transport.send(pushes.map(\.push), deadline: .now + configuration.sendTimeout)
+        let deadline = ContinuousClock.now + configuration.sendTimeout
+        return Flight(cursor: cursor, skips: skips, pushes: pushes, outcomes: transport.submit(pushes.map(\.push), deadline: deadline),
+                      deadline: deadline)
+    }
+
+    /// Waits for a batch's answers and turns each into a record with what comes next: sent, failed, a
+    /// retry at a due time, a start awaiting confirmation, or expired (A5, issue 10).
+    func collect(_ flight: Flight, job: MessageJob) -> BatchResult {
+        var result = BatchResult(cursor: flight.cursor)
+        result.records = flight.skips
+        let outcomes = flight.outcomes.wait(deadline: flight.deadline + .seconds(2))
         let at = now()
         let isStart = job.event == .start
-        for ((device, push), outcome) in zip(pushes, outcomes) {
+        for ((device, push), outcome) in zip(flight.pushes, outcomes) {
             let record = decisions.record(device: device, push: push, outcome: outcome, isStart: isStart, attempts: 1, uncertainCopies: 0,
                                           expiresAt: job.expiresAt, now: at)
             result.records.append(record)

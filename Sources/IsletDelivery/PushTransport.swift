@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import IsletCore
 
 /// One HTTP/2 request to APNs: `POST /3/device/<token>` with its headers and payload (A1, A2).
@@ -88,9 +90,49 @@ public protocol PushTransport: Sendable {
     /// could prove never processed has fate `.notSent`; the transport never resends a push whose fate
     /// is unknown: that is the caller's decision (a start resent blindly is a second card on the phone).
     func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome]
+    /// Starts sending and returns at once; the outcomes arrive in the `PendingOutcomes`, same order.
+    func submit(_ pushes: [Push], deadline: ContinuousClock.Instant) -> PendingOutcomes
 }
 
 extension PushTransport {
     /// Sends with a deadline two minutes away: for tools and tests that have no deadline of their own.
     public func send(_ pushes: [Push]) -> [PushOutcome] { send(pushes, deadline: .now + .seconds(120)) }
+
+    /// Starts sending and returns at once; the outcomes arrive in `pending` (a transport without a
+    /// native way sends on a thread of its own).
+    public func submit(_ pushes: [Push], deadline: ContinuousClock.Instant) -> PendingOutcomes {
+        let pending = PendingOutcomes(count: pushes.count)
+        Thread.detachNewThread { pending.fulfil(send(pushes, deadline: deadline)) }
+        return pending
+    }
+}
+
+/// Outcomes of a batch still in flight: the delivery service keeps a few batches on the wire while
+/// it reads the next page and records the previous one.
+public final class PendingOutcomes: Sendable {
+    private let outcomes: Mutex<[PushOutcome]?>
+    private let done = DispatchSemaphore(value: 0)
+    public let count: Int
+
+    public init(count: Int) {
+        self.count = count
+        outcomes = Mutex(count == 0 ? [] : nil)
+        if count == 0 { done.signal() }
+    }
+
+    public func fulfil(_ answers: [PushOutcome]) {
+        let first = outcomes.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = answers
+            return true
+        }
+        if first { done.signal() }
+    }
+
+    /// Waits for the outcomes until `deadline`; what has not come by then is `.unknown`.
+    public func wait(deadline: ContinuousClock.Instant) -> [PushOutcome] {
+        let remaining = deadline - .now
+        _ = done.wait(timeout: .now() + .milliseconds(Int(max(0, remaining / .milliseconds(1)))))
+        return outcomes.withLock { $0 } ?? Array(repeating: .unknown("no answer from the transport before the deadline"), count: count)
+    }
 }

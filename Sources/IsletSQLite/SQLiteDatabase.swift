@@ -7,6 +7,10 @@ public final class SQLiteDatabase: Sendable {
     public let path: String
     private let idle = Mutex<[SQLiteConnection]>([])
     private let maximumIdle: Int
+    /// SQLite allows one writer. Writers of this process queue here, woken in turn, instead of meeting
+    /// SQLITE_BUSY and polling in SQLite's busy handler (which sleeps up to 100 ms a try); other
+    /// processes (the CLI) still meet `busy_timeout`.
+    private let writer = NSLock()
 
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     ///
@@ -51,7 +55,9 @@ public final class SQLiteDatabase: Sendable {
     @discardableResult
     public func write<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         try withConnection { (connection) throws(StoreError) -> T in
-            try connection.transaction { () throws(StoreError) -> T in try body(connection) }
+            writer.lock()
+            defer { writer.unlock() }
+            return try connection.transaction { () throws(StoreError) -> T in try body(connection) }
         }
     }
 
@@ -60,6 +66,8 @@ public final class SQLiteDatabase: Sendable {
     public func write<T>(rethrowing body: (SQLiteConnection) throws -> T) throws -> T {
         let connection = try checkOut()
         defer { checkIn(connection) }
+        writer.lock()
+        defer { writer.unlock() }
         return try connection.transaction(rethrowing: { try body(connection) })
     }
 

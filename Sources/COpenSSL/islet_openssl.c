@@ -1,3 +1,4 @@
+#include <pthread.h>
 #include "islet_openssl.h"
 #include <string.h>
 #include <openssl/evp.h>
@@ -5,9 +6,17 @@
 #include <openssl/rand.h>
 #include <openssl/core_names.h>
 
+/* Fetched once: EVP_sha256() makes OpenSSL 3 look the algorithm up again on every call, which costs
+   more than hashing the few bytes of an apns-id. */
+static EVP_MD *islet_sha256_md = NULL;
+static pthread_once_t islet_sha256_once = PTHREAD_ONCE_INIT;
+static void islet_sha256_fetch(void) { islet_sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL); }
+
 int islet_sha256(const void *bytes, size_t length, uint8_t digest[32]) {
+    pthread_once(&islet_sha256_once, islet_sha256_fetch);
     unsigned int out = 0;
-    return EVP_Digest(bytes, length, digest, &out, EVP_sha256(), NULL) == 1 && out == 32;
+    const EVP_MD *md = islet_sha256_md != NULL ? islet_sha256_md : EVP_sha256();
+    return EVP_Digest(bytes, length, digest, &out, md, NULL) == 1 && out == 32;
 }
 
 int islet_random_bytes(uint8_t *buffer, size_t length) {

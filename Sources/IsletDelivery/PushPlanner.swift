@@ -87,12 +87,22 @@ public struct PushPlanner: Sendable {
     func apnsID(_ device: Device) -> String { Self.apnsID(messageCode: messageCode, device: device.id) }
 
     static func apnsID(messageCode: String, device: Int64) -> String {
-        // Version 4 / variant 1 bits, so it is a well-formed UUID.
-        var chars = Array(Crypto.hex(Crypto.sha256(Array("\(messageCode):\(device)".utf8)).prefix(16)).uppercased())
-        chars[12] = "4"
-        chars[16] = ["8", "9", "A", "B"][Int(String(chars[16]), radix: 16)! & 3]
-        let s = String(chars)
-        let parts = [s.prefix(8), s.dropFirst(8).prefix(4), s.dropFirst(12).prefix(4), s.dropFirst(16).prefix(4), s.dropFirst(20)]
-        return parts.joined(separator: "-")
+        // The first 16 bytes of SHA-256("code:device"), as an uppercase UUID with version 4 / variant 1
+        // bits, so it is well formed; written straight into 36 bytes (this runs once per push).
+        let digest = Crypto.sha256(Array("\(messageCode):\(device)".utf8))
+        let digits: StaticString = "0123456789ABCDEF"
+        return String(unsafeUninitializedCapacity: 36) { out in
+            var position = 0
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 { out[position] = UInt8(ascii: "-"); position += 1 }
+                var byte = digest[index]
+                if index == 6 { byte = 0x40 | (byte & 0x0F) }
+                if index == 8 { byte = 0x80 | (byte & 0x3F) }
+                out[position] = digits.utf8Start[Int(byte >> 4)]
+                out[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                position += 2
+            }
+            return 36
+        }
     }
 }

@@ -3,6 +3,7 @@ import Testing
 import IsletCore
 import IsletDelivery
 import IsletStore
+import IsletCrypto
 
 /// The retry, expiry, supersede, confirmation and catch-up decisions, in-process: no sockets, no store.
 @Suite("Delivery decisions (issue 10)")
@@ -91,5 +92,25 @@ struct DeliveryDecisionsTests {
         let original = Array(#"{"aps":{"timestamp":5,"event":"end","content-state":{"s":1},"dismissal-date":9,"alert":{"title":"t"},"sound":"default"}}"#.utf8)
         let caughtUp = try #require(try JSONParser.parse(CatchUpPayload.make(original)).objectValue?["aps"]?.objectValue)
         #expect(caughtUp.keys == ["timestamp", "event", "content-state", "dismissal-date"])
+    }
+}
+
+@Suite("apns-id")
+struct APNsIDTests {
+    /// The apns-id is a pure function of message code and device: a resend after a crash or an upgrade
+    /// carries the same one. Checked against the definition, written out the long way.
+    @Test func isTheUUIDOfTheMessageAndDevice() {
+        for (code, device) in [("Q3J7B-0D8XK2LM-7TPA94ZC", Int64(1)), ("AAAAA-00000000-00000000", 123_456_789)] {
+            var chars = Array(Crypto.hex(Crypto.sha256(Array("\(code):\(device)".utf8)).prefix(16)).uppercased())
+            chars[12] = "4"
+            chars[16] = ["8", "9", "A", "B"][Int(String(chars[16]), radix: 16)! & 3]
+            let s = String(chars)
+            let expected = [s.prefix(8), s.dropFirst(8).prefix(4), s.dropFirst(12).prefix(4), s.dropFirst(16).prefix(4), s.dropFirst(20)].joined(separator: "-")
+            let due = DueDelivery(message: 1, code: code, application: ApplicationCode("APPAA-00001")!, event: .update, activity: 1, device: device,
+                                  gateway: .production, state: .retrying, pushType: "liveactivity", token: "ab", payload: [], priority: 10,
+                                  expiresAt: Date(), attempts: 0, uncertainCopies: 0, catchUp: false, activityEnded: false, newerMessage: false,
+                                  tokenReportedSince: false)
+            #expect(PushPlanner.push(due, bundleID: "b").apnsID == expected)
+        }
     }
 }

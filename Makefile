@@ -23,13 +23,17 @@ test: deps
 
 # Benchmarks: figures and the machine they came from go into BENCHMARKS.md.
 # `apns` runs our APNs client, h2load and aioapns side by side against one sink on 127.0.0.1.
+# `e2e` runs Islet end to end (devices registered through the API, a start by filter) against nginx.
 BENCH_DEVICES ?= 1000000
 BENCH_PUSHES ?= 200000
-bench: deps
+BENCH_E2E_DEVICES ?= 100000
+bench:
+	@scripts/install-deps --bench
 	swift build -c release --product islet-bench
 	mkdir -p var
 	.build/release/islet-bench devices --count $(BENCH_DEVICES) --database var/bench-devices.sqlite
 	.build/release/islet-bench apns --pushes $(BENCH_PUSHES) --python .venv/bin/python3
+	.build/release/islet-bench e2e --devices $(BENCH_E2E_DEVICES)
 
 clean:
 	swift package clean

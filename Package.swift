@@ -41,7 +41,8 @@ let package = Package(
         .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore"]),
         .testTarget(name: "IsletSQLiteTests", dependencies: ["IsletSQLite", "IsletStore", "IsletCrypto"]),
         .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQLite", "IsletStore"], exclude: ["Golden"]),
-        .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQLite", "IsletStore", "IsletHTTP", "IsletDelivery"]),
+        .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQLite", "IsletStore", "IsletHTTP", "IsletDelivery"],
+                    exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

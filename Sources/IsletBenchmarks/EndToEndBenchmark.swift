@@ -99,7 +99,7 @@ struct EndToEndBenchmark {
         print("|---|---|---|---|---|")
         print(String(format: "| Islet: start by filter, API to last push answered | %d | %.2f s | %.0f pushes/s | %@ |", devices, fanOutTime.seconds, ours,
                      ceiling.map { String(format: "%.2f", ours / $0) } ?? "n/a"))
-        if let ceiling { print(String(format: "| h2load -c 2 -m 100, same nginx | %d | | %.0f req/s | 1.00 |", devices, ceiling)) }
+        if let ceiling { print(String(format: "| h2load -c 2 -m 1000, same nginx | %d | | %.0f req/s | 1.00 |", devices, ceiling)) }
         print(String(format: "| one-device update during two fan-outs | 1 | max %.0f ms | | |", latencies.max() ?? 0))
     }
 
@@ -131,7 +131,7 @@ struct EndToEndBenchmark {
         let payload = FileManager.default.temporaryDirectory.appendingPathComponent("islet-bench-payload-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: payload) }
         try? Data(#"{"aps":{"timestamp":1,"event":"start","content-state":{"status":"go"}}}"#.utf8).write(to: payload)
-        let arguments = ["h2load", "-n", String(requests), "-c", "2", "-m", "100", "-t", "1", "-d", payload.path,
+        let arguments = ["h2load", "-n", String(requests), "-c", "2", "-m", "1000", "-t", "1", "-d", payload.path,
                          "-H", "apns-push-type: liveactivity", "-H", "apns-topic: com.example.bench.push-type.liveactivity",
                          "-H", "apns-priority: 10", "-H", "authorization: bearer x", "https://127.0.0.1:\(port)/3/device/\(String(repeating: "ab", count: 40))"]
         print("\n(b) h2load against the same nginx: \(arguments.joined(separator: " "))")

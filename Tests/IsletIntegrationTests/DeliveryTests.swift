@@ -25,10 +25,12 @@ struct DeliveryTests {
         }
         #expect(sent)
         #expect(world.pushes(to: LiveActivityWorld.hex("51", 80)).count == 3, "two 429s, then delivered")
-        let retrying = try world.expectOK(try world.server("getMessageDetails", ["message": .string(codes[0])]))["message"]?.objectValue
-        #expect(retrying?["status"] == "retrying")
-        #expect(retrying?["counts"]?.objectValue?["retrying"] == 1)
-        #expect(retrying?["next_attempt_at"]?.stringValue != nil)
+        // With the clock still, second_device's push settles waiting for its next attempt, and says when.
+        let waiting = try eventually {
+            let retrying = try world.expectOK(try world.server("getMessageDetails", ["message": .string(codes[0])]))["message"]?.objectValue
+            return retrying?["status"] == "retrying" && retrying?["counts"]?.objectValue?["retrying"] == 1 && retrying?["next_attempt_at"]?.stringValue != nil
+        }
+        #expect(waiting)
 
         // Past the push's expiry (1 hour after its send time) the 500s stop and the record says expired.
         world.clock.advance(3700)

@@ -120,45 +120,17 @@ struct ExpectedPush: Equatable, CustomStringConvertible {
     var description: String { "\(path) [\(pushType) \(topic) \(priority)] \(payload.jsonText)" }
 }
 
-/// The example requests of the reference documents, each once, in the order first seen.
+/// Requests in the shapes of the Pushwoosh documentation's examples (every revision's: filter, named
+/// devices, a schedule, updates), kept in `Fixtures/pushwoosh-requests.json`; the tests state the exact
+/// APNs requests each must produce. Nothing outside the repository is read.
 enum ReferenceExamples {
-    static let directory = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/reference")
+    static let file = packageRoot.appendingPathComponent("Tests/IsletIntegrationTests/Fixtures/pushwoosh-requests.json")
 
     static func all() throws -> [(file: String, body: JSONValue)] {
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".txt") }.sorted()
-        var seen: [JSONValue] = []
-        var found: [(file: String, body: JSONValue)] = []
-        for file in files {
-            let text = Array(try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8).utf8)
-            for candidate in balancedObjects(text) {
-                guard let value = try? JSONParser.parse(candidate), value.objectValue?["request"] != nil, !seen.contains(value) else { continue }
-                seen.append(value)
-                found.append((file, value))
-            }
+        let fixture = try JSONParser.parse(Array(try Data(contentsOf: file)))
+        return (fixture.arrayValue ?? []).compactMap { entry in
+            guard let name = entry.objectValue?["example"]?.stringValue, let body = entry.objectValue?["request"] else { return nil }
+            return (name, body)
         }
-        return found
-    }
-
-    /// Every top-level `{...}` span, skipping braces inside strings.
-    static func balancedObjects(_ bytes: [UInt8]) -> [[UInt8]] {
-        var spans: [[UInt8]] = []
-        var depth = 0, start = 0, inString = false, escaped = false
-        for (index, byte) in bytes.enumerated() {
-            if inString {
-                if escaped { escaped = false } else if byte == 0x5C { escaped = true } else if byte == 0x22 { inString = false }
-                continue
-            }
-            switch byte {
-            case 0x22 where depth > 0: inString = true
-            case 0x7B:
-                if depth == 0 { start = index }
-                depth += 1
-            case 0x7D where depth > 0:
-                depth -= 1
-                if depth == 0 { spans.append(Array(bytes[start...index])) }
-            default: break
-            }
-        }
-        return spans
     }
 }

@@ -41,7 +41,7 @@ struct ReliableDeliveryTests {
         outage.store(true, ordering: .relaxed)
         let update = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification())]]))[0]
         // Five minutes of 503s: the pushes keep being retried, never given up.
-        #expect(try advanceUntil(world, step: 10) { world.clock.now.timeIntervalSince(world.transport.pushes.first?.expiration.map { Date(timeIntervalSince1970: Double($0 - 3600)) } ?? world.clock.now) > 300 })
+        #expect(advanceUntil(world, step: 10) { world.clock.now.timeIntervalSince(world.transport.pushes.first?.expiration.map { Date(timeIntervalSince1970: Double($0 - 3600)) } ?? world.clock.now) > 300 })
         let during = try #require(try details(world, update))
         #expect(during.pending[.retrying] == 2 && during.sent == 0 && during.failed == 0, "\(during)")
         #expect(during.nextAttemptAt != nil)
@@ -68,7 +68,7 @@ struct ReliableDeliveryTests {
         #expect(try details(world, code)?.sent == 1, "the token confirms the start")
 
         // Past the 60-second wait, second_device (no token) gets exactly one more copy, with the same apns-id.
-        #expect(try advanceUntil(world, step: 20) { world.pushes(to: Self.secondStart).count == 2 })
+        #expect(advanceUntil(world, step: 20) { world.pushes(to: Self.secondStart).count == 2 })
         let copies = world.pushes(to: Self.secondStart)
         #expect(copies[0].apnsID == copies[1].apnsID && copies[0].payload == copies[1].payload)
         // That copy's answer is lost too: after another wait it is failed, never a third copy.
@@ -94,7 +94,7 @@ struct ReliableDeliveryTests {
 
         // The app reports its token late: the device gets the end it missed, as it was, without the alert.
         try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
-        #expect(try eventually { world.pushes(to: Self.firstUpdate).count == 1 })
+        #expect(eventually { world.pushes(to: Self.firstUpdate).count == 1 })
         let push = try #require(world.pushes(to: Self.firstUpdate).first)
         let caughtUp = try #require(try JSONParser.parse(push.payload).objectValue?["aps"]?.objectValue)
         #expect(caughtUp["event"] == "end" && caughtUp["dismissal-date"] == 1_900_000_000)
@@ -115,7 +115,7 @@ struct ReliableDeliveryTests {
         #expect(world.pushes(to: Self.firstUpdate).count == 1)
         let rotated = LiveActivityWorld.hex("e9", 40)
         try world.reportUpdateToken("first_third", activity: "ORDER_1", token: rotated)
-        #expect(try eventually { world.pushes(to: rotated).count == 1 })
+        #expect(eventually { world.pushes(to: rotated).count == 1 })
         #expect(world.pushes(to: rotated).first?.payload == CatchUpPayload.make(world.pushes(to: Self.firstUpdate)[0].payload))
         // Reporting the same token again sends nothing more.
         try world.reportUpdateToken("first_third", activity: "ORDER_1", token: rotated)
@@ -169,7 +169,7 @@ struct ReliableDeliveryTests {
             try world.expectOK(call(world.running.port, "startLiveActivity", ["application": .string(slow.application.code.rawValue), "auth": .string(slow.apiToken.secret),
                 "notifications": [.object(startNotification(["devices": ["slow-phone"]], id: "SLOW_\(n)"))]]))
         }
-        #expect(try eventually { world.transport.pushes.contains { $0.deviceToken == slowToken } }, "the slow application's APNs holds a worker")
+        #expect(eventually { world.transport.pushes.contains { $0.deviceToken == slowToken } }, "the slow application's APNs holds a worker")
         // Meanwhile the demo application's start goes out at once.
         let code = try started(world, devices: ["first_third"])
         #expect(try eventually(5) { try details(world, code)?.sent == 1 })

@@ -74,8 +74,9 @@ struct EndToEndBenchmark {
                      devices, fanOutTime.seconds, ours, nginx.requests() - before))
         print("    peak RSS of the bench process (Islet, its API clients): \(Self.peakRSS() / 1024) MB")
 
-        // 3. h2load against the same nginx, same request shape.
-        let ceiling = h2load(port: nginx.port, requests: devices)
+        // 3. h2load against the same nginx, same request shape; the better of two stream depths is the ceiling.
+        let ceiling = [h2load(port: nginx.port, requests: devices, streams: 100), h2load(port: nginx.port, requests: devices, streams: 1000)]
+            .compactMap { $0 }.max()
 
         // 4. A one-device update while two large fan-outs run.
         _ = try waitUntilSent(http, app, auth, try startByFilter(http, app, auth, id: "PROBE", filter: "PROBE"), count: 1, deadline: .now + .seconds(60))
@@ -101,7 +102,7 @@ struct EndToEndBenchmark {
         print("|---|---|---|---|---|")
         print(String(format: "| Islet: start by filter, API to last push answered | %d | %.2f s | %.0f pushes/s | %@ |", devices, fanOutTime.seconds, ours,
                      ceiling.map { String(format: "%.2f", ours / $0) } ?? "n/a"))
-        if let ceiling { print(String(format: "| h2load -c 2 -m 1000, same nginx | %d | | %.0f req/s | 1.00 |", devices, ceiling)) }
+        if let ceiling { print(String(format: "| h2load -c 2, same nginx (best of -m 100, -m 1000) | %d | | %.0f req/s | 1.00 |", devices, ceiling)) }
         print(String(format: "| one-device update during two fan-outs | 1 | max %.0f ms | | |", latencies.max() ?? 0))
     }
 
@@ -129,11 +130,11 @@ struct EndToEndBenchmark {
         }
     }
 
-    func h2load(port: Int, requests: Int) -> Double? {
+    func h2load(port: Int, requests: Int, streams: Int) -> Double? {
         let payload = FileManager.default.temporaryDirectory.appendingPathComponent("islet-bench-payload-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: payload) }
         try? Data(#"{"aps":{"timestamp":1,"event":"start","content-state":{"status":"go"}}}"#.utf8).write(to: payload)
-        let arguments = ["h2load", "-n", String(requests), "-c", "2", "-m", "1000", "-t", "1", "-d", payload.path,
+        let arguments = ["h2load", "-n", String(requests), "-c", "2", "-m", String(streams), "-t", "1", "-d", payload.path,
                          "-H", "apns-push-type: liveactivity", "-H", "apns-topic: com.example.bench.push-type.liveactivity",
                          "-H", "apns-priority: 10", "-H", "authorization: bearer x", "https://127.0.0.1:\(port)/3/device/\(String(repeating: "ab", count: 40))"]
         print("\n(b) h2load against the same nginx: \(arguments.joined(separator: " "))")

@@ -31,12 +31,15 @@ public struct APNsClientConfiguration: Sendable {
     public var keyRefresh: Duration
     /// How often each pool checks deadlines and idle connections.
     public var sweepInterval: Duration
+    /// TCP connect and TLS handshake together; a connection not up by then is closed and retried.
+    public var connectTimeout: Duration
 
     public init(overrideURL: URL? = nil, extraCA: String? = nil, connectionsPerPool: Int = 2, maximumStreams: UInt32 = 1000,
                 requestTimeout: Duration = .seconds(30), pingAfter: Duration = .seconds(60), pingTimeout: Duration = .seconds(5),
                 checkAfterIdle: Duration = .seconds(15), maximumResends: Int = 5,
                 reconnectDelays: (first: Duration, maximum: Duration) = (.seconds(1), .seconds(60)), keyRefresh: Duration = .seconds(60),
-                sweepInterval: Duration = .seconds(1)) {
+                sweepInterval: Duration = .seconds(1), connectTimeout: Duration = .seconds(10)) {
+        self.connectTimeout = connectTimeout
         self.overrideURL = overrideURL
         self.extraCA = extraCA
         self.connectionsPerPool = connectionsPerPool
@@ -92,6 +95,10 @@ public final class APNsClient: PushTransport, Sendable {
         let remaining = Atomic<Int>(pushes.count)
         let state = self.state
         let pushDeadline = min(deadline, .now + state.configuration.requestTimeout)
+        guard !loop.isStopping else {
+            pending.fulfil(Array(repeating: .notSent("the APNs client is shutting down"), count: pushes.count))
+            return pending
+        }
         loop.execute {
             for (index, push) in pushes.enumerated() {
                 state.enqueue(push, deadline: pushDeadline) { outcome in

@@ -26,6 +26,8 @@ final class ConnectionPool: H2ConnectionDelegate {
         var opened = false
         /// A PING is out and unanswered since then.
         var pingSentAt: ContinuousClock.Instant?
+        /// When the connect began: TCP and TLS must be done within `connectTimeout`.
+        let createdAt = ContinuousClock.now
 
         init(_ connection: H2Connection) { self.connection = connection }
     }
@@ -313,9 +315,16 @@ final class ConnectionPool: H2ConnectionDelegate {
             for (stream, flight) in member.inFlight where flight.pending.deadline <= now {
                 member.inFlight[stream] = nil
                 member.connection.resetStream(stream, errorCode: H2ErrorCode.cancel)
-                flight.pending.complete(.unknown("no answer from APNs in time"))
+                flight.pending.complete(member.connection.bytesWritten > flight.mark ? .unknown("no answer from APNs in time")
+                                                                                    : .notSent("not written to APNs in time"))
             }
-            guard member.connection.isOpen else { continue }
+            if member.draining && member.inFlight.isEmpty && member.connection.isOpen { member.connection.close(reason: "drained") }
+            guard member.connection.isOpen else {
+                if !member.connection.isClosed && now - member.createdAt > configuration.connectTimeout {
+                    member.connection.close(reason: "no TCP and TLS connection within \(configuration.connectTimeout)")
+                }
+                continue
+            }
             if let sent = member.pingSentAt {
                 if now - sent > configuration.pingTimeout { member.connection.close(reason: "no answer to PING") }
             } else if now - member.connection.lastReceived > configuration.pingAfter {

@@ -86,7 +86,7 @@ public struct DeliveryDecisions: Sendable {
             return .settle(.superseded, reason: "a newer update or end of the activity went instead")
         }
         if now >= due.expiresAt { return .settle(.expired, reason: "expired before it could be delivered") }
-        if due.state == .unconfirmed && due.uncertainCopies >= RetryPolicy.maximumStartCopies {
+        if due.event == .start && due.pushType == "liveactivity" && due.uncertainCopies >= RetryPolicy.maximumStartCopies {
             return .settle(.failed, reason: "no answer from APNs to either copy of the start, and no update token from the device")
         }
         return .send

@@ -149,12 +149,17 @@ public final class DeliveryService: Sendable {
         }
         guard let (work, applications) = unit else { return false }
         defer {
-            state.withLock { s in
-                for application in applications {
-                    s.busy[application, default: 1] -= 1
-                    if s.busy[application] == 0 { s.busy[application] = nil }
+            let freed = state.withLock { s in
+                applications.contains { application in
+                    defer {
+                        s.busy[application, default: 1] -= 1
+                        if s.busy[application] == 0 { s.busy[application] = nil }
+                    }
+                    return s.busy[application, default: 0] >= configuration.workersPerApplication
                 }
             }
+            // A share came free: sleepers skipped that application's due work, so they look again now.
+            if freed { kick() }
         }
         switch work {
         case .job(let job): process(job)
@@ -174,7 +179,8 @@ public final class DeliveryService: Sendable {
         let poll = Double(configuration.idlePoll.components.seconds) + Double(configuration.idlePoll.components.attoseconds) / 1e18
         var wait = limit ?? poll
         // At least 5 ms: a job that is due but not claimable (another worker, a busy application) must not make this spin.
-        if limit == nil, let due = try? messages.nextDueDate() { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
+        let saturated = state.withLock { s in Set(s.busy.filter { $0.value >= configuration.workersPerApplication }.keys) }
+        if limit == nil, let due = try? messages.nextDueDate(excluding: saturated) { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
         wakeUp.lock()
         let deadline = Date().addingTimeInterval(wait)
         while !stopping && state.withLock({ $0.kicks }) == kicks && Date() < deadline {
@@ -184,6 +190,7 @@ public final class DeliveryService: Sendable {
     }
 
     private func process(_ job: MessageJob) {
+        var window: [Flight] = []
         do {
             guard let application = try applications.application(job.application) else {
                 try messages.finish(job, at: now())
@@ -192,16 +199,15 @@ public final class DeliveryService: Sendable {
             let planner = PushPlanner(application: job.application, bundleID: application.bundleID, messageCode: job.code,
                                       payload: job.payload, fallbackPayload: job.fallbackPayload, priority: job.priority,
                                       expiration: Int64(job.expiresAt.timeIntervalSince1970))
-            var window: [Flight] = []
             var readUpTo = job.cursor
             var exhausted = false
             var totals: [DeliveryState: Int] = [:]
             // Whatever happens, batches already on the wire are answered and recorded before the job
             // is given back: their outcomes (and retries) are not lost.
             func land() throws {
-                let flight = window.removeFirst()
-                let result = collect(flight, job: job)
-                try messages.recordBatch(result, of: job, at: now())
+                let result = collect(window[0], job: job)
+                try record(result, of: job)
+                window.removeFirst()
                 for record in result.records { totals[record.state, default: 0] += 1 }
             }
             while true {
@@ -238,9 +244,35 @@ public final class DeliveryService: Sendable {
                 "skipped": .int(Int64(totals[.skipped] ?? 0)), "retrying": .int(Int64((totals[.retrying] ?? 0) + (totals[.unconfirmed] ?? 0))),
             ])
         } catch {
+            // Batches already on the wire are answered and recorded in order while the store lets us, so
+            // a resumed job does not send them again (a start sent twice is a second card).
+            for flight in window {
+                guard (try? record(collect(flight, job: job), of: job)) != nil else { break }
+            }
             logger.error("delivery failed; the job will resume", ["message": .string(job.code), "error": .string("\(error)")])
             try? messages.release(job)
             sleepUntilWork(kicksSeen: -1, atMost: 1)
+        }
+    }
+
+    /// Records a batch, trying again a few times over a second: its outcomes are what keeps a resumed
+    /// job from sending the batch again.
+    private func record(_ result: BatchResult, of job: MessageJob) throws {
+        try persistently { try messages.recordBatch(result, of: job, at: now()) }
+    }
+
+    /// Runs a store write up to five times over a second: what it records is what keeps the pushes it
+    /// describes from being sent again.
+    private func persistently(_ write: () throws -> Void) throws {
+        var attempt = 0
+        while true {
+            do {
+                return try write()
+            } catch {
+                attempt += 1
+                if attempt >= 5 { throw error }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
         }
     }
 
@@ -302,9 +334,24 @@ public final class DeliveryService: Sendable {
     func sendDue(_ due: [DueDelivery]) throws {
         var bundles: [ApplicationCode: String] = [:]
         for application in Set(due.map(\.application)) {
-            bundles[application] = try applications.application(application)?.bundleID ?? ""
+            do {
+                bundles[application] = try applications.application(application)?.bundleID ?? ""
+            } catch {
+                try messages.requeue(due, at: now().addingTimeInterval(5))
+                throw error
+            }
         }
         let pushes = due.map { PushPlanner.push($0, bundleID: bundles[$0.application] ?? "") }
+        do {
+            try send(due, pushes)
+        } catch {
+            // Not recorded: give them back, due again in a few seconds, their start copies still counted.
+            logger.error("could not record retries; they are due again shortly", ["error": .string("\(error)")])
+            try messages.requeue(due, at: now().addingTimeInterval(5))
+        }
+    }
+
+    private func send(_ due: [DueDelivery], _ pushes: [Push]) throws {
         let outcomes = transport.send(pushes, deadline: .now + configuration.sendTimeout)
         let at = now()
         var result = RetryResult()
@@ -316,6 +363,6 @@ public final class DeliveryService: Sendable {
             result.effects.add(status: outcome.status, dropToken: outcome.action == .dropToken, invalidSince: outcome.timestamp,
                                pushType: push.pushType, token: push.deviceToken, isStart: isStart, activity: item.activity, device: item.device)
         }
-        try messages.recordRetries(result, at: at)
+        try persistently { try messages.recordRetries(result, at: at) }
     }
 }

@@ -57,6 +57,9 @@ public final class EventLoop: @unchecked Sendable {
         islet_eventfd_signal(wake)
     }
 
+    /// `stop` was called: tasks handed over now may never run.
+    public var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
     /// True on the loop's own thread.
     public var inLoop: Bool {
         guard let loopThread = thread.withLock({ $0 }) else { return false }

@@ -72,7 +72,7 @@ public struct SQLiteMessageStore: MessageStore {
             WHERE activity = ?2 AND id < ?1 AND event = 'update' AND state IN ('pending', 'sending') AND superseded_by IS NULL
             """, [.int(id), .int(activity), Self.seconds(date)])
         try c.run("""
-            UPDATE deliveries SET state = 'superseded', next_at = NULL, reason = 'a newer update or end of the activity went instead'
+            UPDATE deliveries INDEXED BY deliveries_owed SET state = 'superseded', next_at = NULL, reason = 'a newer update or end of the activity went instead'
             WHERE state IN ('retrying', 'unconfirmed')
               AND message IN (SELECT id FROM messages WHERE activity = ?2 AND id < ?1 AND event IN ('update', 'end'))
             """, [.int(id), .int(activity)])
@@ -175,15 +175,20 @@ public struct SQLiteMessageStore: MessageStore {
         AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
         """
 
-    public func nextDueDate() throws(StoreError) -> Date? {
+    public func nextDueDate(excluding: Set<ApplicationCode>) throws(StoreError) -> Date? {
         // Only jobs a worker could take when due: not those claimed, nor those waiting behind their activity.
         try database.withConnection { (c) throws(StoreError) in
             let job = try c.query("""
                 SELECT MIN(m.due_at) FROM messages m
                 WHERE ((m.state = 'pending') OR (m.state = 'sending' AND m.claimed = 0))
                   AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
+                  \(Self.notIn(excluding, column: "m.application"))
                 """)[0][0].int
-            let delivery = try c.query("SELECT MIN(next_at) FROM deliveries WHERE state IN ('retrying', 'unconfirmed')")[0][0].int
+            // Applications at their share of workers are left out: their due work must not wake idle workers.
+            let delivery = try c.query(excluding.isEmpty ? "SELECT MIN(next_at) FROM deliveries WHERE state IN ('retrying', 'unconfirmed')" : """
+                SELECT MIN(d.next_at) FROM deliveries d JOIN messages m ON m.id = d.message
+                WHERE d.state IN ('retrying', 'unconfirmed') \(Self.notIn(excluding, column: "m.application"))
+                """)[0][0].int
             return [job, delivery].compactMap { $0 }.min().map { Self.date(milliseconds: $0) }
         }
     }
@@ -191,8 +196,13 @@ public struct SQLiteMessageStore: MessageStore {
     public func releaseClaims() throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             try c.run("UPDATE messages SET claimed = 0 WHERE state = 'sending' AND claimed = 1")
-            // Retries a previous run had in flight: due again now. A start among them keeps the copy it counted.
-            try c.run("UPDATE deliveries SET state = 'retrying', next_at = 0 WHERE state = 'sending'")
+            // Retries a previous run had in flight: due again now. A start among them keeps the copy it counted
+            // and waits for its device's token like any start whose answer was lost.
+            try c.run("""
+                UPDATE deliveries SET state = CASE WHEN copies > 0 THEN 'unconfirmed' ELSE 'retrying' END,
+                    next_at = CASE WHEN copies > 0 THEN CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 60000 ELSE 0 END
+                WHERE state = 'sending'
+                """)
         }
     }
 
@@ -254,8 +264,7 @@ public struct SQLiteMessageStore: MessageStore {
                        d.catch_up, a.state = 'ended',
                        EXISTS (SELECT 1 FROM messages n WHERE n.activity = m.activity AND n.id > m.id AND n.event IN ('update', 'end')
                                AND n.state != 'cancelled'),
-                       EXISTS (SELECT 1 FROM activity_tokens t WHERE t.device = d.device AND t.activity_id = a.activity_id
-                               AND t.token IS NOT NULL AND t.updated_at >= d.at)
+                       EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity = m.activity AND ad.device = d.device)
                 FROM deliveries d
                 JOIN messages m ON m.id = d.message
                 JOIN activities a ON a.id = m.activity
@@ -285,9 +294,10 @@ public struct SQLiteMessageStore: MessageStore {
                               [.text(state.rawValue), .text(reason), Self.seconds(date), .text(state.rawValue), row[0], row[5]])
                     if state == .sent && due.event == .start { try Self.started(activity: due.activity, device: due.device, c) }
                 case .send:
-                    // A start resent after a lost answer counts its copy before it goes, so a crash cannot make a third.
+                    // Every send of a start counts as a possible copy before it goes, so a crash cannot make a third;
+                    // an answer that proves it did not land gives the count back (`DeliveryDecisions.record`).
                     try c.run("UPDATE deliveries SET state = 'sending', next_at = NULL, copies = copies + ? WHERE message = ? AND device = ?",
-                              [.int(due.state == .unconfirmed ? 1 : 0), row[0], row[5]])
+                              [.int(due.event == .start && due.pushType == "liveactivity" ? 1 : 0), row[0], row[5]])
                     claimed.append(due)
                 }
             }
@@ -318,6 +328,17 @@ public struct SQLiteMessageStore: MessageStore {
         }
         for dead in effects.deadPushTokens {
             try c.run("UPDATE devices SET push_token = NULL WHERE id = ?1 AND push_token = ?2 AND \(notRenewed)", parameters(dead))
+        }
+    }
+
+    public func requeue(_ due: [DueDelivery], at date: Date) throws(StoreError) {
+        try database.write { (c) throws(StoreError) in
+            for item in due {
+                try c.run("""
+                    UPDATE deliveries SET state = CASE WHEN copies > 0 THEN 'unconfirmed' ELSE 'retrying' END, next_at = ?
+                    WHERE message = ? AND device = ? AND state = 'sending'
+                    """, [Self.milliseconds(date), .int(item.message), .int(item.device)])
+            }
         }
     }
 

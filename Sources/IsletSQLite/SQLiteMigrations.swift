@@ -178,6 +178,7 @@ enum SQLiteMigrations {
             ALTER TABLE deliveries ADD COLUMN catch_up INTEGER NOT NULL DEFAULT 0;
             ALTER TABLE deliveries ADD COLUMN expires_at INTEGER;
             CREATE INDEX deliveries_due ON deliveries (next_at) WHERE state IN ('retrying', 'unconfirmed');
+            CREATE INDEX deliveries_owed ON deliveries (message) WHERE state IN ('retrying', 'unconfirmed');
             CREATE INDEX deliveries_by_device ON deliveries (device, message);
             ALTER TABLE messages ADD COLUMN expires_at INTEGER;
             UPDATE messages SET expires_at = due_at + 3600000;

@@ -239,7 +239,7 @@ public struct DueDelivery: Sendable, Equatable {
     public let activityEnded: Bool
     /// A newer update or end of the same activity exists.
     public let newerMessage: Bool
-    /// The device reported an update token for the activity after this push was recorded.
+    /// The activity runs on the device (its start was answered 200, or the device reported an update token).
     public let tokenReportedSince: Bool
 
     public init(message: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, device: Int64,
@@ -424,8 +424,10 @@ public protocol MessageStore: Sendable {
 
     /// Takes the next due job, if any, for this process to send; none of the `excluding` applications.
     func claimNextJob(at date: Date, excluding: Set<ApplicationCode>) throws(StoreError) -> MessageJob?
-    /// When the next pending job or due delivery falls due; nil when none waits.
-    func nextDueDate() throws(StoreError) -> Date?
+    /// When the next pending job or due delivery of an application not `excluding` falls due; nil when none waits.
+    func nextDueDate(excluding: Set<ApplicationCode>) throws(StoreError) -> Date?
+    /// Gives claimed due deliveries back unsent (their outcomes could not be recorded), due at `date`.
+    func requeue(_ due: [DueDelivery], at date: Date) throws(StoreError)
     /// Claims up to `limit` deliveries due at `date` (not of `excluding` applications), settling in the same
     /// transaction those `verdict` says need no send; returns the ones to send, now `.sending`.
     func claimDueDeliveries(at date: Date, limit: Int, excluding: Set<ApplicationCode>,
@@ -462,7 +464,9 @@ public enum CatchUpRule {
     public static func needed(latest: (state: MessageState, fanOutPassed: Bool)?, delivery: (state: DeliveryState, token: String?)?,
                               token: String) -> Bool {
         guard let latest, latest.state == .done || latest.state == .sending else { return false }
-        guard let delivery else { return latest.state == .done || latest.fanOutPassed }
+        // No record: the device was not among the targets when the fan-out read its page (or the fan-out
+        // is still to read it; a second copy of the same update is harmless, a missed one is not).
+        guard let delivery else { return true }
         switch delivery.state {
         case .sent, .retrying, .unconfirmed: return delivery.token != token
         case .skipped, .failed, .expired: return true

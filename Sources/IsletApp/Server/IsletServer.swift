@@ -116,8 +116,11 @@ public final class IsletServer: Sendable {
     @discardableResult
     public func shutdown() -> Bool {
         logger.info("shutting down", ["in_flight": .int(Int64(http.requestsInFlight))])
-        let deadline = ContinuousClock.now + configuration.shutdownGracePeriod
+        let graceEnd = ContinuousClock.now + configuration.shutdownGracePeriod
         let drained = http.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+        // Delivery gets at least a few seconds even when draining HTTP took the whole grace period: the
+        // batches on the wire must be recorded, or a restart sends them again.
+        let deadline = max(graceEnd, ContinuousClock.now + .seconds(3))
         // The client answers what is in flight at once (not sent, or unknown), so workers record their
         // batch as retries or unconfirmed starts and stop; nothing accepted is lost.
         let client = self.client

@@ -252,13 +252,20 @@ final class Nginx {
     static func listening(_ port: Int) -> Bool { (try? KeepAliveClient(port: port)) != nil }
 }
 
-/// A blocking HTTP/1.1 client on one keep-alive connection to 127.0.0.1.
+/// A blocking HTTP/1.1 client on one keep-alive connection to 127.0.0.1; a connection the server
+/// closed while idle is opened again.
 final class KeepAliveClient {
-    private let fd: Int32
+    private var fd: Int32
+    private let port: Int
     private var buffer: [UInt8] = []
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.port = port
+        fd = try Self.open(port)
+    }
+
+    private static func open(_ port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -270,6 +277,7 @@ final class KeepAliveClient {
             close(fd)
             throw BenchError("cannot connect to 127.0.0.1:\(port)")
         }
+        return fd
     }
 
     deinit { close(fd) }
@@ -284,12 +292,26 @@ final class KeepAliveClient {
     func post(_ path: String, _ body: String) throws -> Int { try exchange(path, body).status }
 
     func exchange(_ path: String, _ body: String) throws -> (status: Int, body: String) {
+        do {
+            return try attempt(path, body)
+        } catch let error as Closed where !error.answered {
+            // The server closed the idle connection before reading this request: send it on a new one.
+            close(fd)
+            buffer = []
+            fd = try Self.open(port)
+            return try attempt(path, body)
+        }
+    }
+
+    private struct Closed: Error { let answered: Bool }
+
+    private func attempt(_ path: String, _ body: String) throws -> (status: Int, body: String) {
         let bytes = Array(body.utf8)
         let request = Array("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(bytes.count)\r\n\r\n".utf8) + bytes
         var sent = 0
         while sent < request.count {
             let n = request[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw BenchError("send failed") }
+            guard n > 0 else { throw Closed(answered: false) }
             sent += n
         }
         while true {
@@ -306,7 +328,7 @@ final class KeepAliveClient {
             }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { throw BenchError("connection closed") }
+            guard n > 0 else { throw buffer.isEmpty ? Closed(answered: false) : BenchError("connection closed mid-answer") }
             buffer += chunk[..<n]
         }
     }

@@ -47,7 +47,7 @@ public enum Crypto {
         var buffer = [CChar](repeating: 0, count: 1024)
         let length = islet_p256_generate_pem(&buffer, 1024)
         precondition(length > 0, "OpenSSL could not generate a P-256 key")
-        return String(cString: buffer)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Checks that `pem` is a PKCS#8 P-256 private key, the format of Apple's AuthKey_XXXX.p8 files (A3).

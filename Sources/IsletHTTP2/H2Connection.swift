@@ -87,7 +87,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
                                delegate: any H2ConnectionDelegate) throws(TLSError) -> H2Connection {
         var error = [CChar](repeating: 0, count: 256)
         let fd = islet_tcp_connect(host, Int32(port), &error, 256)
-        guard fd >= 0 else { throw TLSError(description: String(cString: error)) }
+        guard fd >= 0 else { throw TLSError(description: String(cBuffer: error)) }
         guard let ssl = islet_tls_client(tls.context, fd, host) else {
             Foundation.close(fd)
             throw TLSError(description: "cannot create a TLS session for \(host)")
@@ -238,7 +238,7 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
         default:
             var buffer = [CChar](repeating: 0, count: 256)
             islet_tls_error(&buffer, 256)
-            close(reason: "TLS handshake with \(peer) failed: \(String(cString: buffer))")
+            close(reason: "TLS handshake with \(peer) failed: \(String(cBuffer: buffer))")
         }
     }
 

@@ -16,7 +16,7 @@ final class H2Listener: LoopHandler, @unchecked Sendable {
     init(loop: EventLoop, host: String, port: Int, tls: TLSContext, makeDelegate: @escaping () -> any H2ConnectionDelegate) throws(TLSError) {
         var error = [CChar](repeating: 0, count: 256)
         let fd = islet_tcp_listen(host, Int32(port), &error, 256)
-        guard fd >= 0 else { throw TLSError(description: String(cString: error)) }
+        guard fd >= 0 else { throw TLSError(description: String(cBuffer: error)) }
         self.loop = loop
         self.fd = fd
         self.tls = tls

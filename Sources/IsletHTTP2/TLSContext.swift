@@ -15,7 +15,7 @@ public final class TLSContext: @unchecked Sendable {
     public init(clientTrusting extraCA: String?) throws(TLSError) {
         var error = [CChar](repeating: 0, count: 256)
         guard let context = islet_tls_client_context(extraCA, &error, 256) else {
-            throw TLSError(description: "TLS client set-up failed: \(String(cString: error))")
+            throw TLSError(description: "TLS client set-up failed: \(String(cBuffer: error))")
         }
         self.context = context
     }
@@ -24,7 +24,7 @@ public final class TLSContext: @unchecked Sendable {
     public init(serverCertificate: String, key: String) throws(TLSError) {
         var error = [CChar](repeating: 0, count: 256)
         guard let context = islet_tls_server_context(serverCertificate, key, &error, 256) else {
-            throw TLSError(description: "TLS server set-up failed (\(serverCertificate)): \(String(cString: error))")
+            throw TLSError(description: "TLS server set-up failed (\(serverCertificate)): \(String(cBuffer: error))")
         }
         self.context = context
     }

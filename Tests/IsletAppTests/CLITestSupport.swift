@@ -29,7 +29,7 @@ final class Workspace {
     /// Writes `text` to a file with the given permissions and returns its path.
     func file(_ name: String, _ text: String, mode: Int16 = 0o600) -> String {
         let path = directory.appendingPathComponent(name).path
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
         return path
     }
 }

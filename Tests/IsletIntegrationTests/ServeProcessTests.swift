@@ -30,8 +30,8 @@ final class ServeProcess {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         logPath = directory.appendingPathComponent("stderr-\(UUID().uuidString).log")
         outputPath = directory.appendingPathComponent("stdout-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: logPath.path, contents: nil)
-        FileManager.default.createFile(atPath: outputPath.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputPath.path, contents: nil)
         process.executableURL = try builtExecutable(executable)
         process.arguments = arguments
         process.standardError = try FileHandle(forWritingTo: logPath)

@@ -12,7 +12,7 @@ final class FileRecordingTransport: PushTransport {
     let lock = NSLock()
 
     init(path: String, delay: TimeInterval) throws {
-        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         handle.seekToEndOfFile()
         self.delay = delay

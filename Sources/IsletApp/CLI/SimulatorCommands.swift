@@ -160,7 +160,7 @@ struct SimulatorDeviceSetCommand: CLICommand {
     func run(_ context: CLIContext) throws -> Int32 {
         let wiring = try wiring(arguments)
         let hwid = arguments.argument(0)
-        let found = try APNsSimulator.withDevice(wiring.simulated, application, hwid) { device in
+        let found: Void? = try APNsSimulator.withDevice(wiring.simulated, application, hwid) { device in
             switch state {
             case "locked": device.locked = true
             case "unlocked": device.unlock()

@@ -35,13 +35,17 @@ let package = Package(
         // `islet serve` with a transport that records to a file: for the crash-and-resume test only.
         .executableTarget(name: "islet-test-server", dependencies: ["IsletApp", "IsletCore", "IsletDelivery"], path: "Tests/TestServer"),
 
+        // Test peers that share no code with Islet's HTTP/2 (Tests/Peers/h2_apns.py), for the test targets.
+        .target(name: "IsletTestPeers", dependencies: ["IsletCore"], path: "Tests/Peers", exclude: ["h2_apns.py"]),
+
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"]),
         .testTarget(name: "IsletSimulatorTests", dependencies: ["IsletSimulator", "IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletSQLite", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletDeliveryTests", dependencies: ["IsletDelivery", "IsletStore", "IsletCore", "IsletCrypto"]),
-        .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore"]),
+        .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore", "IsletTestPeers"]),
         .testTarget(name: "IsletSQLiteTests", dependencies: ["IsletSQLite", "IsletStore", "IsletCrypto"]),
         .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQLite", "IsletStore"], exclude: ["Golden"]),
-        .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQLite", "IsletStore", "IsletHTTP", "IsletDelivery"],
+        .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQLite", "IsletStore", "IsletHTTP", "IsletDelivery",
+                                                            "IsletHTTP2", "IsletCrypto", "IsletTestPeers"],
                     exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]

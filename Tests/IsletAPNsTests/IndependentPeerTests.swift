@@ -5,6 +5,7 @@ import IsletCore
 import IsletDelivery
 import IsletHTTP2
 import IsletStore
+import IsletTestPeers
 import Synchronization
 
 /// The APNs client against `Tests/Peers/h2_apns.py`, an HTTP/2 server built on Python's `h2` package:
@@ -29,7 +30,7 @@ struct IndependentPeerTests {
 
     /// The reported stall: a push after 16 s idle (past the 15 s check) with default settings.
     @Test func aPushAfterALongIdleLeavesAtOnce() throws {
-        let peer = try PythonH2Peer(files: files)
+        let peer = try PythonH2Peer(certificate: files.certificate, key: files.key)
         let client = try client(peer)
         defer { client.shutdown() }
         #expect(client.send([push(1)]).first?.status == 200)
@@ -43,7 +44,7 @@ struct IndependentPeerTests {
     /// Idle gaps shorter and longer than the peer's idle close (as nginx closes idle connections),
     /// with shortened timers: every push answered, on a fresh connection where the old one closed.
     @Test func idleGapsOfEveryLengthNeverHoldAPush() throws {
-        let peer = try PythonH2Peer(files: files)
+        let peer = try PythonH2Peer(certificate: files.certificate, key: files.key)
         try peer.command("idle-close 2.5")
         let client = try client(peer) { $0.checkAfterIdle = .seconds(1); $0.pingAfter = .seconds(2); $0.pingTimeout = .seconds(1) }
         defer { client.shutdown() }
@@ -62,7 +63,7 @@ struct IndependentPeerTests {
     /// A connection that went silent (a dead NAT entry, a frozen peer) is found by its PING going
     /// unanswered and replaced; the push goes out on a new connection instead of waiting out its deadline.
     @Test func aSilentConnectionIsReplacedBeforeItHoldsAPush() throws {
-        let peer = try PythonH2Peer(files: files)
+        let peer = try PythonH2Peer(certificate: files.certificate, key: files.key)
         let client = try client(peer) { $0.checkAfterIdle = .milliseconds(500); $0.pingTimeout = .seconds(1) }
         defer { client.shutdown() }
         #expect(client.send([push(1)]).first?.status == 200)
@@ -77,7 +78,7 @@ struct IndependentPeerTests {
     /// A request APNs read but never answered before its connection closed may have been processed:
     /// the client reports it unknown and does not resend it.
     @Test func aLostAnswerIsReportedUnknownAndNotResent() throws {
-        let peer = try PythonH2Peer(files: files)
+        let peer = try PythonH2Peer(certificate: files.certificate, key: files.key)
         let client = try client(peer)
         defer { client.shutdown() }
         #expect(client.send([push(1)]).first?.status == 200)
@@ -90,7 +91,7 @@ struct IndependentPeerTests {
 
     /// Shutdown answers what is in flight and stops within its deadline, even with APNs stalled.
     @Test func shutdownIsBoundedWithPushesInFlight() throws {
-        let peer = try PythonH2Peer(files: files)
+        let peer = try PythonH2Peer(certificate: files.certificate, key: files.key)
         let client = try client(peer)
         #expect(client.send([push(1)]).first?.status == 200)
         try peer.command("latency 30")
@@ -111,98 +112,3 @@ struct IndependentPeerTests {
     func idle(_ seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
 }
 
-/// `Tests/Peers/h2_apns.py` as a child process: commands on stdin, events read from stdout.
-final class PythonH2Peer: Sendable {
-    struct Event: Sendable {
-        let event: String
-        let connection: Int
-        let apnsID: String
-        /// Events of this kind seen so far, this one included.
-        let count: Int
-    }
-
-    let process = Process()
-    private let input = Pipe()
-    private final class Log: Sendable { let events = Mutex<[Event]>([]) }
-    private let log = Log()
-    let url: URL
-
-    static var repository: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    }
-
-    init(files: TestFiles) throws {
-        let python = Self.repository.appendingPathComponent(".venv/bin/python3").path
-        guard FileManager.default.isExecutableFile(atPath: python) else {
-            throw PeerError("no \(python): run scripts/install-deps (make test does) to install the h2 package")
-        }
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [Self.repository.appendingPathComponent("Tests/Peers/h2_apns.py").path, files.certificate, files.key]
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        try process.run()
-        let reader = output.fileHandleForReading
-        let port = Mutex<Int?>(nil)
-        let log = self.log
-        Thread.detachNewThread {
-            var buffer = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { return }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 10) {
-                    let line = buffer[buffer.startIndex..<newline]
-                    buffer = Data(buffer[(newline + 1)...])
-                    guard let object = try? JSONParser.parse(Array(line)).objectValue else { continue }
-                    if let listening = object["port"]?.intValue { port.withLock { $0 = Int(listening) } }
-                    log.events.withLock { list in
-                        let kind = object["event"]?.stringValue ?? ""
-                        list.append(Event(event: kind, connection: Int(object["connection"]?.intValue ?? 0),
-                                          apnsID: object["apns_id"]?.stringValue ?? "", count: list.filter { $0.event == kind }.count + 1))
-                    }
-                }
-            }
-        }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while port.withLock({ $0 }) == nil && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        guard let bound = port.withLock({ $0 }) else { throw PeerError("the h2 peer did not start") }
-        url = URL(string: "https://127.0.0.1:\(bound)")!
-    }
-
-    deinit {
-        // SIGKILL: a child of the test runner may inherit an ignored SIGTERM.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    /// Sends a command and waits for the peer to confirm it.
-    func command(_ line: String) throws {
-        let before = log.events.withLock { $0.filter { $0.event == "ok" }.count }
-        input.fileHandleForWriting.write(Data((line + "\n").utf8))
-        guard try wait(deadline: .now + .seconds(5), { $0.event == "ok" && $0.count > before }) != nil else {
-            throw PeerError("the h2 peer did not confirm '\(line)'")
-        }
-    }
-
-    /// The first event that matches, waiting for it until `deadline`.
-    func wait(deadline: ContinuousClock.Instant, _ matches: (Event) -> Bool) throws -> Event? {
-        while ContinuousClock.now < deadline {
-            if let found = log.events.withLock({ $0.first(where: matches) }) { return found }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return nil
-    }
-
-    /// Every request the peer read, once it has reported at least `count` (its report may trail its answer).
-    func requests(atLeast count: Int = 0) throws -> [Event] {
-        _ = try wait(deadline: .now + .seconds(5)) { $0.event == "request" && $0.count >= count }
-        return log.events.withLock { $0.filter { $0.event == "request" } }
-    }
-}
-
-struct PeerError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}

@@ -70,7 +70,8 @@ public struct APIRouter: HTTPHandler {
         }
         let name = String(request.path.dropFirst(Self.prefix.count))
         guard let method = methods[name] else {
-            return ("unknown", Self.failure(APIError(.notFound, "unknown method '\(name.prefix(64))'")))
+            let hint = Suggestion.nearest(name, among: Array(methods.keys)).map { "; did you mean '\($0)'?" } ?? ""
+            return ("unknown", Self.failure(APIError(.notFound, "unknown method '\(name.prefix(64))'\(hint)")))
         }
         guard request.method == "POST" else { return (name, Self.methodNotAllowed(request, allow: "POST")) }
         do {

@@ -82,7 +82,7 @@ public struct ApplicationAdmin: Sendable {
         }
         switch Crypto.checkAPNsSigningKey(pem: pem) {
         case nil: break
-        case .notP256: throw APIError.invalid("key-file", "\(path) is not a P-256 (ES256) key; APNs keys from Apple are")
+        case .notP256: throw APIError.invalid("key-file", "\(path) is not a P-256 (ES256) key; APNs signing keys from Apple (AuthKey_XXXXXXXXXX.p8) are P-256, not RSA or another curve")
         case .unreadable: throw APIError.invalid("key-file", "\(path) is not a PEM private key (an AuthKey_XXXXXXXXXX.p8 from Apple)")
         }
         return APNsSigningKey(info: APNsKeyInfo(teamID: teamID, keyID: keyID, environment: environment), pem: pem)

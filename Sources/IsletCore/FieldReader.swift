@@ -53,6 +53,15 @@ public struct FieldReader: Sendable {
         return i
     }
 
+    /// A date as ActivityKit reads it in a payload: whole seconds since 1970.
+    public func date(_ key: String) throws(APIError) -> Int64? {
+        guard let value = value(key) else { return nil }
+        guard let i = value.intValue else {
+            throw .invalid(fieldPath(key), "must be a date as an integer of seconds since 1970 (e.g. 1767225600), got \(value.typeName)")
+        }
+        return i
+    }
+
     public func bool(_ key: String) throws(APIError) -> Bool? {
         guard let value = value(key) else { return nil }
         guard case .bool(let b) = value else { throw .invalid(fieldPath(key), "must be a boolean, got \(value.typeName)") }

@@ -219,8 +219,8 @@ public enum LiveActivityRequests {
             : nil
 
         return UpdateNotification(
-            activityID: activityID, event: event, contentState: contentState, dismissalDate: try activity.int("dismissal-date"),
-            relevanceScore: relevance, staleDate: try activity.int("stale-date"), alert: alert,
+            activityID: activityID, event: event, contentState: contentState, dismissalDate: try activity.date("dismissal-date"),
+            relevanceScore: relevance, staleDate: try activity.date("stale-date"), alert: alert,
             priority: priority(n.value("apns_priority")))
     }
 }

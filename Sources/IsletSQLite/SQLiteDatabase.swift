@@ -26,6 +26,13 @@ public final class SQLiteDatabase: Sendable {
                 throw StoreError(.io, "cannot create directory \(directory): \(error.localizedDescription)")
             }
         }
+        // The file holds APNs signing keys: created readable by its owner only (SQLite gives its -wal and
+        // -shm files the same permissions).
+        if !FileManager.default.fileExists(atPath: path) {
+            let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw StoreError(.io, "cannot create \(path): \(String(cString: strerror(errno)))") }
+            close(fd)
+        }
         let connection = try SQLiteConnection(path: path)
         try SQLiteMigrations.migrate(connection, upTo: migrateUpTo)
         idle.withLock { $0.append(connection) }

@@ -88,7 +88,7 @@ struct CLICommandTests {
         let wrongCurve = workspace.file("p384.p8", TestKeys.p384)
         let p384 = islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", wrongCurve,
                           "--database", workspace.database])
-        #expect(p384.errors == "error: --key-file: \(wrongCurve) is not a P-256 (ES256) key; APNs keys from Apple are\n")
+        #expect(p384.errors == "error: --key-file: \(wrongCurve) is not a P-256 (ES256) key; APNs signing keys from Apple (AuthKey_XXXXXXXXXX.p8) are P-256, not RSA or another curve\n")
 
         let garbage = workspace.file("garbage.p8", "not a key")
         #expect(islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", garbage,

@@ -190,10 +190,10 @@ struct UpdateRulesTests {
         (updateNotification(activity: ["event": nil]), "notifications[0].live_activity.event: is required: \"update\" or \"end\""),
         (updateNotification(activity: ["event": "start"]), "notifications[0].live_activity.event: must be \"update\" or \"end\" (start with startLiveActivity)"),
         (updateNotification(activity: ["content-state": nil]), "notifications[0].live_activity.content-state: is required"),
-        (updateNotification(activity: ["dismissal-date": "soon"]), "notifications[0].live_activity.dismissal-date: must be an integer, got string"),
+        (updateNotification(activity: ["dismissal-date": "soon"]), "notifications[0].live_activity.dismissal-date: must be a date as an integer of seconds since 1970 (e.g. 1767225600), got string"),
         (updateNotification(activity: ["relevance-score": 0]), "notifications[0].live_activity.relevance-score: must be an integer of at least 1"),
         (updateNotification(activity: ["relevance-score": 1.5]), "notifications[0].live_activity.relevance-score: must be an integer, got number"),
-        (updateNotification(activity: ["stale-date": true]), "notifications[0].live_activity.stale-date: must be an integer, got boolean"),
+        (updateNotification(activity: ["stale-date": true]), "notifications[0].live_activity.stale-date: must be a date as an integer of seconds since 1970 (e.g. 1767225600), got boolean"),
         (updateNotification(["live_activity_id": nil]), "notifications[0].live_activity_id: is required"),
     ])
     func refusesBadUpdatesNamingTheField(notification: JSONObject, message: String) throws {

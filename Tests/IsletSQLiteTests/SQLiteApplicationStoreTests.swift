@@ -34,6 +34,15 @@ struct SQLiteApplicationStoreTests {
         SQLiteApplicationStore(database: try SQLiteDatabase(path: temporary.path))
     }
 
+    @Test func theDatabaseHoldingKeysIsReadableByItsOwnerOnly() throws {
+        let store = try store()
+        try store.createApplication(application("APPAA-00001"), tokens: [], apnsKey: nil)
+        for suffix in ["", "-wal"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: temporary.path + suffix)
+            #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o077 } == 0, "\(temporary.path + suffix) is open to others")
+        }
+    }
+
     @Test func createsAndReadsApplicationsWithTokensAndKey() throws {
         let store = try store()
         #expect(try store.hasNoApplications())

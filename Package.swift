@@ -33,7 +33,7 @@ let package = Package(
                                                               "IsletAPI", "IsletApp"], path: "Sources/IsletBenchmarks"),
 
         // `islet serve` with a transport that records to a file: for the crash-and-resume test only.
-        .executableTarget(name: "islet-test-server", dependencies: ["IsletApp", "IsletCore", "IsletDelivery"], path: "Tests/TestServer"),
+        .executableTarget(name: "islet-test-server", dependencies: ["IsletApp", "IsletCore", "IsletDelivery", "IsletStore"], path: "Tests/TestServer"),
 
         // Test peers that share no code with Islet's HTTP/2 (Tests/Peers/h2_apns.py), for the test targets.
         .target(name: "IsletTestPeers", dependencies: ["IsletCore"], path: "Tests/Peers", exclude: ["h2_apns.py"]),

@@ -22,12 +22,15 @@ public struct DeliveryConfiguration: Sendable {
     /// Batches of one fan-out on the wire at once: the next pages are read and sent while the first is
     /// answered and recorded. A crash repeats at most these batches, with the same bytes and apns-ids.
     public var pipelineDepth: Int
+    /// How a large start is split into shards that several workers send at once.
+    public var sharding: ShardPolicy
     /// Longest sleep with nothing due, so a job written by another process is seen soon.
     public var idlePoll: Duration
 
     public init(workers: Int = 8, workersPerApplication: Int? = nil, batchSize: Int = 1000, retryBatchSize: Int = 500,
                 retry: RetryPolicy = RetryPolicy(), sendTimeout: Duration = .seconds(30), pipelineDepth: Int = 3,
-                idlePoll: Duration = .milliseconds(500)) {
+                sharding: ShardPolicy = ShardPolicy(), idlePoll: Duration = .milliseconds(500)) {
+        self.sharding = sharding
         self.pipelineDepth = max(1, pipelineDepth)
         self.workers = max(1, workers)
         self.workersPerApplication = max(1, workersPerApplication ?? (workers + 1) / 2)
@@ -140,7 +143,7 @@ public final class DeliveryService: Sendable {
         // cannot both take a slow application's work past its share.
         let unit: (Unit, Set<ApplicationCode>)? = try claiming.withLock { _ in
             let saturated = state.withLock { s in Set(s.busy.filter { $0.value >= configuration.workersPerApplication }.keys) }
-            if let job = try messages.claimNextJob(at: now(), excluding: saturated) {
+            if let job = try messages.claimNextJob(at: now(), excluding: saturated, sharding: configuration.sharding) {
                 return reserve((.job(job), [job.application]))
             }
             let due = try messages.claimDueDeliveries(at: now(), limit: configuration.retryBatchSize, excluding: saturated,
@@ -238,8 +241,8 @@ public final class DeliveryService: Sendable {
                 try land()
             }
             try messages.finish(job, at: now())
-            logger.info("message delivered", [
-                "message": .string(job.code), "event": .string(job.event.rawValue), "activity": .string(job.activityID),
+            logger.info(job.shard == nil ? "message delivered" : "message shard delivered", [
+                "message": .string(job.code), "shard": job.shard.map { .int(Int64($0.number)) } ?? .null, "event": .string(job.event.rawValue), "activity": .string(job.activityID),
                 "sent": .int(Int64(totals[.sent] ?? 0)), "failed": .int(Int64(totals[.failed] ?? 0)),
                 "skipped": .int(Int64(totals[.skipped] ?? 0)), "retrying": .int(Int64((totals[.retrying] ?? 0) + (totals[.unconfirmed] ?? 0))),
             ])
@@ -279,8 +282,10 @@ public final class DeliveryService: Sendable {
     /// One planned delivery per device of the next page.
     private func nextBatch(_ job: MessageJob, planner: PushPlanner, after cursor: Int64) throws -> [(device: Int64, plan: PlannedDelivery)] {
         if job.event == .start, let target = job.target {
+            // A shard stops at its last id: the rest of the page belongs to the next shard.
+            let upTo = job.shard?.upTo ?? .max
             return try devices.targets(target, in: job.application, attributesType: job.attributesType, afterID: cursor,
-                                       limit: configuration.batchSize).map { ($0.id, planner.start($0)) }
+                                       limit: configuration.batchSize).prefix { $0.id <= upTo }.map { ($0.id, planner.start($0)) }
         }
         return try messages.updateTargets(activity: job.activity, afterID: cursor, limit: configuration.batchSize)
             .map { ($0.device.id, planner.update($0)) }

@@ -134,31 +134,65 @@ public struct SQLiteMessageStore: MessageStore {
 
     // MARK: - Jobs
 
-    public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>) throws(StoreError) -> MessageJob? {
+    public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, sharding: ShardPolicy) throws(StoreError) -> MessageJob? {
         // One transaction: the claim, the activity's id and the decoded target, so a failure leaves nothing claimed.
         try database.write { (c) throws(StoreError) -> MessageJob? in
-            let rows = try c.query("""
+            // First a shard of a fan-out under way, so a large message is sent by several workers at once.
+            if let shard = try c.query("""
+                UPDATE message_shards SET state = 'sending', claimed = 1
+                WHERE rowid = (SELECT s.rowid FROM message_shards s JOIN messages m ON m.id = s.message
+                               WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding, column: "m.application"))
+                               ORDER BY m.due_at, s.message, s.shard LIMIT 1)
+                RETURNING message, shard, up_to, cursor
+                """).first, let message = shard[0].int {
+                var job = try loadJob(message, at: date, c)
+                job?.shard = (Int(shard[1].int ?? 0), shard[2].int ?? .max)
+                return job.map { MessageJob(copying: $0, cursor: shard[3].int ?? 0) }
+            }
+            guard let id = try c.query("""
                 UPDATE messages SET state = 'sending', claimed = 1
                 WHERE id = (SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
                             ORDER BY m.due_at, m.id LIMIT 1)
-                RETURNING id, code, application, event, activity, target, attributes_type, payload, fallback_payload, priority, cursor,
-                          expires_at, due_at
-                """, [Self.milliseconds(date)])
-            guard let row = rows.first, let application = ApplicationCode(row[2].text ?? "") else { return nil }
-            let activity = SQLValue.int(row[4].int ?? 0)
-            if row[3].text == LiveActivityEvent.start.rawValue {
-                try c.run("UPDATE activities SET state = 'active', updated_at = ? WHERE id = ? AND state = 'scheduled'",
-                          [Self.seconds(date), activity])
+                RETURNING id
+                """, [Self.milliseconds(date)]).first?[0].int, let job = try loadJob(id, at: date, c) else { return nil }
+            // A start to a large audience, claimed for the first time: split it, and take the first shard.
+            guard job.event == .start, job.target != nil, job.cursor == 0,
+                  let range = try c.query("SELECT MIN(id), MAX(id) FROM devices WHERE application = ?", [.text(job.application.rawValue)]).first,
+                  let lowest = range[0].int, let highest = range[1].int else { return job }
+            let shards = sharding.shards(lowest: lowest, highest: highest)
+            guard let first = shards.first else { return job }
+            for (number, shard) in shards.enumerated() {
+                try c.run("""
+                    INSERT INTO message_shards (message, shard, after_id, up_to, cursor, state, claimed) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """, [.int(id), .int(Int64(number)), .int(shard.after), .int(shard.upTo), .int(shard.after),
+                          .text(number == 0 ? "sending" : "pending"), .int(number == 0 ? 1 : 0)])
             }
-            let activityID = try c.query("SELECT activity_id FROM activities WHERE id = ?", [activity]).first?[0].text ?? ""
-            let target = try row[5].text.map { (text) throws(StoreError) in try decodeTarget(text, application, c) }
-            return MessageJob(
-                id: row[0].int ?? 0, code: row[1].text ?? "", application: application,
-                event: LiveActivityEvent(rawValue: row[3].text ?? "") ?? .update, activity: row[4].int ?? 0, activityID: activityID,
-                target: target, attributesType: row[6].text, payload: row[7].blob ?? [], fallbackPayload: row[8].blob,
-                priority: Int(row[9].int ?? 5), cursor: row[10].int ?? 0,
-                expiresAt: Self.date(milliseconds: row[11].int ?? ((row[12].int ?? 0) + 3_600_000)))
+            var sharded = MessageJob(copying: job, cursor: first.after)
+            sharded.shard = (0, first.upTo)
+            return sharded
         }
+    }
+
+    /// A message's job as a worker needs it; a start marks its scheduled activity active.
+    private func loadJob(_ id: Int64, at date: Date, _ c: SQLiteConnection) throws(StoreError) -> MessageJob? {
+        guard let row = try c.query("""
+            SELECT id, code, application, event, activity, target, attributes_type, payload, fallback_payload, priority, cursor,
+                   expires_at, due_at
+            FROM messages WHERE id = ?
+            """, [.int(id)]).first, let application = ApplicationCode(row[2].text ?? "") else { return nil }
+        let activity = SQLValue.int(row[4].int ?? 0)
+        if row[3].text == LiveActivityEvent.start.rawValue {
+            try c.run("UPDATE activities SET state = 'active', updated_at = ? WHERE id = ? AND state = 'scheduled'",
+                      [Self.seconds(date), activity])
+        }
+        let activityID = try c.query("SELECT activity_id FROM activities WHERE id = ?", [activity]).first?[0].text ?? ""
+        let target = try row[5].text.map { (text) throws(StoreError) in try decodeTarget(text, application, c) }
+        return MessageJob(
+            id: row[0].int ?? 0, code: row[1].text ?? "", application: application,
+            event: LiveActivityEvent(rawValue: row[3].text ?? "") ?? .update, activity: row[4].int ?? 0, activityID: activityID,
+            target: target, attributesType: row[6].text, payload: row[7].blob ?? [], fallbackPayload: row[8].blob,
+            priority: Int(row[9].int ?? 5), cursor: row[10].int ?? 0,
+            expiresAt: Self.date(milliseconds: row[11].int ?? ((row[12].int ?? 0) + 3_600_000)))
     }
 
     /// `AND column NOT IN ('A', 'B')` for application codes (their syntax admits no quote).
@@ -173,6 +207,7 @@ public struct SQLiteMessageStore: MessageStore {
     static let claimable = """
         ((m.state = 'pending' AND m.due_at <= ?) OR (m.state = 'sending' AND m.claimed = 0))
         AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
+        AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
         """
 
     public func nextDueDate(excluding: Set<ApplicationCode>) throws(StoreError) -> Date? {
@@ -182,20 +217,26 @@ public struct SQLiteMessageStore: MessageStore {
                 SELECT MIN(m.due_at) FROM messages m
                 WHERE ((m.state = 'pending') OR (m.state = 'sending' AND m.claimed = 0))
                   AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
+                  AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
                   \(Self.notIn(excluding, column: "m.application"))
+                """)[0][0].int
+            let shard = try c.query("""
+                SELECT MIN(m.due_at) FROM message_shards s JOIN messages m ON m.id = s.message
+                WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding, column: "m.application"))
                 """)[0][0].int
             // Applications at their share of workers are left out: their due work must not wake idle workers.
             let delivery = try c.query(excluding.isEmpty ? "SELECT MIN(next_at) FROM deliveries WHERE state IN ('retrying', 'unconfirmed')" : """
                 SELECT MIN(d.next_at) FROM deliveries d JOIN messages m ON m.id = d.message
                 WHERE d.state IN ('retrying', 'unconfirmed') \(Self.notIn(excluding, column: "m.application"))
                 """)[0][0].int
-            return [job, delivery].compactMap { $0 }.min().map { Self.date(milliseconds: $0) }
+            return [job, shard, delivery].compactMap { $0 }.min().map { Self.date(milliseconds: $0) }
         }
     }
 
     public func releaseClaims() throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             try c.run("UPDATE messages SET claimed = 0 WHERE state = 'sending' AND claimed = 1")
+            try c.run("UPDATE message_shards SET claimed = 0 WHERE claimed = 1")
             // Retries a previous run had in flight: due again now. A start among them keeps the copy it counted
             // and waits for its device's token like any start whose answer was lost.
             try c.run("""
@@ -229,7 +270,12 @@ public struct SQLiteMessageStore: MessageStore {
         try database.write { (c) throws(StoreError) in
             for record in result.records { try Self.write(record, message: job.id, at: date, c) }
             try Self.apply(result.effects, c)
-            try c.run("UPDATE messages SET cursor = ? WHERE id = ?", [.int(result.cursor), .int(job.id)])
+            if let shard = job.shard {
+                try c.run("UPDATE message_shards SET cursor = ? WHERE message = ? AND shard = ?",
+                          [.int(result.cursor), .int(job.id), .int(Int64(shard.number))])
+            } else {
+                try c.run("UPDATE messages SET cursor = ? WHERE id = ?", [.int(result.cursor), .int(job.id)])
+            }
         }
     }
 
@@ -350,13 +396,25 @@ public struct SQLiteMessageStore: MessageStore {
 
     public func finish(_ job: MessageJob, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            try c.run("UPDATE messages SET state = 'done', claimed = 0, finished_at = ? WHERE id = ?", [Self.seconds(date), .int(job.id)])
+            if let shard = job.shard {
+                try c.run("UPDATE message_shards SET state = 'done', claimed = 0 WHERE message = ? AND shard = ?",
+                          [.int(job.id), .int(Int64(shard.number))])
+            }
+            // A sharded message is done with its last shard.
+            try c.run("""
+                UPDATE messages SET state = 'done', claimed = 0, finished_at = ?1
+                WHERE id = ?2 AND NOT EXISTS (SELECT 1 FROM message_shards WHERE message = ?2 AND state != 'done')
+                """, [Self.seconds(date), .int(job.id)])
         }
     }
 
     public func release(_ job: MessageJob) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            try c.run("UPDATE messages SET claimed = 0 WHERE id = ? AND state = 'sending'", [.int(job.id)])
+            if let shard = job.shard {
+                try c.run("UPDATE message_shards SET claimed = 0 WHERE message = ? AND shard = ?", [.int(job.id), .int(Int64(shard.number))])
+            } else {
+                try c.run("UPDATE messages SET claimed = 0 WHERE id = ? AND state = 'sending'", [.int(job.id)])
+            }
         }
     }
 

@@ -184,6 +184,19 @@ enum SQLiteMigrations {
             UPDATE messages SET expires_at = due_at + 3600000;
             ALTER TABLE messages ADD COLUMN superseded_by INTEGER;
             """),
+        Migration(version: 8, name: "fan-out shards", sql: """
+            CREATE TABLE message_shards (
+                message INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+                shard INTEGER NOT NULL,
+                after_id INTEGER NOT NULL,
+                up_to INTEGER NOT NULL,
+                cursor INTEGER NOT NULL,
+                state TEXT NOT NULL CHECK (state IN ('pending', 'sending', 'done')),
+                claimed INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (message, shard)
+            ) STRICT;
+            CREATE INDEX message_shards_open ON message_shards (message) WHERE state != 'done';
+            """),
     ]
 
     static var latestVersion: Int { all.last!.version }

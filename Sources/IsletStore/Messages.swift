@@ -128,6 +128,32 @@ public struct AcceptRefusal: Error, Sendable, Equatable {
     }
 }
 
+/// How a large fan-out is split into shards that workers send at once (issue 10): contiguous ranges
+/// of device ids, each with its own progress.
+public struct ShardPolicy: Sendable, Equatable {
+    /// Device ids per shard; an application whose ids span less than two of these is not split.
+    public var span: Int64
+    /// Shards of one message at most.
+    public var maximum: Int
+
+    public init(span: Int64 = 50_000, maximum: Int = 8) {
+        self.span = max(1, span)
+        self.maximum = max(1, maximum)
+    }
+
+    /// The shards of ids in `lowest...highest`: (after, upTo] ranges covering them, none for a small range.
+    public func shards(lowest: Int64, highest: Int64) -> [(after: Int64, upTo: Int64)] {
+        let width = highest - lowest + 1
+        guard width >= 2 * span else { return [] }
+        let count = Int(min(Int64(maximum), (width + span - 1) / span))
+        let size = (width + Int64(count) - 1) / Int64(count)
+        return (0..<count).map { index in
+            let after = lowest - 1 + Int64(index) * size
+            return (after, index == count - 1 ? Int64.max : min(after + size, highest))
+        }
+    }
+}
+
 /// A claimed delivery job: one message and how far its fan-out got.
 public struct MessageJob: Sendable, Equatable {
     public let id: Int64
@@ -144,6 +170,12 @@ public struct MessageJob: Sendable, Equatable {
     /// Devices up to this id are done; a resumed job starts after it.
     public let cursor: Int64
     public let expiresAt: Date
+    /// A shard of a large fan-out: its number, and the last device id it covers.
+    public var shard: (number: Int, upTo: Int64)?
+
+    public static func == (a: MessageJob, b: MessageJob) -> Bool {
+        a.id == b.id && a.cursor == b.cursor && a.shard?.number == b.shard?.number && a.shard?.upTo == b.shard?.upTo
+    }
 
     public init(id: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, activityID: String, target: TargetSelection?, attributesType: String?, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, cursor: Int64, expiresAt: Date) {
         self.expiresAt = expiresAt
@@ -159,6 +191,14 @@ public struct MessageJob: Sendable, Equatable {
         self.fallbackPayload = fallbackPayload
         self.priority = priority
         self.cursor = cursor
+    }
+
+    /// The same job resumed from another cursor.
+    public init(copying job: MessageJob, cursor: Int64) {
+        self.init(id: job.id, code: job.code, application: job.application, event: job.event, activity: job.activity,
+                  activityID: job.activityID, target: job.target, attributesType: job.attributesType, payload: job.payload,
+                  fallbackPayload: job.fallbackPayload, priority: job.priority, cursor: cursor, expiresAt: job.expiresAt)
+        shard = job.shard
     }
 }
 
@@ -423,7 +463,9 @@ public protocol MessageStore: Sendable {
     func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws
 
     /// Takes the next due job, if any, for this process to send; none of the `excluding` applications.
-    func claimNextJob(at date: Date, excluding: Set<ApplicationCode>) throws(StoreError) -> MessageJob?
+    /// A start to a large audience is split into shards (`sharding`) on its first claim, and each
+    /// shard is a job of its own, so several workers send it at once.
+    func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, sharding: ShardPolicy) throws(StoreError) -> MessageJob?
     /// When the next pending job or due delivery of an application not `excluding` falls due; nil when none waits.
     func nextDueDate(excluding: Set<ApplicationCode>) throws(StoreError) -> Date?
     /// Gives claimed due deliveries back unsent (their outcomes could not be recorded), due at `date`.

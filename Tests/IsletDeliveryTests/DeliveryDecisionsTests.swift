@@ -118,3 +118,16 @@ struct APNsIDTests {
         }
     }
 }
+
+@Suite("Fan-out shards")
+struct ShardPolicyTests {
+    @Test func shardsCoverEveryIdOnceAndTheLastIsOpenEnded() {
+        let policy = ShardPolicy(span: 100, maximum: 4)
+        #expect(policy.shards(lowest: 1, highest: 150).isEmpty, "under two spans: one job")
+        let shards = policy.shards(lowest: 1, highest: 1000)
+        #expect(shards.count == 4, "capped")
+        #expect(shards.first?.after == 0 && shards.last?.upTo == Int64.max, "devices registered later still fall in the last shard")
+        for (a, b) in zip(shards, shards.dropFirst()) { #expect(a.upTo == b.after, "contiguous: \(shards)") }
+        #expect(ShardPolicy(span: 100, maximum: 8).shards(lowest: 501, highest: 800).count == 3)
+    }
+}

@@ -11,12 +11,15 @@ import Glibc
 struct CrashResumeTests {
     static let devices = 120
 
-    @Test func killNineMidFanOutThenRestartDeliversEveryTargetOnceOrIdentically() throws {
+    /// One worker on the whole fan-out; then two workers on a fan-out split into shards of 40 device ids.
+    @Test(arguments: [(workers: 1, shardSpan: 50_000), (workers: 2, shardSpan: 40)])
+    func killNineMidFanOutThenRestartDeliversEveryTargetOnceOrIdentically(_ setting: (workers: Int, shardSpan: Int)) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-crash-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let record = directory.appendingPathComponent("pushes.jsonl")
         let arguments = ["--database", directory.appendingPathComponent("islet.sqlite").path, "--record", record.path,
-                         "--batch-size", "10", "--batch-delay-ms", "40"]
+                         "--batch-size", "10", "--batch-delay-ms", "40", "--workers", String(setting.workers),
+                         "--shard-span", String(setting.shardSpan)]
         var server = try ServeProcess(executable: "islet-test-server", arguments: arguments, directory: directory)
 
         let auth = ["Authorization": "Token SECRET_API_TOKEN"]
@@ -61,6 +64,6 @@ struct CrashResumeTests {
             #expect(Set(pushes.map { $0["payload"] }).count == 1, "\(token): a resend repeats the same payload and timestamp")
             #expect(Set(pushes.map { $0["apns_id"] }).count == 1, "\(token): and the same apns-id")
         }
-        #expect(recorded().count - Self.devices <= 30, "at most the batches in flight (3 of 10) are sent again")
+        #expect(recorded().count - Self.devices <= 30 * setting.workers, "at most the batches in flight (3 of 10 per worker) are sent again")
     }
 }

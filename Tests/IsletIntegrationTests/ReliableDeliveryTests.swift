@@ -3,6 +3,7 @@ import Testing
 import IsletCore
 import IsletDelivery
 import IsletStore
+import IsletSQLite
 import Synchronization
 
 /// Delivery under APNs outages, lost answers, late and changing tokens, and a slow application (issue 10),
@@ -174,5 +175,23 @@ struct ReliableDeliveryTests {
         let code = try started(world, devices: ["first_third"])
         #expect(try eventually(5) { try details(world, code)?.sent == 1 })
         #expect(world.pushes(to: Self.firstStart).count == 1)
+    }
+}
+
+@Suite("Sharded fan-outs (issue 10)")
+struct ShardedFanOutTests {
+    @Test func aLargeStartIsSplitAndEveryTargetGetsItOnce() throws {
+        let transport = RecordingTransport()
+        let world = try LiveActivityWorld(transport: transport, delivery: DeliveryConfiguration(
+            workers: 4, batchSize: 1, sharding: ShardPolicy(span: 2, maximum: 8), idlePoll: .milliseconds(50)))
+        let codes = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(["filter": "FILTER_NAME_1", "devices": nil]))]]))
+        let details = try #require(try world.waitUntilSent(codes).first)
+        #expect(details.targeted == 5 && details.sent == 3, "\(details)")
+        let tokens = transport.pushes.map(\.deviceToken)
+        #expect(tokens.count == Set(tokens).count && tokens.count == 3, "each target once: \(tokens)")
+        let shards = try SQLiteDatabase(path: world.running.databasePath).withConnection { (c) throws(StoreError) in
+            try c.query("SELECT COUNT(*), SUM(state = 'done') FROM message_shards")[0]
+        }
+        #expect(shards[0].int ?? 0 > 1 && shards[0].int == shards[1].int, "split into shards, all done")
     }
 }

@@ -1,10 +1,11 @@
 // islet-test-server: `islet serve` with a transport that appends every push to a file instead of
 // sending it, slowly, so a test can kill -9 the process in the middle of a fan-out (issue 4).
-// Usage: islet-test-server --database PATH --record FILE [--batch-size N] [--batch-delay-ms N]
+// Usage: islet-test-server --database PATH --record FILE [--batch-size N] [--batch-delay-ms N] [--workers N] [--shard-span N]
 import Foundation
 import IsletApp
 import IsletCore
 import IsletDelivery
+import IsletStore
 
 final class FileRecordingTransport: PushTransport {
     let handle: FileHandle
@@ -53,7 +54,8 @@ sigprocmask(SIG_SETMASK, &unblocked, nil)
 do {
     let transport = try FileRecordingTransport(path: record, delay: Double(option("--batch-delay-ms") ?? "20")! / 1000)
     let configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), databasePath: database)
-    let delivery = DeliveryConfiguration(workers: 1, batchSize: Int(option("--batch-size") ?? "10")!)
+    let delivery = DeliveryConfiguration(workers: Int(option("--workers") ?? "1")!, batchSize: Int(option("--batch-size") ?? "10")!,
+                                         sharding: ShardPolicy(span: Int64(option("--shard-span") ?? "50000")!))
     let logger = Logger(label: "islet-test-server")
     let server = try IsletServer(configuration: configuration, logger: logger, transport: transport, delivery: delivery)
     _ = try server.createDemoIfEligible()

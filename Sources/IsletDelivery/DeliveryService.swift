@@ -142,8 +142,8 @@ public final class DeliveryService: Sendable {
         // Claiming and counting the claim against its application happen together, so two workers
         // cannot both take a slow application's work past its share.
         let unit: (Unit, Set<ApplicationCode>)? = try claiming.withLock { _ in
-            let saturated = state.withLock { s in Set(s.busy.filter { $0.value >= configuration.workersPerApplication }.keys) }
-            if let job = try messages.claimNextJob(at: now(), excluding: saturated, sharding: configuration.sharding) {
+            let (saturated, shardsFull) = busyApplications()
+            if let job = try messages.claimNextJob(at: now(), excluding: saturated, shardsExcluding: shardsFull, sharding: configuration.sharding) {
                 return reserve((.job(job), [job.application]))
             }
             let due = try messages.claimDueDeliveries(at: now(), limit: configuration.retryBatchSize, excluding: saturated,
@@ -158,7 +158,7 @@ public final class DeliveryService: Sendable {
                         s.busy[application, default: 1] -= 1
                         if s.busy[application] == 0 { s.busy[application] = nil }
                     }
-                    return s.busy[application, default: 0] >= configuration.workersPerApplication
+                    return s.busy[application, default: 0] >= max(1, configuration.workersPerApplication - 1)
                 }
             }
             // A share came free: sleepers skipped that application's due work, so they look again now.
@@ -169,6 +169,15 @@ public final class DeliveryService: Sendable {
         case .due(let due): try sendDue(due)
         }
         return true
+    }
+
+    /// Applications at their share of workers, and those whose shards must wait: shards leave one of
+    /// the application's workers free for its small messages (an update while its large starts go out).
+    private func busyApplications() -> (saturated: Set<ApplicationCode>, shardsFull: Set<ApplicationCode>) {
+        state.withLock { s in
+            (Set(s.busy.filter { $0.value >= configuration.workersPerApplication }.keys),
+             Set(s.busy.filter { $0.value >= max(1, configuration.workersPerApplication - 1) }.keys))
+        }
     }
 
     private func reserve(_ unit: (Unit, Set<ApplicationCode>)) -> (Unit, Set<ApplicationCode>) {
@@ -182,8 +191,8 @@ public final class DeliveryService: Sendable {
         let poll = Double(configuration.idlePoll.components.seconds) + Double(configuration.idlePoll.components.attoseconds) / 1e18
         var wait = limit ?? poll
         // At least 5 ms: a job that is due but not claimable (another worker, a busy application) must not make this spin.
-        let saturated = state.withLock { s in Set(s.busy.filter { $0.value >= configuration.workersPerApplication }.keys) }
-        if limit == nil, let due = try? messages.nextDueDate(excluding: saturated) { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
+        let (saturated, shardsFull) = busyApplications()
+        if limit == nil, let due = try? messages.nextDueDate(excluding: saturated, shardsExcluding: shardsFull) { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
         wakeUp.lock()
         let deadline = Date().addingTimeInterval(wait)
         while !stopping && state.withLock({ $0.kicks }) == kicks && Date() < deadline {

@@ -134,14 +134,15 @@ public struct SQLiteMessageStore: MessageStore {
 
     // MARK: - Jobs
 
-    public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, sharding: ShardPolicy) throws(StoreError) -> MessageJob? {
+    public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,
+                             sharding: ShardPolicy) throws(StoreError) -> MessageJob? {
         // One transaction: the claim, the activity's id and the decoded target, so a failure leaves nothing claimed.
         try database.write { (c) throws(StoreError) -> MessageJob? in
             // First a shard of a fan-out under way, so a large message is sent by several workers at once.
             if let shard = try c.query("""
                 UPDATE message_shards SET state = 'sending', claimed = 1
                 WHERE rowid = (SELECT s.rowid FROM message_shards s JOIN messages m ON m.id = s.message
-                               WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding, column: "m.application"))
+                               WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
                                ORDER BY m.due_at, s.message, s.shard LIMIT 1)
                 RETURNING message, shard, up_to, cursor
                 """).first, let message = shard[0].int {
@@ -210,7 +211,7 @@ public struct SQLiteMessageStore: MessageStore {
         AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
         """
 
-    public func nextDueDate(excluding: Set<ApplicationCode>) throws(StoreError) -> Date? {
+    public func nextDueDate(excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>) throws(StoreError) -> Date? {
         // Only jobs a worker could take when due: not those claimed, nor those waiting behind their activity.
         try database.withConnection { (c) throws(StoreError) in
             let job = try c.query("""
@@ -222,7 +223,7 @@ public struct SQLiteMessageStore: MessageStore {
                 """)[0][0].int
             let shard = try c.query("""
                 SELECT MIN(m.due_at) FROM message_shards s JOIN messages m ON m.id = s.message
-                WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding, column: "m.application"))
+                WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
                 """)[0][0].int
             // Applications at their share of workers are left out: their due work must not wake idle workers.
             let delivery = try c.query(excluding.isEmpty ? "SELECT MIN(next_at) FROM deliveries WHERE state IN ('retrying', 'unconfirmed')" : """

@@ -465,9 +465,11 @@ public protocol MessageStore: Sendable {
     /// Takes the next due job, if any, for this process to send; none of the `excluding` applications.
     /// A start to a large audience is split into shards (`sharding`) on its first claim, and each
     /// shard is a job of its own, so several workers send it at once.
-    func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, sharding: ShardPolicy) throws(StoreError) -> MessageJob?
+    /// Shards are not taken for the `shardsExcluding` applications, so their small messages always find a worker.
+    func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,
+                      sharding: ShardPolicy) throws(StoreError) -> MessageJob?
     /// When the next pending job or due delivery of an application not `excluding` falls due; nil when none waits.
-    func nextDueDate(excluding: Set<ApplicationCode>) throws(StoreError) -> Date?
+    func nextDueDate(excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>) throws(StoreError) -> Date?
     /// Gives claimed due deliveries back unsent (their outcomes could not be recorded), due at `date`.
     func requeue(_ due: [DueDelivery], at date: Date) throws(StoreError)
     /// Claims up to `limit` deliveries due at `date` (not of `excluding` applications), settling in the same

@@ -153,7 +153,7 @@ public struct SQLiteMessageStore: MessageStore {
             guard let id = try c.query("""
                 UPDATE messages SET state = 'sending', claimed = 1
                 WHERE id = (SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
-                            ORDER BY m.due_at, m.id LIMIT 1)
+                            \(Self.fanOutsNotIn(shardsExcluding)) ORDER BY m.due_at, m.id LIMIT 1)
                 RETURNING id
                 """, [Self.milliseconds(date)]).first?[0].int, let job = try loadJob(id, at: date, c) else { return nil }
             // A start to a large audience, claimed for the first time: split it, and take the first shard.
@@ -201,6 +201,12 @@ public struct SQLiteMessageStore: MessageStore {
         codes.isEmpty ? "" : "AND \(column) NOT IN (\(codes.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")))"
     }
 
+    /// Starts to a filter or to users may be large fan-outs: for these applications only updates, ends
+    /// and starts to named devices are taken, so the worker they keep free serves small messages.
+    static func fanOutsNotIn(_ codes: Set<ApplicationCode>) -> String {
+        codes.isEmpty ? "" : "AND (m.event != 'start' OR m.target LIKE '{\"devices\":%' OR (1 = 1 \(notIn(codes, column: "m.application"))))"
+    }
+
     static func date(milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
 
     /// Jobs a worker may take now (`?` is now): due and waiting, or left by a crashed run — and only when
@@ -219,7 +225,7 @@ public struct SQLiteMessageStore: MessageStore {
                 WHERE ((m.state = 'pending') OR (m.state = 'sending' AND m.claimed = 0))
                   AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
                   AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
-                  \(Self.notIn(excluding, column: "m.application"))
+                  \(Self.notIn(excluding, column: "m.application")) \(Self.fanOutsNotIn(shardsExcluding))
                 """)[0][0].int
             let shard = try c.query("""
                 SELECT MIN(m.due_at) FROM message_shards s JOIN messages m ON m.id = s.message

@@ -17,7 +17,8 @@ run: build
 	mkdir -p $(dir $(DATABASE))
 	.build/release/islet serve --listen $(LISTEN) --database $(DATABASE) --apns simulator
 
-test: deps
+test:
+	@scripts/install-deps --test
 	swift build --build-tests
 	swift test --skip-build
 

@@ -73,7 +73,6 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
     private var flushQueued = false
     /// Streams opened by this side and not yet closed.
     public private(set) var openStreams = 0
-    public private(set) var lastActivity = ContinuousClock.now
     /// When bytes last arrived from the peer: a connection that sends but never hears back is dead.
     public private(set) var lastReceived = ContinuousClock.now
     /// Bytes taken from nghttp2 to be written, since the connection opened. A stream submitted when
@@ -207,7 +206,6 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
 
     func ready(_ events: UInt32) {
         loop.preconditionInLoop()
-        lastActivity = ContinuousClock.now
         switch phase {
         case .connecting:
             guard events & UInt32(ISLET_EPOLLOUT | ISLET_EPOLLERR | ISLET_EPOLLHUP) != 0 else { return }

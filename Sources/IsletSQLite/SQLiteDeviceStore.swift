@@ -199,12 +199,12 @@ public struct SQLiteDeviceStore: DeviceStore {
         let start = try c.query("SELECT MAX(id) FROM messages WHERE activity = ? AND event = 'start' AND state != 'cancelled'",
                                 [.int(activity)])[0][0].int ?? 0
         guard let latest = try c.query("""
-            SELECT id, state, cursor FROM messages WHERE activity = ? AND id > ? AND event IN ('update', 'end') AND state != 'cancelled'
+            SELECT id, state FROM messages WHERE activity = ? AND id > ? AND event IN ('update', 'end') AND state != 'cancelled'
             ORDER BY id DESC LIMIT 1
             """, [.int(activity), .int(start)]).first, let message = latest[0].int else { return }
         let delivery = try c.query("SELECT state, token FROM deliveries WHERE message = ? AND device = ?", [.int(message), .int(device)]).first
         let needed = CatchUpRule.needed(
-            latest: (MessageState(rawValue: latest[1].text ?? "") ?? .done, (latest[2].int ?? 0) >= device),
+            latest: MessageState(rawValue: latest[1].text ?? "") ?? .done,
             delivery: delivery.map { (DeliveryState(rawValue: $0[0].text ?? "") ?? .failed, $0[1].text) }, token: token)
         guard needed else { return }
         let now = Int64((date.timeIntervalSince1970 * 1000).rounded())

@@ -505,12 +505,10 @@ public protocol MessageStore: Sendable {
 /// latest update or end again (issue 10): it missed it (no token yet, skipped, failed, expired), or it
 /// went to a token the device no longer uses (rotation). Pure: every storage engine asks this.
 public enum CatchUpRule {
-    /// - latest: the state of the activity's newest update or end since the device's start, and whether
-    ///   its fan-out has already passed this device; nil when there is none.
+    /// - latest: the state of the activity's newest update or end since the device's start; nil when there is none.
     /// - delivery: that message's push to this device, if one is recorded.
-    public static func needed(latest: (state: MessageState, fanOutPassed: Bool)?, delivery: (state: DeliveryState, token: String?)?,
-                              token: String) -> Bool {
-        guard let latest, latest.state == .done || latest.state == .sending else { return false }
+    public static func needed(latest: MessageState?, delivery: (state: DeliveryState, token: String?)?, token: String) -> Bool {
+        guard latest == .done || latest == .sending else { return false }
         // No record: the device was not among the targets when the fan-out read its page (or the fan-out
         // is still to read it; a second copy of the same update is harmless, a missed one is not).
         guard let delivery else { return true }

@@ -30,6 +30,9 @@ final class ConnectionPool: H2ConnectionDelegate {
         let createdAt = ContinuousClock.now
 
         init(_ connection: H2Connection) { self.connection = connection }
+
+        /// Some bytes of the stream submitted at `mark` left the process: APNs may have processed it.
+        func mayHaveReachedAPNs(_ mark: Int) -> Bool { connection.bytesWritten > mark }
     }
 
     let name: String
@@ -241,7 +244,7 @@ final class ConnectionPool: H2ConnectionDelegate {
         }
         guard let response, let status = response.header(":status").flatMap(Int.init) else {
             let refused = errorCode == H2ErrorCode.refusedStream
-            unanswered(pending, refused: refused, written: connection.bytesWritten > mark,
+            unanswered(pending, refused: refused, written: member.mayHaveReachedAPNs(mark),
                        reason: refused ? "REFUSED_STREAM" : "connection lost before APNs answered")
             return
         }
@@ -277,7 +280,7 @@ final class ConnectionPool: H2ConnectionDelegate {
     func h2Closed(_ connection: H2Connection, reason: String) {
         guard let member = members.removeValue(forKey: ObjectIdentifier(connection)) else { return }
         for (_, flight) in member.inFlight.sorted(by: { $0.key < $1.key }) {
-            unanswered(flight.pending, refused: false, written: connection.bytesWritten > flight.mark,
+            unanswered(flight.pending, refused: false, written: member.mayHaveReachedAPNs(flight.mark),
                        reason: "connection lost before APNs answered: \(reason)")
         }
         member.inFlight = [:]
@@ -315,8 +318,8 @@ final class ConnectionPool: H2ConnectionDelegate {
             for (stream, flight) in member.inFlight where flight.pending.deadline <= now {
                 member.inFlight[stream] = nil
                 member.connection.resetStream(stream, errorCode: H2ErrorCode.cancel)
-                flight.pending.complete(member.connection.bytesWritten > flight.mark ? .unknown("no answer from APNs in time")
-                                                                                    : .notSent("not written to APNs in time"))
+                flight.pending.complete(member.mayHaveReachedAPNs(flight.mark) ? .unknown("no answer from APNs in time")
+                                                                              : .notSent("not written to APNs in time"))
             }
             if member.draining && member.inFlight.isEmpty && member.connection.isOpen { member.connection.close(reason: "drained") }
             guard member.connection.isOpen else {
@@ -343,8 +346,8 @@ final class ConnectionPool: H2ConnectionDelegate {
             let flights = member.inFlight
             member.inFlight = [:]
             for (_, flight) in flights {
-                flight.pending.complete(member.connection.bytesWritten > flight.mark ? .unknown("the APNs client is shutting down")
-                                                                                   : .notSent("the APNs client is shutting down"))
+                flight.pending.complete(member.mayHaveReachedAPNs(flight.mark) ? .unknown("the APNs client is shutting down")
+                                                                              : .notSent("the APNs client is shutting down"))
             }
             member.connection.close(reason: "client shutting down")
         }

@@ -24,6 +24,9 @@ public struct DeliveryConfiguration: Sendable {
     public var pipelineDepth: Int
     /// How a large start is split into shards that several workers send at once.
     public var sharding: ShardPolicy
+    /// Workers an application's shards may hold: one less than its share, so its small messages
+    /// (an update while its large starts go out) always find a worker.
+    var shardShare: Int { max(1, workersPerApplication - 1) }
     /// Longest sleep with nothing due, so a job written by another process is seen soon.
     public var idlePoll: Duration
 
@@ -158,7 +161,7 @@ public final class DeliveryService: Sendable {
                         s.busy[application, default: 1] -= 1
                         if s.busy[application] == 0 { s.busy[application] = nil }
                     }
-                    return s.busy[application, default: 0] >= max(1, configuration.workersPerApplication - 1)
+                    return s.busy[application, default: 0] >= configuration.shardShare
                 }
             }
             // A share came free: sleepers skipped that application's due work, so they look again now.
@@ -176,7 +179,7 @@ public final class DeliveryService: Sendable {
     private func busyApplications() -> (saturated: Set<ApplicationCode>, shardsFull: Set<ApplicationCode>) {
         state.withLock { s in
             (Set(s.busy.filter { $0.value >= configuration.workersPerApplication }.keys),
-             Set(s.busy.filter { $0.value >= max(1, configuration.workersPerApplication - 1) }.keys))
+             Set(s.busy.filter { $0.value >= configuration.shardShare }.keys))
         }
     }
 
@@ -188,8 +191,7 @@ public final class DeliveryService: Sendable {
     /// Sleeps until a kick, the next due job or delivery, or the idle poll. Durations are measured on
     /// `now`, the service's clock, but waited on the wall clock, so a test clock that stands still never spins.
     private func sleepUntilWork(kicksSeen kicks: Int, atMost limit: Double? = nil) {
-        let poll = Double(configuration.idlePoll.components.seconds) + Double(configuration.idlePoll.components.attoseconds) / 1e18
-        var wait = limit ?? poll
+        var wait = limit ?? configuration.idlePoll.timeInterval
         // At least 5 ms: a job that is due but not claimable (another worker, a busy application) must not make this spin.
         let (saturated, shardsFull) = busyApplications()
         if limit == nil, let due = try? messages.nextDueDate(excluding: saturated, shardsExcluding: shardsFull) { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }

@@ -80,8 +80,7 @@ public final class EventLoop: @unchecked Sendable {
         precondition(!inLoop, "an event loop cannot wait for itself to stop")
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return true }
         islet_eventfd_signal(wake)
-        let seconds = max(0, Double((deadline - .now).components.seconds)) + Double((deadline - .now).components.attoseconds) / 1e18
-        guard finished.wait(timeout: .now() + max(0, seconds)) == .success else { return false }
+        guard Self.wait(finished, until: deadline) else { return false }
         close(epoll)
         close(wake)
         return true
@@ -98,9 +97,15 @@ public final class EventLoop: @unchecked Sendable {
             result.withLock { $0 = value }
             done.signal()
         }
-        let seconds = Double((deadline - .now).components.seconds) + Double((deadline - .now).components.attoseconds) / 1e18
-        guard done.wait(timeout: .now() + max(0, seconds)) == .success else { return nil }
+        guard Self.wait(done, until: deadline) else { return nil }
         return result.withLock { $0 }
+    }
+
+    /// Waits for `semaphore` until `deadline` on the continuous clock; false when the deadline came first.
+    private static func wait(_ semaphore: DispatchSemaphore, until deadline: ContinuousClock.Instant) -> Bool {
+        let remaining = deadline - .now
+        let seconds = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18
+        return semaphore.wait(timeout: .now() + max(0, seconds)) == .success
     }
 
     /// Timers waiting to fire (loop thread only): stays small on an idle loop.

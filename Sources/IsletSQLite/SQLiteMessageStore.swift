@@ -207,6 +207,10 @@ public struct SQLiteMessageStore: MessageStore {
         codes.isEmpty ? "" : "AND (m.event != 'start' OR m.target LIKE '{\"devices\":%' OR (1 = 1 \(notIn(codes, column: "m.application"))))"
     }
 
+    /// The state of a push taken back from `sending` unanswered: a start that may have reached the phone
+    /// (a counted copy) waits for its device's token; anything else is simply retried.
+    static let backToWaiting = "CASE WHEN copies > 0 THEN 'unconfirmed' ELSE 'retrying' END"
+
     static func date(milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
 
     /// Jobs a worker may take now (`?` is now): due and waiting, or left by a crashed run — and only when
@@ -247,7 +251,7 @@ public struct SQLiteMessageStore: MessageStore {
             // Retries a previous run had in flight: due again now. A start among them keeps the copy it counted
             // and waits for its device's token like any start whose answer was lost.
             try c.run("""
-                UPDATE deliveries SET state = CASE WHEN copies > 0 THEN 'unconfirmed' ELSE 'retrying' END,
+                UPDATE deliveries SET state = \(Self.backToWaiting),
                     next_at = CASE WHEN copies > 0 THEN CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 60000 ELSE 0 END
                 WHERE state = 'sending'
                 """)
@@ -388,7 +392,7 @@ public struct SQLiteMessageStore: MessageStore {
         try database.write { (c) throws(StoreError) in
             for item in due {
                 try c.run("""
-                    UPDATE deliveries SET state = CASE WHEN copies > 0 THEN 'unconfirmed' ELSE 'retrying' END, next_at = ?
+                    UPDATE deliveries SET state = \(Self.backToWaiting), next_at = ?
                     WHERE message = ? AND device = ? AND state = 'sending'
                     """, [Self.milliseconds(date), .int(item.message), .int(item.device)])
             }

@@ -19,11 +19,7 @@ struct APNsClientTests {
     }
 
     func client(_ fake: FakeAPNs, clock: (@Sendable () -> Date)? = nil, timeout: Duration = .seconds(30)) throws -> APNsClient {
-        let signingKey = files.signingKey
-        let configuration = APNsClientConfiguration(overrideURL: fake.url, extraCA: files.certificate, requestTimeout: timeout,
-                                                    reconnectDelays: (.milliseconds(20), .milliseconds(200)))
-        return try APNsClient(configuration: configuration, keys: { $0 == application ? signingKey : nil }, logger: .discard,
-                              now: clock ?? { Date() })
+        try files.client(url: fake.url, now: clock) { $0.requestTimeout = timeout }
     }
 
     @Test func deliversWithTheHeadersAndTokenAppleExpects() throws {

@@ -23,6 +23,16 @@ final class TestFiles {
                        pem: (try? String(contentsOfFile: key, encoding: .utf8)) ?? "")
     }
 
+    /// An APNs client for `application` that trusts this certificate and signs with this key; reconnects
+    /// quickly, so tests of lost connections stay short.
+    func client(url: URL, now: (@Sendable () -> Date)? = nil, _ configure: (inout APNsClientConfiguration) -> Void = { _ in }) throws -> APNsClient {
+        let signingKey = self.signingKey
+        var configuration = APNsClientConfiguration(overrideURL: url, extraCA: certificate, reconnectDelays: (.milliseconds(20), .milliseconds(200)))
+        configure(&configuration)
+        return try APNsClient(configuration: configuration, keys: { $0 == application ? signingKey : nil }, logger: .discard,
+                              now: now ?? { Date() })
+    }
+
     deinit { try? FileManager.default.removeItem(at: directory) }
 }
 

@@ -13,19 +13,11 @@ import Synchronization
 @Suite("APNs client against an independent HTTP/2 server")
 struct IndependentPeerTests {
     let files: TestFiles
-    let key: SigningKey
 
-    init() throws {
-        files = try TestFiles()
-        key = try SigningKey(files.signingKey)
-    }
+    init() throws { files = try TestFiles() }
 
     func client(_ peer: PythonH2Peer, _ configure: (inout APNsClientConfiguration) -> Void = { _ in }) throws -> APNsClient {
-        let signingKey = files.signingKey
-        var configuration = APNsClientConfiguration(overrideURL: peer.url, extraCA: files.certificate,
-                                                    reconnectDelays: (.milliseconds(20), .milliseconds(200)))
-        configure(&configuration)
-        return try APNsClient(configuration: configuration, keys: { $0 == application ? signingKey : nil }, logger: .discard)
+        try files.client(url: peer.url, configure)
     }
 
     /// The reported stall: a push after 16 s idle (past the 15 s check) with default settings.

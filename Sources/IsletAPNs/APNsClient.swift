@@ -91,8 +91,6 @@ public final class APNsClient: PushTransport, Sendable {
     public func submit(_ pushes: [Push], deadline: ContinuousClock.Instant) -> PendingOutcomes {
         let pending = PendingOutcomes(count: pushes.count)
         guard !pushes.isEmpty else { return pending }
-        let results = Mutex([PushOutcome?](repeating: nil, count: pushes.count))
-        let remaining = Atomic<Int>(pushes.count)
         let state = self.state
         let pushDeadline = min(deadline, .now + state.configuration.requestTimeout)
         guard !loop.isStopping else {
@@ -101,12 +99,7 @@ public final class APNsClient: PushTransport, Sendable {
         }
         loop.execute {
             for (index, push) in pushes.enumerated() {
-                state.enqueue(push, deadline: pushDeadline) { outcome in
-                    results.withLock { $0[index] = outcome }
-                    if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
-                        pending.fulfil(results.withLock { $0.map { $0 ?? .unknown("no answer") } })
-                    }
-                }
+                state.enqueue(push, deadline: pushDeadline) { pending.fulfil(index, $0) }
             }
         }
         return pending

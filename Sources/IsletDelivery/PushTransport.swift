@@ -110,29 +110,35 @@ extension PushTransport {
 /// Outcomes of a batch still in flight: the delivery service keeps a few batches on the wire while
 /// it reads the next page and records the previous one.
 public final class PendingOutcomes: Sendable {
-    private let outcomes: Mutex<[PushOutcome]?>
+    /// One slot a push, and how many are still empty.
+    private let state: Mutex<(outcomes: [PushOutcome?], missing: Int)>
     private let done = DispatchSemaphore(value: 0)
-    public let count: Int
 
     public init(count: Int) {
-        self.count = count
-        outcomes = Mutex(count == 0 ? [] : nil)
+        state = Mutex((Array(repeating: nil, count: count), count))
         if count == 0 { done.signal() }
     }
 
-    public func fulfil(_ answers: [PushOutcome]) {
-        let first = outcomes.withLock { current -> Bool in
-            guard current == nil else { return false }
-            current = answers
-            return true
+    /// The outcome of push number `index`; the first answer for a push is the one kept.
+    public func fulfil(_ index: Int, _ outcome: PushOutcome) {
+        let complete = state.withLock { s -> Bool in
+            guard s.outcomes[index] == nil else { return false }
+            s.outcomes[index] = outcome
+            s.missing -= 1
+            return s.missing == 0
         }
-        if first { done.signal() }
+        if complete { done.signal() }
+    }
+
+    /// Every outcome at once, in push order.
+    public func fulfil(_ outcomes: [PushOutcome]) {
+        for (index, outcome) in outcomes.enumerated() { fulfil(index, outcome) }
     }
 
     /// Waits for the outcomes until `deadline`; what has not come by then is `.unknown`.
     public func wait(deadline: ContinuousClock.Instant) -> [PushOutcome] {
         let remaining = deadline - .now
         _ = done.wait(timeout: .now() + .milliseconds(Int(max(0, remaining / .milliseconds(1)))))
-        return outcomes.withLock { $0 } ?? Array(repeating: .unknown("no answer from the transport before the deadline"), count: count)
+        return state.withLock { $0.outcomes.map { $0 ?? .unknown("no answer from the transport before the deadline") } }
     }
 }

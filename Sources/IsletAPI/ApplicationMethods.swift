@@ -4,9 +4,21 @@ import IsletStore
 
 /// JSON API methods about the calling application itself.
 public enum ApplicationMethods {
-    /// `getApplication` {auth, application} → the application's public facts (EXT).
-    public static let getApplication = APIMethod(name: "getApplication", access: .server) { call in
-        ["application": .object(describe(call.application))]
+    /// `getApplication` {auth, application} → the application's public facts (EXT). `apnsMode` says where this
+    /// server sends pushes ("apple" or "simulator"); `simulatedKey` makes the simulator's key of an application
+    /// that has none yet, so the answer shows the key its pushes will be signed with rather than `null`.
+    public static func getApplication(apnsMode: String,
+                                      simulatedKey: (@Sendable (ApplicationCode) throws -> APNsKeyInfo?)? = nil) -> APIMethod {
+        APIMethod(name: "getApplication", access: .server) { call in
+            var application = call.application
+            if application.apnsKey == nil, let simulatedKey, let key = try? simulatedKey(application.code) {
+                application = Application(code: application.code, name: application.name, bundleID: application.bundleID,
+                                          createdAt: application.createdAt, apnsKey: key)
+            }
+            var described = describe(application)
+            if case .object(var apns) = described["apns"] { apns["mode"] = .string(apnsMode); described["apns"] = .object(apns) }
+            return ["application": .object(described)]
+        }
     }
 
     /// The public facts of an application, as the API and `islet app show --json` print them.

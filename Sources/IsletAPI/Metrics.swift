@@ -17,8 +17,15 @@ public final class Metrics: Sendable {
     }
 
     private let state = Mutex(State())
+    /// More families, rendered at each scrape after the HTTP ones (delivery, queue, APNs).
+    private let collectors = Mutex<[@Sendable () -> String]>([])
 
     public init() {}
+
+    /// Adds a source of metric families; `render` returns exposition text and is called at each scrape.
+    public func addCollector(_ render: @escaping @Sendable () -> String) {
+        collectors.withLock { $0.append(render) }
+    }
 
     /// Records one answered request. `route` is an API method name or a fixed label, never free text.
     public func record(route: String, status: Int, seconds: Double) {
@@ -59,6 +66,45 @@ public final class Metrics: Sendable {
             out += "islet_http_request_duration_seconds_sum{route=\"\(route)\"} \(histogram.sum)\n"
             out += "islet_http_request_duration_seconds_count{route=\"\(route)\"} \(histogram.count)\n"
         }
+        for collector in collectors.withLock({ $0 }) { out += collector() }
         return out
+    }
+}
+
+/// One metric family in the Prometheus text format: its HELP and TYPE lines and its samples.
+public struct MetricFamily: Sendable {
+    public enum Kind: String, Sendable { case counter, gauge }
+
+    public let name: String
+    public let help: String
+    public let kind: Kind
+    private var samples: [String] = []
+
+    public init(_ name: String, _ kind: Kind, help: String) {
+        self.name = name
+        self.kind = kind
+        self.help = help
+    }
+
+    public mutating func add(_ value: Double, labels: KeyValuePairs<String, String> = [:]) {
+        let text = value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+        if labels.isEmpty {
+            samples.append("\(name) \(text)")
+        } else {
+            let rendered = labels.map { "\($0.key)=\"\(Self.escape($0.value))\"" }.joined(separator: ",")
+            samples.append("\(name){\(rendered)} \(text)")
+        }
+    }
+
+    public mutating func add(_ value: Int, labels: KeyValuePairs<String, String> = [:]) { add(Double(value), labels: labels) }
+
+    public var text: String {
+        (["# HELP \(name) \(help)", "# TYPE \(name) \(kind.rawValue)"] + samples).joined(separator: "\n") + "\n"
+    }
+
+    /// Label values escape backslash, quote and newline (exposition format 0.0.4).
+    static func escape(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
     }
 }

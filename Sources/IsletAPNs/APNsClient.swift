@@ -127,6 +127,8 @@ public struct APNsClientDiagnostics: Sendable, Equatable {
     public let queued: Int
     public let inFlight: Int
     public let timers: Int
+    /// Provider tokens (JWTs) signed so far: one per key about every 50 minutes, more means renewals.
+    public var providerTokensIssued = 0
 }
 
 /// A push waiting for, or carrying, an answer.
@@ -174,7 +176,8 @@ final class ClientState: @unchecked Sendable {
         loop.preconditionInLoop()
         return APNsClientDiagnostics(connections: pools.values.reduce(0) { $0 + $1.connectionCount },
                                      queued: pools.values.reduce(0) { $0 + $1.queued },
-                                     inFlight: pools.values.reduce(0) { $0 + $1.inFlight }, timers: loop.scheduledTimers)
+                                     inFlight: pools.values.reduce(0) { $0 + $1.inFlight }, timers: loop.scheduledTimers,
+                                     providerTokensIssued: tokens.issued)
     }
 
     func shutdown() {

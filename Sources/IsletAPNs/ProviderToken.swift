@@ -69,6 +69,8 @@ final class ProviderTokens {
     static let minimumAge: TimeInterval = 20 * 60
 
     private var tokens: [String: (token: String, issuedAt: Date)] = [:]
+    /// Tokens signed since the client started (first ones and renewals), for `/metrics`.
+    private(set) var issued = 0
 
     static func name(_ key: SigningKey) -> String { "\(key.info.teamID).\(key.info.keyID)" }
 
@@ -77,6 +79,7 @@ final class ProviderTokens {
         if let current = tokens[name], now.timeIntervalSince(current.issuedAt) < Self.reuseFor { return current.token }
         guard let token = key.providerToken(issuedAt: now) else { return nil }
         tokens[name] = (token, now)
+        issued += 1
         return token
     }
 

@@ -59,6 +59,8 @@ public final class DeliveryService: Sendable {
     let decisions: DeliveryDecisions
     let logger: Logger
     let now: @Sendable () -> Date
+    /// Recorded outcomes, for `/metrics`.
+    public let metrics = DeliveryMetrics()
 
     private let wakeUp = NSCondition()
     private let state = Mutex(State())
@@ -273,6 +275,7 @@ public final class DeliveryService: Sendable {
     /// job from sending the batch again.
     private func record(_ result: BatchResult, of job: MessageJob) throws {
         try persistently { try messages.recordBatch(result, of: job, at: now()) }
+        metrics.count(result.records)
     }
 
     /// Runs a store write up to five times over a second: what it records is what keeps the pushes it
@@ -380,5 +383,6 @@ public final class DeliveryService: Sendable {
                                pushType: push.pushType, token: push.deviceToken, isStart: isStart, activity: item.activity, device: item.device)
         }
         try persistently { try messages.recordRetries(result, at: at) }
+        metrics.count(result.records.lazy.map(\.record))
     }
 }

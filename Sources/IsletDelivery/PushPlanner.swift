@@ -10,6 +10,9 @@ public enum SkipReason {
     public static let updateTokenUnregistered = "update token unregistered"
     public static let noUpdateToken = "no update token yet"
     public static let unregistered = "token unregistered"
+
+    public static let all: Set<String> = [noPushToStartToken, cannotStartRemotely, activityEndedOnDevice, updateTokenUnregistered,
+                                          noUpdateToken, unregistered]
 }
 
 /// What one device gets from one message.

@@ -78,6 +78,30 @@ public final class SQLiteDatabase: Sendable {
         return try connection.transaction(rethrowing: { try body(connection) })
     }
 
+    /// Writes a consistent copy of the whole database to `destination` while the server keeps running
+    /// (`VACUUM INTO` reads one snapshot; writers are not blocked). The copy holds the APNs keys, so it is
+    /// created readable by its owner only; an existing non-empty file is refused rather than overwritten.
+    public func backup(to destination: String) throws(StoreError) {
+        if let attributes = try? FileManager.default.attributesOfItem(atPath: destination),
+           (attributes[.size] as? NSNumber)?.intValue ?? 0 > 0 {
+            throw StoreError(.io, "\(destination) exists and is not empty; choose a new file name")
+        }
+        let fd = open(destination, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError(.io, "cannot create \(destination): \(String(cString: strerror(errno)))") }
+        close(fd)
+        do {
+            try withConnection { (connection) throws(StoreError) in
+                _ = try connection.run("VACUUM INTO ?", [.text(destination)])
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: destination)
+            throw error
+        }
+    }
+
+    /// The newest schema version this build knows (it migrates older files up to it).
+    public static var latestSchemaVersion: Int { SQLiteMigrations.latestVersion }
+
     /// The schema version the file is at.
     public func schemaVersion() throws(StoreError) -> Int {
         try withConnection { (connection) throws(StoreError) -> Int in try SQLiteMigrations.currentVersion(connection) }

@@ -246,6 +246,34 @@ public struct SQLiteMessageStore: MessageStore {
         }
     }
 
+    public func queueStatistics(at date: Date) throws(StoreError) -> DeliveryQueueStatistics {
+        // Both read partial indexes (messages_waiting, deliveries_due): their size is the backlog, not the history.
+        try database.withConnection { (c) throws(StoreError) -> DeliveryQueueStatistics in
+            var statistics = DeliveryQueueStatistics()
+            let now = Self.milliseconds(date)
+            let jobs = try c.query("""
+                SELECT COUNT(*) FILTER (WHERE due_at <= ?1), MIN(due_at) FILTER (WHERE due_at <= ?1), COUNT(*) FILTER (WHERE due_at > ?1)
+                FROM messages INDEXED BY messages_waiting WHERE state IN ('pending', 'sending')
+                """, [now])[0]
+            statistics.jobsDue = Int(jobs[0].int ?? 0)
+            statistics.oldestDueAt = jobs[1].int.map(Self.date(milliseconds:))
+            statistics.jobsScheduled = Int(jobs[2].int ?? 0)
+            for row in try c.query("""
+                SELECT state, COUNT(*) AS owed, MIN(next_at) FILTER (WHERE next_at <= ?) AS oldest
+                FROM deliveries INDEXED BY deliveries_due WHERE state IN ('retrying', 'unconfirmed') GROUP BY state
+                """, [now]) {
+                let owed = Int(row[1].int ?? 0)
+                if row[0].text == DeliveryState.retrying.rawValue {
+                    statistics.retrying = owed
+                    statistics.oldestRetryDueAt = row[2].int.map(Self.date(milliseconds:))
+                } else {
+                    statistics.unconfirmed = owed
+                }
+            }
+            return statistics
+        }
+    }
+
     public func releaseClaims() throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             try c.run("UPDATE messages SET claimed = 0 WHERE state = 'sending' AND claimed = 1")

@@ -457,6 +457,23 @@ public struct ActivityDevice: Sendable, Equatable {
     }
 }
 
+/// What waits to be sent, as operators watch it.
+public struct DeliveryQueueStatistics: Sendable, Equatable {
+    /// Messages (or shards of one) due now and not finished: waiting for a worker or being sent.
+    public var jobsDue = 0
+    /// Scheduled starts not due yet.
+    public var jobsScheduled = 0
+    /// When the oldest unfinished due job fell due.
+    public var oldestDueAt: Date?
+    /// Pushes owed a retry (`retrying`) and starts awaiting their device's token (`unconfirmed`).
+    public var retrying = 0
+    public var unconfirmed = 0
+    /// When the most overdue retry fell due (only retries already due count).
+    public var oldestRetryDueAt: Date?
+
+    public init() {}
+}
+
 /// Messages, their jobs and the activities they start, update and end.
 public protocol MessageStore: Sendable {
     /// Stores start messages with their jobs, all or none; refuses an id that is still scheduled or active (S3).
@@ -473,6 +490,8 @@ public protocol MessageStore: Sendable {
                       sharding: ShardPolicy) throws(StoreError) -> MessageJob?
     /// When the next pending job or due delivery of an application not `excluding` falls due; nil when none waits.
     func nextDueDate(excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>) throws(StoreError) -> Date?
+    /// The delivery backlog for operators (`/metrics`): jobs due and scheduled, retries owed.
+    func queueStatistics(at date: Date) throws(StoreError) -> DeliveryQueueStatistics
     /// Gives claimed due deliveries back unsent (their outcomes could not be recorded), due at `date`.
     func requeue(_ due: [DueDelivery], at date: Date) throws(StoreError)
     /// Claims up to `limit` deliveries due at `date` (not of `excluding` applications), settling in the same

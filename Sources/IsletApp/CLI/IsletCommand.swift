@@ -8,7 +8,8 @@ struct IsletCommand: CLIGroup {
     static let spec = CommandSpec(
         name: "islet",
         abstract: "Islet: a self-hosted Live Activity push server.",
-        subcommands: [ServeCommand.self, AppCommand.self, SimulatorCommand.self, SchemaCommand.self])
+        subcommands: [ServeCommand.self, AppCommand.self, SimulatorCommand.self, SchemaCommand.self, DatabaseCommand.self,
+                      ManualCommand.self])
 }
 
 /// Options and helpers several commands share.

@@ -65,7 +65,12 @@ public final class IsletServer: Sendable {
                             configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock)
         }
         self.delivery = delivery
-        let methods = [ApplicationMethods.getApplication] + DeviceMethods(store: devices, kick: { delivery?.kick() }).all
+        var simulatedKey: (@Sendable (ApplicationCode) throws -> APNsKeyInfo?)?
+        if simulator != nil {
+            simulatedKey = { @Sendable (code: ApplicationCode) throws -> APNsKeyInfo? in try wiring.signingKey(for: code)?.info }
+        }
+        let methods = [ApplicationMethods.getApplication(apnsMode: configuration.apns.rawValue, simulatedKey: simulatedKey)]
+            + DeviceMethods(store: devices, kick: { delivery?.kick() }).all
             + FilterMethods(store: devices).all
             + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
                                   kick: { delivery?.kick() }).all
@@ -74,6 +79,8 @@ public final class IsletServer: Sendable {
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
                                extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })])
         self.http = HTTPServer(configuration: configuration.http, handler: router)
+        let operatorMetrics = OperatorMetrics(delivery: delivery, messages: messages, client: client, now: clock)
+        metrics.addCollector { operatorMetrics.render() }
     }
 
     /// The simulator on 127.0.0.1 with its self-signed certificate, made on first run beside the database,

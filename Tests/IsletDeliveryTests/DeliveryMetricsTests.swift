@@ -1,0 +1,29 @@
+import Testing
+import IsletStore
+@testable import IsletDelivery
+
+/// The labels pushes are counted under stay within known sets, whatever text a record carries.
+@Suite("Delivery metrics labels")
+struct DeliveryMetricsTests {
+    func record(_ state: DeliveryState, status: Int, reason: String?) -> DeliveryRecord {
+        DeliveryRecord(device: 1, pushType: "liveactivity", status: status, reason: reason, apnsID: nil, attempts: 1, state: state)
+    }
+
+    @Test func labelsAreApplesReasonsSkipReasonsOrAFixedWord() {
+        #expect(DeliveryMetrics.key(record(.sent, status: 200, reason: nil)) == .init(result: .sent, reason: ""))
+        #expect(DeliveryMetrics.key(record(.failed, status: 410, reason: "Unregistered")) == .init(result: .failed, reason: "Unregistered"))
+        #expect(DeliveryMetrics.key(record(.retrying, status: 503, reason: "ServiceUnavailable")) == .init(result: .retrying, reason: "ServiceUnavailable"))
+        #expect(DeliveryMetrics.key(record(.skipped, status: 0, reason: SkipReason.noPushToStartToken))
+                == .init(result: .skipped, reason: "no push-to-start token"))
+        // Free text (a connection error, a message of ours) never becomes a label value.
+        #expect(DeliveryMetrics.key(record(.retrying, status: 0, reason: "connection reset by peer 10.1.2.3")) == .init(result: .retrying, reason: "no answer"))
+        #expect(DeliveryMetrics.key(record(.unconfirmed, status: 0, reason: nil)) == .init(result: .unconfirmed, reason: "no answer"))
+        #expect(DeliveryMetrics.key(record(.failed, status: 400, reason: "SomethingNew")) == .init(result: .failed, reason: "other"))
+    }
+
+    @Test func countsAddUp() {
+        let metrics = DeliveryMetrics()
+        metrics.count([record(.sent, status: 200, reason: nil), record(.sent, status: 200, reason: nil), record(.failed, status: 410, reason: "Unregistered")])
+        #expect(metrics.snapshot() == [.init(result: .sent, reason: ""): 2, .init(result: .failed, reason: "Unregistered"): 1])
+    }
+}

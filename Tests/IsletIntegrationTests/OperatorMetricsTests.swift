@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletDelivery
+import IsletStore
+import Synchronization
+
+/// `/metrics` as an operator scrapes it during an APNs outage and after (issue 11): push outcomes by result
+/// and reason, the retry backlog and its lag, all read through HTTP.
+@Suite("Operator metrics at /metrics")
+struct OperatorMetricsTests {
+    /// The samples of a scrape, keyed by the whole series (`name{labels}`).
+    static func scrape(_ port: Int) throws -> [String: Double] {
+        let response = try request(port, method: "GET", "/metrics")
+        #expect(response.status == 200)
+        var samples: [String: Double] = [:]
+        for line in String(decoding: response.body, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                Issue.record("not a sample line: \(line)")
+                continue
+            }
+            samples[String(line[..<space])] = value
+        }
+        return samples
+    }
+
+    /// An APNs outage the test switches off.
+    final class Outage: Sendable {
+        let on = Atomic<Bool>(true)
+    }
+
+    func outageWorld(_ outage: Outage) throws -> (LiveActivityWorld, String) {
+        let transport = RecordingTransport { _, _ in outage.on.load(ordering: .relaxed) ? PushOutcome(status: 503, reason: "ServiceUnavailable") : .delivered }
+        let world = try LiveActivityWorld(transport: transport)
+        let code = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(["devices": ["first_third", "old_phone", "mid_phone"]]))]]))[0]
+        #expect(try eventually { try world.running.server.messages.messageDetails(code: code, in: ApplicationCode(world.code)!)?.pending[.retrying] == 2 })
+        return (world, code)
+    }
+
+    @Test func anOutageShowsAsRetriesOwedWithTheirReasonThenAsSent() throws {
+        let outage = Outage()
+        let (world, _) = try outageWorld(outage)
+        // The test clock stands still, so the retries (due a second later) are not taken yet.
+        let during = try Self.scrape(world.running.port)
+        #expect(during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 2, "\(during)")
+        #expect(during["islet_pushes_total{result=\"skipped\",reason=\"iOS 16.1–17.1\"}"] == 1, "\(during)")
+        #expect(during["islet_pushes_total{result=\"sent\",reason=\"\"}"] == nil)
+        #expect(during["islet_delivery_retries_owed{state=\"retrying\"}"] == 2)
+        #expect(during["islet_delivery_retries_owed{state=\"unconfirmed\"}"] == 0)
+        #expect(during["islet_delivery_oldest_due_retry_age_seconds"] == 0, "not due yet")
+        #expect(during["islet_delivery_jobs_due"] == 0, "the job is finished; only retries are owed")
+
+        outage.on.store(false, ordering: .relaxed)
+        #expect(try eventually {
+            if try Self.scrape(world.running.port)["islet_pushes_total{result=\"sent\",reason=\"\"}"] == 2 { return true }
+            world.clock.advance(5)
+            world.running.server.delivery?.kick()
+            return false
+        })
+        let after = try Self.scrape(world.running.port)
+        #expect(after["islet_delivery_retries_owed{state=\"retrying\"}"] == 0)
+        #expect(after["islet_delivery_oldest_due_retry_age_seconds"] == 0)
+        #expect(after["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 2, "a counter never goes down")
+    }
+
+    @Test func retriesNobodyTakesShowAsLag() throws {
+        let outage = Outage()
+        let (world, _) = try outageWorld(outage)
+        _ = world.running.server.delivery?.shutdown(deadline: .now + .seconds(5))   // nobody retries them now
+        world.clock.advance(30)
+        let stuck = try Self.scrape(world.running.port)
+        #expect(stuck["islet_delivery_retries_owed{state=\"retrying\"}"] == 2)
+        let lag = try #require(stuck["islet_delivery_oldest_due_retry_age_seconds"])
+        #expect(lag >= 28 && lag <= 30, "first retry due 0.5–1 s after the answer: \(lag)")
+    }
+
+    @Test func aScheduledStartIsCountedAsScheduledUntilItFallsDueAndThenAsLag() throws {
+        // No transport answer matters here: the job is only looked at, never claimed before it is due.
+        let world = try LiveActivityWorld()
+        let sendDate = world.clock.now.addingTimeInterval(3600)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        _ = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(
+            ["devices": ["first_third"], "send_date": .string(formatter.string(from: sendDate))]))]]))
+        let before = try Self.scrape(world.running.port)
+        #expect(before["islet_delivery_jobs_scheduled"] == 1 && before["islet_delivery_jobs_due"] == 0, "\(before)")
+        _ = world.running.server.delivery?.shutdown(deadline: .now + .seconds(5))   // nobody sends it: it stays due
+        world.clock.advance(3600 + 90)
+        let after = try Self.scrape(world.running.port)
+        #expect(after["islet_delivery_jobs_scheduled"] == 0 && after["islet_delivery_jobs_due"] == 1, "\(after)")
+        let lag = try #require(after["islet_delivery_oldest_due_job_age_seconds"])
+        #expect(lag >= 60 && lag <= 150, "due for about 90 s (the send date is rounded to the minute): \(lag)")
+    }
+}

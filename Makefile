@@ -5,22 +5,35 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 LISTEN ?= 127.0.0.1:8080
 DATABASE ?= var/islet.sqlite
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test test-packaging deb bench clean
 
 deps:
 	@scripts/install-deps
 
+# Release builds link the Swift runtime statically, so the binary (and the Debian package) needs only Debian's libraries.
 build: deps
-	swift build -c release
+	swift build -c release --product islet --static-swift-stdlib
 
 run: build
 	mkdir -p $(dir $(DATABASE))
 	.build/release/islet serve --listen $(LISTEN) --database $(DATABASE) --apns simulator
 
+# A compiler warning fails the build: the log of a fresh build must not contain one.
 test:
 	@scripts/install-deps --test
-	swift build --build-tests
+	set -o pipefail; swift build --build-tests 2>&1 | tee .build-test.log
+	@! grep -E "warning: " .build-test.log || { echo "make test: compiler warnings (above) fail the build" >&2; exit 1; }
 	swift test --skip-build
+	$(MAKE) --no-print-directory test-packaging
+
+# The production guide's nginx example in front of Islet, and the Debian package installed, run and purged.
+test-packaging:
+	Tests/Packaging/test-nginx-proxy.sh .build/debug/islet
+	Tests/Packaging/test-deb.sh
+
+# build/islet_<version>_<arch>.deb: binary, man page, systemd unit, /etc/islet/islet.env, docs.
+deb: build
+	@scripts/build-deb .build/release/islet
 
 # Benchmarks: figures and the machine they came from go into BENCHMARKS.md.
 # `apns` runs our APNs client, h2load and aioapns side by side against one sink on 127.0.0.1.
@@ -30,7 +43,7 @@ BENCH_PUSHES ?= 200000
 BENCH_E2E_DEVICES ?= 100000
 bench:
 	@scripts/install-deps --bench
-	swift build -c release --product islet-bench
+	swift build -c release --product islet-bench --static-swift-stdlib
 	mkdir -p var
 	.build/release/islet-bench devices --count $(BENCH_DEVICES) --database var/bench-devices.sqlite
 	.build/release/islet-bench apns --pushes $(BENCH_PUSHES) --python .venv/bin/python3

@@ -93,4 +93,29 @@ struct OperatorMetricsTests {
         let lag = try #require(after["islet_delivery_oldest_due_job_age_seconds"])
         #expect(lag >= 60 && lag <= 150, "due for about 90 s (the send date is rounded to the minute): \(lag)")
     }
+
+    /// docs/grafana-islet.json charts only metric families this server exposes.
+    @Test func theGrafanaDashboardQueriesOnlyExposedMetrics() throws {
+        let running = try RunningServer()   // the built-in simulator behind the real APNs client, as `make run`
+        _ = try request(running.port, "/json/1.3/getApplication", body: #"{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN"}}"#)
+        let exposition = String(decoding: try request(running.port, method: "GET", "/metrics").body, as: UTF8.self)
+        let families = Set(exposition.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { String($0.split(separator: " ")[2]) })
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let dashboard = try #require(try JSONParser.parse(Array(try Data(contentsOf: root.appendingPathComponent("docs/grafana-islet.json")))).objectValue)
+        let panels = try #require(dashboard["panels"]?.arrayValue)
+        #expect(panels.count >= 6)
+        var used: Set<String> = []
+        for panel in panels {
+            for target in panel.objectValue?["targets"]?.arrayValue ?? [] {
+                let expression = try #require(target.objectValue?["expr"]?.stringValue)
+                for match in expression.matches(of: try Regex("islet_[a-z_]+")) {
+                    var name = String(expression[match.range])
+                    for suffix in ["_bucket", "_sum", "_count"] where name.hasSuffix(suffix) && !families.contains(name) { name.removeLast(suffix.count) }
+                    used.insert(name)
+                }
+            }
+        }
+        #expect(used.subtracting(families).isEmpty, "the dashboard queries metrics Islet does not expose: \(used.subtracting(families).sorted())")
+        #expect(families.subtracting(used).isEmpty, "metrics no panel shows: \(families.subtracting(used).sorted())")
+    }
 }

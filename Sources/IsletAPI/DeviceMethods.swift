@@ -44,8 +44,8 @@ public struct DeviceMethods: Sendable {
                 language: try Self.shortText(body, "language"), timezone: try Self.shortText(body, "timezone"),
                 osVersion: try Self.shortText(body, "os_version"), userID: try Self.shortText(body, "userId"))
             let tags = try body.objectField("tags").map(Self.parseTags) ?? []
-            _ = try Self.mappingTagErrors { try store.registerDevice(registration, tags: tags, in: call.application.code, at: call.receivedAt) }
-            return [:]
+            let registered = try store.registerDevice(registration, tags: tags, in: call.application.code, at: call.receivedAt)
+            return Self.describe(registered.skipped)
         }
     }
 
@@ -62,9 +62,10 @@ public struct DeviceMethods: Sendable {
         APIMethod(name: "setTags", access: .device) { [store] call in
             let hwid = try Self.hwid(call.request)
             let tags = try Self.parseTags(try call.request.requiredObject("tags"))
-            let found = try Self.mappingTagErrors { try store.setTags(tags, hwid: hwid, in: call.application.code, at: call.receivedAt) }
-            guard found else { throw Self.unknownDevice(hwid, call.application) }
-            return [:]
+            guard let skipped = try store.setTags(tags, hwid: hwid, in: call.application.code, at: call.receivedAt) else {
+                throw Self.unknownDevice(hwid, call.application)
+            }
+            return Self.describe(skipped)
         }
     }
 
@@ -181,12 +182,12 @@ public struct DeviceMethods: Sendable {
         return parsed
     }
 
-    /// Turns a tag type clash from the store into the 400 that names the tag.
-    static func mappingTagErrors<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let mismatch as TagTypeMismatch {
-            throw APIError.invalid("tags.\(mismatch.tag)", "is a tag of type \(mismatch.existing); got a value of type \(mismatch.given)")
-        }
+    /// The answer of a call that stored its tags: `{}`, or the tags it skipped, named (D2).
+    static func describe(_ skipped: [SkippedTag]) -> JSONObject {
+        guard !skipped.isEmpty else { return [:] }
+        return [
+            "skipped_tags": .array(skipped.map { .object(["tag": .string($0.tag), "reason": .string($0.reason)]) }),
+            "warnings": .array(skipped.map { .string($0.warning) }),
+        ]
     }
 }

@@ -34,6 +34,30 @@ public struct TagType: WireValue {
     public static let all = [string, integer, list, version]
 }
 
+/// A tag value not stored because the tag already has another type (D2): the rest of the call applies,
+/// so one clashing tag never costs a registration; the answer names it.
+public struct SkippedTag: Sendable, Equatable {
+    public let tag: String
+    public let existing: TagType
+    public let given: TagType
+
+    public init(tag: String, existing: TagType, given: TagType) {
+        self.tag = tag
+        self.existing = existing
+        self.given = given
+    }
+
+    /// Whether a value of type `given` may be stored under a tag whose type is `existing` (nil: a new tag,
+    /// which takes the type of its first value).
+    public static func check(tag: String, given: TagType, existing: TagType?) -> SkippedTag? {
+        guard let existing, existing != given else { return nil }
+        return SkippedTag(tag: tag, existing: existing, given: given)
+    }
+
+    public var reason: String { "is a tag of type \(existing.rawValue); got a value of type \(given.rawValue), not stored (D2)" }
+    public var warning: String { "tags.\(tag): \(reason)" }
+}
+
 /// The tags every device has, derived from registerDevice (X1).
 public struct BuiltInTag: Hashable, Sendable {
     public let name: String

@@ -12,8 +12,8 @@ public struct SQLiteDeviceStore: DeviceStore {
     // MARK: - Devices
 
     public func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, value: TagValue?)],
-                               in application: ApplicationCode, at date: Date) throws -> Device {
-        try database.write(rethrowing: { c in
+                               in application: ApplicationCode, at date: Date) throws(StoreError) -> (device: Device, skipped: [SkippedTag]) {
+        try database.write { (c) throws(StoreError) -> (device: Device, skipped: [SkippedTag]) in
             let app = SQLValue.text(application.rawValue)
             // A push token belongs to one app install: a device that re-registers under a new HWID takes it over.
             try c.run("""
@@ -38,9 +38,8 @@ public struct SQLiteDeviceStore: DeviceStore {
             guard let device = try Self.device(hwid: registration.hwid, app: application, c) else {
                 throw StoreError(.io, "device \(registration.hwid) vanished while registering")
             }
-            try applyTags(tags, device: device.id, application: application, c)
-            return device
-        })
+            return (device, try applyTags(tags, device: device.id, application: application, c))
+        }
     }
 
     public func unregisterDevice(hwid: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool {
@@ -61,13 +60,13 @@ public struct SQLiteDeviceStore: DeviceStore {
     // MARK: - Tags
 
     public func setTags(_ tags: [(name: String, value: TagValue?)], hwid: String, in application: ApplicationCode,
-                        at date: Date) throws -> Bool {
-        try database.write(rethrowing: { c in
-            guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
-            try applyTags(tags, device: device.id, application: application, c)
+                        at date: Date) throws(StoreError) -> [SkippedTag]? {
+        try database.write { (c) throws(StoreError) -> [SkippedTag]? in
+            guard let device = try Self.device(hwid: hwid, app: application, c) else { return nil }
+            let skipped = try applyTags(tags, device: device.id, application: application, c)
             try c.run("UPDATE devices SET updated_at = ? WHERE id = ?", [Self.seconds(date), .int(device.id)])
-            return true
-        })
+            return skipped
+        }
     }
 
     public func tags(hwid: String, in application: ApplicationCode) throws(StoreError) -> [String: TagValue]? {
@@ -102,17 +101,20 @@ public struct SQLiteDeviceStore: DeviceStore {
         }
     }
 
-    /// Replaces each named tag's values; a tag's type is fixed by the first value ever set for it.
+    /// Replaces each named tag's values; a tag's type is fixed by the first value ever set for it, and a
+    /// value of another type is skipped (the device keeps its old value) and returned.
     private func applyTags(_ tags: [(name: String, value: TagValue?)], device: Int64, application: ApplicationCode,
-                           _ c: SQLiteConnection) throws {
+                           _ c: SQLiteConnection) throws(StoreError) -> [SkippedTag] {
+        var skipped: [SkippedTag] = []
         for (name, value) in tags {
-            try c.run("DELETE FROM device_tags WHERE device = ? AND name = ?", [.int(device), .text(name)])
-            guard let value else { continue }
             let existing = try c.query("SELECT type FROM tag_types WHERE application = ? AND name = ?",
                                        [.text(application.rawValue), .text(name)]).first?[0].text.flatMap(TagType.init(rawValue:))
-            if let existing, existing != value.type {
-                throw TagTypeMismatch(tag: name, existing: existing, given: value.type)
+            if let value, let clash = SkippedTag.check(tag: name, given: value.type, existing: existing) {
+                skipped.append(clash)
+                continue
             }
+            try c.run("DELETE FROM device_tags WHERE device = ? AND name = ?", [.int(device), .text(name)])
+            guard let value else { continue }
             if existing == nil {
                 try c.run("INSERT INTO tag_types (application, name, type) VALUES (?, ?, ?)",
                           [.text(application.rawValue), .text(name), .text(value.type.rawValue)])
@@ -127,6 +129,7 @@ public struct SQLiteDeviceStore: DeviceStore {
                 try c.run("INSERT INTO device_tags (device, name, value) VALUES (?, ?, ?)", [.int(device), .text(name), stored])
             }
         }
+        return skipped
     }
 
     // MARK: - Live Activity tokens

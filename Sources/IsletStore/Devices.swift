@@ -74,31 +74,20 @@ public enum TargetSelection: Sendable, Equatable {
     case users([String])
 }
 
-/// Why a tag change was refused; the API turns it into a 400 naming the tag.
-public struct TagTypeMismatch: Error, Sendable, Equatable {
-    public let tag: String
-    public let existing: TagType
-    public let given: TagType
-
-    public init(tag: String, existing: TagType, given: TagType) {
-        self.tag = tag
-        self.existing = existing
-        self.given = given
-    }
-}
-
 /// Devices, their tags and tokens, and the filters over them.
 public protocol DeviceStore: Sendable {
-    /// Creates or updates the device (application, hwid), merging `tags`; all or nothing.
+    /// Creates or updates the device (application, hwid), merging `tags`; a tag whose type clashes is
+    /// skipped and returned, everything else applies in one transaction.
     func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, value: TagValue?)],
-                        in application: ApplicationCode, at date: Date) throws -> Device
+                        in application: ApplicationCode, at date: Date) throws(StoreError) -> (device: Device, skipped: [SkippedTag])
     /// Clears the device's push tokens; false when no such device exists.
     func unregisterDevice(hwid: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool
     func device(hwid: String, in application: ApplicationCode) throws(StoreError) -> Device?
 
-    /// Merges tags (nil removes one); throws `TagTypeMismatch` when a value's type differs from the tag's.
-    /// False when the device does not exist.
-    func setTags(_ tags: [(name: String, value: TagValue?)], hwid: String, in application: ApplicationCode, at date: Date) throws -> Bool
+    /// Merges tags (nil removes one), skipping and returning those whose type clashes; nil when the
+    /// device does not exist.
+    func setTags(_ tags: [(name: String, value: TagValue?)], hwid: String, in application: ApplicationCode,
+                 at date: Date) throws(StoreError) -> [SkippedTag]?
     /// The device's custom tags, nil when the device does not exist.
     func tags(hwid: String, in application: ApplicationCode) throws(StoreError) -> [String: TagValue]?
     /// Types of the custom tags devices of the application have set.

@@ -75,12 +75,25 @@ struct DeviceAPITests {
         #expect(try running.server.devices.device(hwid: "hwid-1", in: app.application.code) == nil, "nothing half-applied")
     }
 
-    @Test func aTagKeepsItsTypeAndARefusedCallChangesNothing() throws {
+    @Test func aTagKeepsItsTypeAndAClashingValueIsSkippedAndNamed() throws {
         _ = try register(extra: ["tags": ["Level": 3]])
         let response = try call(running.port, "setTags", sdk(["tags": ["City": "Porto", "Level": "high"]]), token: app.deviceToken.secret)
-        #expect(response.status == 400)
-        #expect(response.message == "tags.Level: is a tag of type integer; got a value of type string")
-        #expect(try running.server.devices.tags(hwid: "hwid-1", in: app.application.code) == ["Level": .integer(3)])
+        #expect(response.status == 200)
+        let reason = "is a tag of type integer; got a value of type string, not stored (D2)"
+        #expect(response.json?.objectValue?["response"] == ["skipped_tags": [["tag": "Level", "reason": .string(reason)]],
+                                                            "warnings": .array([.string("tags.Level: " + reason)])])
+        #expect(try running.server.devices.tags(hwid: "hwid-1", in: app.application.code) == ["Level": .integer(3), "City": .string("Porto")])
+    }
+
+    /// Issue 12: a tag another device typed differently never costs a registration.
+    @Test func aRegistrationIsNeverRefusedForATag() throws {
+        _ = try register(extra: ["tags": ["level": 5]])
+        let response = try register("hwid-2", token: String(repeating: "b2", count: 32), extra: ["tags": ["level": "5", "city": "Faro"]])
+        #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+        #expect(response.json?.objectValue?["response"]?.objectValue?["skipped_tags"]?.arrayValue?.count == 1)
+        let device = try #require(try running.server.devices.device(hwid: "hwid-2", in: app.application.code), "hwid-2 is registered")
+        #expect(device.pushToken == String(repeating: "b2", count: 32))
+        #expect(try running.server.devices.tags(hwid: "hwid-2", in: app.application.code) == ["city": .string("Faro")])
     }
 
     @Test func callsForAnUnregisteredHWIDSayWhatToDo() throws {

@@ -34,7 +34,7 @@ struct PushwooshClientTests {
         let device = try #require(try devices.device(hwid: "py-device", in: app.application.code))
         #expect(device.pushToken == String(repeating: "c0ffee", count: 10) + "abcd")
         #expect(device.language == "pt")
-        #expect(try devices.tags(hwid: "py-device", in: app.application.code) == ["Level": .integer(7), "Sports": .list(["golf", "ski"])])
+        #expect(try devices.tags(hwid: "py-device", in: app.application.code) == ["Level": .integer(7), "Sports": .list(["golf", "ski"]), "Team": .string("red")])
         #expect(try devices.device(hwid: "py-gone", in: app.application.code)?.pushToken == nil)
     }
 }

@@ -33,11 +33,13 @@ public struct LiveActivityMethods: Sendable {
     var startLiveActivity: APIMethod {
         APIMethod(name: "startLiveActivity", access: .server) { [self] call in
             let now = call.receivedAt
-            let dryRun = try call.request.bool("dry_run") ?? false
+            let notifications = try LiveActivityRequests.notifications(call.request)
+            let dryRun = try LiveActivityRequests.dryRun(call.request, notifications)
             var accepted: [(message: NewMessage, path: String)] = []
             var warnings: [String] = []
-            for n in try LiveActivityRequests.notifications(call.request) {
+            for n in notifications {
                 let start = try LiveActivityRequests.start(n, now: now)
+                warnings += start.warnings
                 // X2: a published schema catches what the app could not decode, before anything is sent.
                 var schemaVersion: Int?
                 if let stored = try schemas.currentSchema(start.attributesType, in: call.application.code), let schema = stored.schema {
@@ -95,11 +97,13 @@ public struct LiveActivityMethods: Sendable {
     var updateLiveActivity: APIMethod {
         APIMethod(name: "updateLiveActivity", access: .server) { [self] call in
             let now = call.receivedAt
-            let dryRun = try call.request.bool("dry_run") ?? false
+            let notifications = try LiveActivityRequests.notifications(call.request)
+            let dryRun = try LiveActivityRequests.dryRun(call.request, notifications)
             var accepted: [(message: NewMessage, path: String)] = []
             var warnings: [String] = []
-            for n in try LiveActivityRequests.notifications(call.request) {
+            for n in notifications {
                 let update = try LiveActivityRequests.update(n)
+                warnings += update.warnings
                 // X2: checked against the schema version the activity started with.
                 if let started = try schemas.activitySchemaVersion(update.activityID, in: call.application.code),
                    let schema = try schemas.schema(started.attributesType, version: started.version, in: call.application.code)?.schema {

@@ -5,7 +5,7 @@ public enum LiveActivityPayload {
 
     /// The push-to-start payload: event start, content-state, attributes-type, attributes, alert.
     public static func start(_ n: StartNotification, timestamp: Int64) -> JSONValue {
-        let aps: JSONObject = [
+        var aps: JSONObject = [
             "timestamp": .int(timestamp),
             "event": "start",
             "content-state": .object(n.contentState),
@@ -13,6 +13,8 @@ public enum LiveActivityPayload {
             "attributes": .object(n.attributes),
             "alert": n.alert.json,
         ]
+        if let score = n.relevanceScore { aps["relevance-score"] = .int(score) }
+        if let stale = n.staleDate { aps["stale-date"] = .int(stale) }
         return ["aps": .object(aps)]
     }
 

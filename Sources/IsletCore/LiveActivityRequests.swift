@@ -63,6 +63,11 @@ public struct StartNotification: Sendable, Equatable {
     public let targeting: Targeting
     public let sendTime: SendTime
     public let priority: Int
+    /// `live_activity.relevance-score` and `stale-date`, passed to `aps` as in an update (A4).
+    public var relevanceScore: Int64? = nil
+    public var staleDate: Int64? = nil
+    /// Fields ignored or read leniently, named for the answer's `warnings`.
+    public var warnings: [String] = []
 }
 
 /// One validated notification of updateLiveActivity (U1–U6).
@@ -76,6 +81,8 @@ public struct UpdateNotification: Sendable, Equatable {
     /// nil: a silent content-state update (U6).
     public let alert: PushAlert?
     public let priority: Int
+    /// Fields ignored or read leniently, named for the answer's `warnings`.
+    public var warnings: [String] = []
 }
 
 /// Parsing and validation of the two Live Activity methods. Every error names the notification's
@@ -84,9 +91,51 @@ public enum LiveActivityRequests {
     public static let maximumNotifications = 100
     public static let maximumListedTargets = 10_000
 
-    /// S6/U5: 10 only for the integer 10; anything else, or nothing, is 5 — without an error.
-    public static func priority(_ value: JSONValue?) -> Int {
-        value == .int(10) ? 10 : 5
+    /// S6/U5: 10 for ten, written as an integer, a number (10.0) or a string ("10"); anything else, or
+    /// nothing, is 5 without an error, as Pushwoosh does — but a value other than 5 or 10 is named in a
+    /// warning, so a typo does not silently cost the priority.
+    public static func priority(_ n: FieldReader) -> (priority: Int, warning: String?) {
+        let value = n.value("apns_priority")
+        let number: Double?
+        switch value {
+        case nil, .null?: return (5, nil)
+        case .int(let i)?: number = Double(i)
+        case .double(let d)?: number = d
+        case .string(let text)?: number = Double(text.trimmingCharacters(in: .whitespaces))
+        default: number = nil
+        }
+        if number == 10 { return (10, nil) }
+        if number == 5 { return (5, nil) }
+        return (5, "\(n.fieldPath("apns_priority")): \(value!.jsonText) is neither 5 nor 10, so the push goes at priority 5 (S6)")
+    }
+
+    /// Fields a notification may carry, and those of its `live_activity`; anything else is named in a warning.
+    static let startFields = ["live_activity", "live_activity_id", "title", "content", "filter", "filter_code", "devices", "users",
+                              "send_date", "timezone", "apns_priority", "dry_run"]
+    static let startActivityFields = ["event", "title", "content-state", "attributes-type", "attributes", "relevance-score", "stale-date"]
+    static let updateFields = ["live_activity", "live_activity_id", "title", "subtitle", "content", "ios_sound", "apns_priority", "dry_run"]
+    static let updateActivityFields = ["event", "title", "content-state", "dismissal-date", "relevance-score", "stale-date"]
+
+    /// One warning per field of `object` that is not in `known`, with the nearest known name when there is one.
+    public static func unknownFields(_ object: FieldReader, known: [String]) -> [String] {
+        object.object.keys.filter { !known.contains($0) }.map { key in
+            let hint = Suggestion.nearest(key, among: known).map { " (did you mean \($0)?)" } ?? ""
+            return "\(object.fieldPath(key)): unknown field, ignored\(hint)"
+        }
+    }
+
+    /// X3: a dry run is asked beside `notifications` or inside them. Inside, every notification must agree
+    /// (a request is sent whole or not at all), else it is refused rather than half sent.
+    public static func dryRun(_ request: FieldReader, _ notifications: [FieldReader]) throws(APIError) -> Bool {
+        if try request.bool("dry_run") == true { return true }
+        var inside: [Bool] = []
+        for n in notifications { inside.append(try n.bool("dry_run") ?? false) }
+        guard inside.contains(true) else { return false }
+        guard inside.allSatisfy({ $0 }) else {
+            let dry = inside.indices.filter { inside[$0] }.map { "notifications[\($0)]" }.joined(separator: ", ")
+            throw .invalid("dry_run", "set in \(dry) but not in every notification; a request is sent whole or not at all, so put \"dry_run\": true beside notifications (X3)")
+        }
+        return true
     }
 
     /// The `notifications` array, each item an object, with its path.
@@ -132,10 +181,15 @@ public enum LiveActivityRequests {
         }
         let alert = PushAlert(title: title.flatMap { $0.isEmpty ? nil : $0 }, body: content.flatMap { $0.isEmpty ? nil : $0 })
 
-        return StartNotification(
+        let relevance = try activity.int("relevance-score")
+        if let relevance, relevance < 1 { throw .invalid(activity.fieldPath("relevance-score"), "must be an integer of at least 1") }
+        let (priority, priorityWarning) = priority(n)
+        var start = StartNotification(
             activityID: activityID, name: try activity.string("title"), attributesType: attributesType,
             contentState: contentState, attributes: attributes, alert: alert, targeting: try targeting(n),
-            sendTime: try sendTime(n, now: now), priority: priority(n.value("apns_priority")))
+            sendTime: try sendTime(n, now: now), priority: priority, relevanceScore: relevance, staleDate: try activity.date("stale-date"))
+        start.warnings = unknownFields(n, known: startFields) + unknownFields(activity, known: startActivityFields) + [priorityWarning].compactMap { $0 }
+        return start
     }
 
     /// S4: exactly one of filter (or the older filter_code), devices, users.
@@ -218,10 +272,12 @@ public enum LiveActivityRequests {
                         body: body.flatMap { $0.isEmpty ? nil : $0 }, sound: sound.flatMap { $0.isEmpty ? nil : $0 })
             : nil
 
-        return UpdateNotification(
+        let (priority, priorityWarning) = priority(n)
+        var update = UpdateNotification(
             activityID: activityID, event: event, contentState: contentState, dismissalDate: try activity.date("dismissal-date"),
-            relevanceScore: relevance, staleDate: try activity.date("stale-date"), alert: alert,
-            priority: priority(n.value("apns_priority")))
+            relevanceScore: relevance, staleDate: try activity.date("stale-date"), alert: alert, priority: priority)
+        update.warnings = unknownFields(n, known: updateFields) + unknownFields(activity, known: updateActivityFields) + [priorityWarning].compactMap { $0 }
+        return update
     }
 }
 

@@ -88,11 +88,40 @@ struct StartRulesTests {
         #expect(try start([startNotification()]).status == 200, "after the end, the id starts a new session")
     }
 
-    @Test(arguments: [(JSONValue.int(10), "10"), (.int(5), "5"), (.int(7), "5"), (.string("10"), "5"), (.null, "5")])
-    func priorityIsTenOnlyWhenAskedFor(priority: JSONValue, header: String) throws {
-        _ = try world.waitUntilSent(try world.messageCodes(try start([startNotification(["apns_priority": priority])])))
+    /// S6, and issue 12: ten however it is written; any other value is 5 without an error, but named in a warning.
+    @Test(arguments: [(JSONValue.int(10), "10", false), (.int(5), "5", false), (.int(7), "5", true), (.string("10"), "10", false),
+                      (.double(10), "10", false), (.string("5"), "5", false), (.string("high"), "5", true), (.null, "5", false)])
+    func priorityIsTenOnlyWhenAskedFor(priority: JSONValue, header: String, warned: Bool) throws {
+        let response = try start([startNotification(["apns_priority": priority])])
+        _ = try world.waitUntilSent(try world.messageCodes(response))
         #expect(!world.transport.pushes.isEmpty)
         #expect(world.transport.pushes.allSatisfy { $0.priority == Int(header)! }, "S6")
+        let warnings = response.json?.objectValue?["response"]?.objectValue?["warnings"]?.arrayValue ?? []
+        #expect(warnings == (warned ? [.string("notifications[0].apns_priority: \(priority.jsonText) is neither 5 nor 10, so the push goes at priority 5 (S6)")] : []))
+    }
+
+    /// Issue 12: a misspelt field is not silently ignored: the answer names it, with the nearest known name.
+    @Test func unknownFieldsAreNamedInWarnings() throws {
+        let response = try start([startNotification(["dryrun": true, "live_activty_id": "typo"], activity: ["contentstate": [:]])])
+        #expect(response.status == 200)
+        let warnings = Set((response.json?.objectValue?["response"]?.objectValue?["warnings"]?.arrayValue ?? []).compactMap(\.stringValue))
+        #expect(warnings == ["notifications[0].dryrun: unknown field, ignored (did you mean dry_run?)",
+                             "notifications[0].live_activty_id: unknown field, ignored (did you mean live_activity_id?)",
+                             "notifications[0].live_activity.contentstate: unknown field, ignored (did you mean content-state?)"])
+    }
+
+    /// Issue 12: `dry_run` inside the notification is honoured: nothing is stored or sent.
+    @Test func aDryRunInsideTheNotificationSendsNothing() throws {
+        let response = try start([startNotification(["dry_run": true])])
+        #expect(response.status == 200)
+        let answer = try #require(response.json?.objectValue?["response"]?.objectValue)
+        #expect(answer["Messages"] == [] && answer["dry_run"]?.arrayValue?.isEmpty == false)
+        world.running.server.delivery?.kick()
+        #expect(world.transport.pushes.isEmpty)
+        #expect(try start([startNotification()]).status == 200, "the dry run started nothing, so the id is free")
+        let mixed = try start([startNotification(["dry_run": true], id: "A"), startNotification(id: "B")])
+        #expect(mixed.status == 400)
+        #expect(mixed.message == "dry_run: set in notifications[0] but not in every notification; a request is sent whole or not at all, so put \"dry_run\": true beside notifications (X3)")
     }
 
     @Test func pushwooshActivityIdIsAddedUnlessTheCallerSetIt() throws {

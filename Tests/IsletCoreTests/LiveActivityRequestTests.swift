@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+@testable import IsletCore
+
+/// The notification rules as pure functions: no server, no sockets.
+@Suite("Live Activity requests: priority, dry run, unknown fields, start payload")
+struct LiveActivityRequestTests {
+    func reader(_ text: String, path: String = "notifications[0]") throws -> FieldReader {
+        try FieldReader(try JSONParser.parse(text), path: path)
+    }
+
+    @Test(arguments: [("10", 10, false), ("10.0", 10, false), (#""10""#, 10, false), (#"" 5 ""#, 5, false), ("5", 5, false),
+                      ("null", 5, false), ("1", 5, true), ("true", 5, true), (#""urgent""#, 5, true)])
+    func priority(json: String, expected: Int, warned: Bool) throws {
+        let (priority, warning) = LiveActivityRequests.priority(try reader(#"{"apns_priority": \#(json)}"#))
+        #expect(priority == expected)
+        #expect((warning != nil) == warned, "\(warning ?? "")")
+        if let warning { #expect(warning.hasPrefix("notifications[0].apns_priority: ") && warning.hasSuffix("(S6)")) }
+    }
+
+    @Test func dryRunBesideOrInsideEveryNotification() throws {
+        let request = try reader(#"{"dry_run": false}"#, path: "")
+        let dry = try reader(#"{"dry_run": true}"#), wet = try reader(#"{}"#, path: "notifications[1]")
+        #expect(try LiveActivityRequests.dryRun(try reader(#"{"dry_run": true}"#, path: ""), [wet]))
+        #expect(try LiveActivityRequests.dryRun(request, [dry, dry]))
+        #expect(try !LiveActivityRequests.dryRun(request, [wet]))
+        #expect(throws: APIError.self) { try LiveActivityRequests.dryRun(request, [dry, wet]) }
+        #expect(throws: APIError.self, "a string is not a boolean") { try LiveActivityRequests.dryRun(request, [try reader(#"{"dry_run": "yes"}"#)]) }
+    }
+
+    @Test func unknownFieldsSuggestTheNearestKnownOne() throws {
+        let warnings = LiveActivityRequests.unknownFields(try reader(#"{"live_activity_id": "A", "filtr": "F", "zzz": 1}"#), known: ["live_activity_id", "filter"])
+        #expect(Set(warnings) == ["notifications[0].filtr: unknown field, ignored (did you mean filter?)", "notifications[0].zzz: unknown field, ignored"])
+    }
+
+    @Test func aStartCarriesRelevanceScoreAndStaleDate() throws {
+        let n = try reader(#"{"title": "T", "live_activity_id": "A", "devices": ["d"], "live_activity": {"content-state": {}, "attributes-type": "X", "attributes": {}, "relevance-score": 50, "stale-date": 1796000000}}"#)
+        let start = try LiveActivityRequests.start(n, now: Date(timeIntervalSince1970: 1_795_000_000))
+        let aps = LiveActivityPayload.start(start, timestamp: 1).objectValue?["aps"]?.objectValue
+        #expect(aps?["relevance-score"] == .int(50) && aps?["stale-date"] == .int(1_796_000_000))
+        #expect(start.warnings.isEmpty)
+        #expect(throws: APIError.self) {
+            try LiveActivityRequests.start(try reader(#"{"title": "T", "live_activity_id": "A", "devices": ["d"], "live_activity": {"content-state": {}, "attributes-type": "X", "attributes": {}, "relevance-score": 0}}"#), now: Date())
+        }
+    }
+}

@@ -121,7 +121,7 @@ public struct APIRouter: HTTPHandler {
     }
 
     /// The token of `Authorization: Token <token>`, the Pushwoosh style.
-    static func headerToken(_ request: HTTPRequest) -> String? {
+    public static func headerToken(_ request: HTTPRequest) -> String? {
         guard let value = request.header("authorization") else { return nil }
         let parts = value.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "token" || parts[0].lowercased() == "bearer" else { return nil }

@@ -168,6 +168,20 @@ struct CLICommandTests {
         #expect(overridden.apns == .simulator)
     }
 
+    /// Issue 12: off loopback, the server must be told where pushes go; it never silently runs the simulator.
+    @Test func serveOffLoopbackNeedsAnExplicitAPNsMode() throws {
+        let refused = islet(["serve", "--listen", "0.0.0.0:0", "--database", workspace.database])
+        #expect(refused.status == 64)
+        #expect(refused.errors == "error: --apns: 0.0.0.0:0 is not a loopback address, so say where pushes go: --apns apple (Apple's APNs) or --apns simulator (nothing reaches Apple)\n")
+        for environment in [["ISLET_APNS": "apple"], [:]] {
+            let words = ["--listen", "0.0.0.0:0"] + (environment.isEmpty ? ["--apns", "simulator"] : [])
+            let parsed = try ParsedArguments(words, spec: ServeCommand.spec, commandPath: "islet serve", environment: environment)
+            #expect(try ServeCommand(parsed, context: .process).configuration.listen.host == "0.0.0.0")
+        }
+        let loopback = try ParsedArguments(["--listen", "127.0.0.1:0"], spec: ServeCommand.spec, commandPath: "islet serve", environment: [:])
+        #expect(try ServeCommand(loopback, context: .process).configuration.apns == .simulator, "the simulator stays the default on loopback")
+    }
+
     @Test func configurationDumpHidesURLPasswords() {
         var configuration = ServerConfiguration()
         configuration.apnsURL = "https://user:hunter2@127.0.0.1:2197"

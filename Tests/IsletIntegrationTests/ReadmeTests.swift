@@ -17,7 +17,7 @@ struct ReadmeTests {
         /// Reads-only steps may be run again until they match: delivery is asynchronous, a reader is not.
         var readsOnly: Bool {
             let methods = script.matches(of: try! Regex(#"/json/1\.3/([A-Za-z]+)"#)).map { String(script[$0.range].split(separator: "/").last!) }
-            let simulatorWrite = script.contains("/simulator/devices -d")
+            let simulatorWrite = script.contains("/simulator/devices") && script.contains(" -d ")
             return !methods.isEmpty ? methods.allSatisfy { $0.hasPrefix("get") } && !simulatorWrite : script.contains("/simulator/devices/") && !simulatorWrite
         }
     }

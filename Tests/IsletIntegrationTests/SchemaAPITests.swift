@@ -92,7 +92,7 @@ struct SimulatorSchemaTests {
         // The app now ships a ContentState Islet did not check this activity against (no schema when it started).
         _ = try post("setLiveActivitySchema", foodDeliverySchema)
         try sent(try post("updateLiveActivity", ["notifications": [.object(updateNotification(activity: ["content-state": ["status": 1]]))]]))
-        let device = try request(running.port, method: "GET", "/simulator/devices/first_third").json?.objectValue
+        let device = try request(running.port, method: "GET", "/simulator/devices/first_third", headers: ["Authorization": "Token SECRET_API_TOKEN"]).json?.objectValue
         let dropped = device?["log"]?.arrayValue?.last?.objectValue?["dropped"]?.stringValue
         #expect(dropped == "unable to decode: content-state.estimatedTime: missing")
         #expect(device?["lock_screen"]?.arrayValue?.first?.objectValue?["content_state"] == ["status": "Third", "estimatedTime": "37 min"],

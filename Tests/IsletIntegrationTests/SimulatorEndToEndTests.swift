@@ -13,7 +13,7 @@ struct SimulatorEndToEndTests {
             try request(running.port, "/json/1.3/\(method)", body: body)
         }
         func lockScreen(_ hwid: String) throws -> [JSONObject] {
-            let response = try request(running.port, method: "GET", "/simulator/devices/\(hwid)")
+            let response = try request(running.port, method: "GET", "/simulator/devices/\(hwid)", headers: ["Authorization": "Token SECRET_API_TOKEN"])
             return response.json?.objectValue?["lock_screen"]?.arrayValue?.compactMap(\.objectValue) ?? []
         }
         func sent(_ response: RawHTTPResponse) throws {
@@ -46,8 +46,39 @@ struct SimulatorEndToEndTests {
             #expect(card?["ended"] == true, "\(hwid): ended, and still shown (no dismissal-date)")
             #expect(card?["content_state"] == ["status": "Delivered", "estimatedTime": "0 min"])
         }
-        let log = try request(running.port, method: "GET", "/simulator/devices/first_third").json?.objectValue?["log"]?.arrayValue ?? []
+        let log = try request(running.port, method: "GET", "/simulator/devices/first_third", headers: ["Authorization": "Token SECRET_API_TOKEN"]).json?.objectValue?["log"]?.arrayValue ?? []
         #expect(log.compactMap { $0.objectValue?["event"]?.stringValue } == ["start", "update", "end"])
         #expect(log.allSatisfy { $0.objectValue?["dropped"] == .null })
+    }
+}
+
+/// Issue 12: the simulator routes need an application's server API token and see only that application.
+@Suite("Simulator routes: authorised and scoped to one application")
+struct SimulatorRoutesTenancyTests {
+    @Test func eachApplicationSeesAndAddsOnlyItsOwnDevices() throws {
+        let running = try RunningServer(demo: true)
+        let other = try running.admin().create(name: "Other", bundleID: "com.example.other")
+        func get(_ path: String, token: String?) throws -> RawHTTPResponse {
+            try request(running.port, method: "GET", path, headers: token.map { ["Authorization": "Token \($0)"] } ?? [:])
+        }
+        #expect(try get("/simulator/devices", token: nil).status == 401)
+        #expect(try get("/simulator/devices/first_third", token: nil).status == 401)
+        #expect(try get("/simulator/devices", token: "not-a-token").status == 401)
+        #expect(try get("/simulator/devices", token: other.deviceToken.secret).status == 401, "a device token (public, in every app) is not enough")
+        #expect(try request(running.port, "/simulator/devices", body: #"{"application":"XXXXX-XXXXX","hwid":"intruder"}"#).status == 401)
+
+        let otherToken = other.apiToken.secret
+        #expect(try get("/simulator/devices", token: otherToken).json?.objectValue?["devices"] == [], "no other application's devices")
+        #expect(try get("/simulator/devices/first_third", token: otherToken).status == 404)
+        let sneaky = try request(running.port, "/simulator/devices", body: #"{"application":"XXXXX-XXXXX","hwid":"intruder"}"#,
+                                 headers: ["Authorization": "Token \(otherToken)"])
+        #expect(sneaky.status == 401, "naming another application is refused like a wrong token")
+        let added = try request(running.port, "/simulator/devices", body: #"{"hwid":"own_phone","ios_version":"18.1"}"#,
+                                headers: ["Authorization": "Token \(otherToken)"])
+        #expect(added.status == 200)
+        #expect(added.json?.objectValue?["application"] == .string(other.application.code.rawValue))
+        let demoDevices = try get("/simulator/devices", token: "SECRET_API_TOKEN").json?.objectValue?["devices"]?.arrayValue ?? []
+        #expect(Set(demoDevices.compactMap { $0.objectValue?["hwid"]?.stringValue }) == ["first_third", "second_device"])
+        #expect(try request(running.port, method: "DELETE", "/simulator/devices", headers: ["Authorization": "Token SECRET_API_TOKEN"]).headers["allow"] == "GET, POST")
     }
 }

@@ -17,12 +17,13 @@ struct ServeCommand: CLICommand {
             on stderr. SIGTERM or SIGINT stops accepting connections, lets requests in flight finish, and exits 0.
             With --apns simulator on a loopback address and an empty database, a demo application
             XXXXX-XXXXX with server API token SECRET_API_TOKEN is created so the documented examples work.
+            On an address other than loopback, --apns (or ISLET_APNS) must be given.
             """,
         options: [
             OptionSpec(name: "--listen", valueName: "host:port", help: "Address to listen on.",
                        environment: "ISLET_LISTEN", defaultValue: ServerConfiguration.defaultListen),
             Common.database,
-            OptionSpec(name: "--apns", valueName: "simulator|apple", help: "Where pushes go.",
+            OptionSpec(name: "--apns", valueName: "simulator|apple", help: "Where pushes go; required off loopback.",
                        environment: "ISLET_APNS", defaultValue: "simulator"),
             OptionSpec(name: "--apns-url", valueName: "url", help: "APNs base URL replacing Apple's hosts.",
                        environment: "ISLET_APNS_URL"),
@@ -36,6 +37,10 @@ struct ServeCommand: CLICommand {
         let listenText = arguments.value("--listen") ?? ServerConfiguration.defaultListen
         guard let listen = ListenAddress(listenText) else {
             throw CLIError.usage("--listen: '\(listenText)' is not HOST:PORT with a numeric address and a port 0-65535")
+        }
+        // Off loopback the server is reachable by others: it must not silently send nothing to Apple (issue 12).
+        guard arguments.value("--apns") != nil || listen.isLoopback else {
+            throw CLIError.usage("--apns: \(listen) is not a loopback address, so say where pushes go: --apns apple (Apple's APNs) or --apns simulator (nothing reaches Apple)")
         }
         let apnsText = arguments.value("--apns") ?? "simulator"
         guard let apns = APNsMode(rawValue: apnsText) else {
@@ -87,7 +92,7 @@ struct ServeCommand: CLICommand {
             Try it:
               curl -s \(base)/json/1.3/getApplication -d '{"request":{"application":"\(demo.application.code)","auth":"\(demo.apiToken.secret)"}}'
             Simulated iPhones first_third and second_device and the filter FILTER_NAME_1 are ready for the reference examples;
-            their lock screens: curl -s \(base)/simulator/devices/first_third
+            their lock screens: curl -s \(base)/simulator/devices/first_third -H 'Authorization: Token \(demo.apiToken.secret)'
             """)
     }
 }

@@ -75,7 +75,7 @@ public final class IsletServer: Sendable {
             + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
                                   kick: { delivery?.kick() }).all
             + SchemaMethods(store: schemas).all
-        let routes = SimulatorRoutes(wiring: wiring)
+        let routes = SimulatorRoutes(wiring: wiring, authenticator: Authenticator(store: store))
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
                                extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })])
         self.http = HTTPServer(configuration: configuration.http, handler: router)

@@ -77,40 +77,17 @@ struct SimulatorWiring: Sendable {
     }
 }
 
-/// `GET /simulator/devices`, `GET /simulator/devices/<hwid>`, `POST /simulator/devices` on the API server.
+/// `GET /simulator/devices`, `GET /simulator/devices/<hwid>`, `POST /simulator/devices` on the API server, in
+/// simulator mode only. Each call is authorised by an application's server API token (`Authorization: Token …`)
+/// and sees and adds only that application's simulated devices (issue 12).
 struct SimulatorRoutes: Sendable {
     let wiring: SimulatorWiring
+    let authenticator: Authenticator
 
     func handle(_ request: HTTPRequest) -> HTTPResponse {
-        let rest = request.path.dropFirst("/simulator/devices".count)
-        let now = Date()
-        if rest.isEmpty || rest == "/" {
-            if request.method == "POST" { return add(request) }
-            guard request.method == "GET" else { return APIRouter.failure(APIError(.methodNotAllowed, "use GET or POST on /simulator/devices")) }
-            return APIRouter.json(["devices": .array(wiring.allDevices().map { $0.json(now: now, withLog: false) })], status: 200)
-        }
-        let hwid = String(rest.dropFirst()).removingPercentEncoding ?? String(rest.dropFirst())
-        guard request.method == "GET" else { return APIRouter.failure(APIError(.methodNotAllowed, "use GET on /simulator/devices/<hwid>")) }
-        guard let device = wiring.allDevices().first(where: { $0.hwid == hwid }) else {
-            return APIRouter.failure(APIError(.notFound, "no simulated device '\(hwid)'"))
-        }
-        return APIRouter.json(device.json(now: now, withLog: true), status: 200)
-    }
-
-    /// {application, hwid, ios_version?, locked?, attributes_types?}
-    private func add(_ request: HTTPRequest) -> HTTPResponse {
         do {
-            let body = try FieldReader(try JSONParser.parse(request.body), path: "")
-            let code = try body.requiredString("application")
-            guard let application = ApplicationCode(code) else { throw APIError.invalid("application", "must be an application code") }
-            let types = try (body.array("attributes_types") ?? []).enumerated().map { (index, value) throws -> String in
-                guard let text = value.stringValue else { throw APIError.invalid("attributes_types[\(index)]", "must be a string") }
-                return text
-            }
-            let device = try wiring.addDevice(application: application, hwid: try body.requiredString("hwid"),
-                                              iosVersion: try body.string("ios_version") ?? "17.4", locked: try body.bool("locked") ?? false,
-                                              attributesTypes: types)
-            return APIRouter.json(device.json(now: Date(), withLog: false), status: 200)
+            let application = try authenticator.authenticate(application: nil, secret: APIRouter.headerToken(request), access: .server)
+            return try route(request, application: application.code)
         } catch let error as APIError {
             return APIRouter.failure(error)
         } catch let error as JSONSyntaxError {
@@ -118,5 +95,47 @@ struct SimulatorRoutes: Sendable {
         } catch {
             return APIRouter.failure(APIError(.internalError, "\(error)"))
         }
+    }
+
+    private func route(_ request: HTTPRequest, application: ApplicationCode) throws -> HTTPResponse {
+        let rest = request.path.dropFirst("/simulator/devices".count)
+        let now = Date()
+        let devices = wiring.allDevices().filter { $0.application == application.rawValue }
+        if rest.isEmpty || rest == "/" {
+            if request.method == "POST" { return try add(request, application: application) }
+            guard request.method == "GET" else {
+                var refused = APIRouter.failure(APIError(.methodNotAllowed, "use GET or POST on /simulator/devices"))
+                refused.headers.append(("Allow", "GET, POST"))
+                return refused
+            }
+            return APIRouter.json(["devices": .array(devices.map { $0.json(now: now, withLog: false) })], status: 200)
+        }
+        let hwid = String(rest.dropFirst()).removingPercentEncoding ?? String(rest.dropFirst())
+        guard request.method == "GET" else {
+            var refused = APIRouter.failure(APIError(.methodNotAllowed, "use GET on /simulator/devices/<hwid>"))
+            refused.headers.append(("Allow", "GET"))
+            return refused
+        }
+        guard let device = devices.first(where: { $0.hwid == hwid }) else {
+            throw APIError(.notFound, "no simulated device '\(hwid.prefix(256))' in application \(application)")
+        }
+        return APIRouter.json(device.json(now: now, withLog: true), status: 200)
+    }
+
+    /// {hwid, ios_version?, locked?, attributes_types?, application?}: the application is the token's; naming
+    /// another one is refused like a wrong token.
+    private func add(_ request: HTTPRequest, application: ApplicationCode) throws -> HTTPResponse {
+        let body = try FieldReader(try JSONParser.parse(request.body), path: "")
+        if let code = try body.string("application"), code != application.rawValue {
+            throw APIError(.unauthorized, "Authorization: not a valid server API token for application \(code.prefix(64))")
+        }
+        let types = try (body.array("attributes_types") ?? []).enumerated().map { (index, value) throws -> String in
+            guard let text = value.stringValue else { throw APIError.invalid("attributes_types[\(index)]", "must be a string") }
+            return text
+        }
+        let device = try wiring.addDevice(application: application, hwid: try body.requiredString("hwid"),
+                                          iosVersion: try body.string("ios_version") ?? "17.4", locked: try body.bool("locked") ?? false,
+                                          attributesTypes: types)
+        return APIRouter.json(device.json(now: Date(), withLog: false), status: 200)
     }
 }

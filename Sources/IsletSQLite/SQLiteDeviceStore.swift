@@ -11,15 +11,15 @@ public struct SQLiteDeviceStore: DeviceStore {
 
     // MARK: - Devices
 
+    /// Takes a push token from the application's other HWIDs: one lookup in the whole-token index.
+    static let releasePushToken = "UPDATE devices SET push_token = NULL WHERE push_token = ?1 AND +application = ?2 AND hwid != ?3"
+
     public func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, value: TagValue?)],
                                in application: ApplicationCode, at date: Date) throws(StoreError) -> (device: Device, skipped: [SkippedTag]) {
         try database.write { (c) throws(StoreError) -> (device: Device, skipped: [SkippedTag]) in
             let app = SQLValue.text(application.rawValue)
             // A push token belongs to one app install: a device that re-registers under a new HWID takes it over.
-            try c.run("""
-                UPDATE devices SET push_token = NULL
-                WHERE substr(push_token, 1, 16) = substr(?1, 1, 16) AND push_token = ?1 AND +application = ?2 AND hwid != ?3
-                """, [.text(registration.pushToken), app, .text(registration.hwid)])
+            try c.run(Self.releasePushToken, [.text(registration.pushToken), app, .text(registration.hwid)])
             try c.run("""
                 INSERT INTO devices (application, hwid, push_token, sandbox, language, timezone, os_version, os_version_key, user_id, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -319,9 +319,8 @@ public struct SQLiteDeviceStore: DeviceStore {
             return ("""
                 d.id IN (SELECT id FROM devices WHERE application = ? AND hwid IN (SELECT value FROM json_each(?))
                          UNION SELECT id FROM devices
-                         WHERE substr(push_token, 1, 16) IN (SELECT substr(lower(value), 1, 16) FROM json_each(?))
-                           AND push_token IN (SELECT lower(value) FROM json_each(?)) AND +application = ?)
-                """, [app, list, list, list, app])
+                         WHERE push_token IN (SELECT lower(value) FROM json_each(?)) AND +application = ?)
+                """, [app, list, list, app])
         case .users(let users):
             let list = SQLValue.text(JSONValue.array(users.map { .string($0) }).jsonText)
             return ("d.id IN (SELECT id FROM devices WHERE user_id IN (SELECT value FROM json_each(?)) AND +application = ?)", [list, app])

@@ -68,6 +68,20 @@ struct SQLiteDeviceStoreTests {
         #expect(try devices.targets(.devices(["h1"]), in: shop, attributesType: "T", afterID: 0, limit: 10).first?.pushToStartToken == nil)
     }
 
+    /// Issue 12: tokens sharing their first digits (these all start with 48 zeros) are found through the
+    /// whole-token index, not by scanning every token with the same prefix.
+    @Test func pushTokensThatShareAPrefixAreFoundByTheWholeToken() throws {
+        for n in 1...40 { try register("h\(n)", n) }
+        let plan = try devices.database.withConnection { (c) throws(StoreError) -> [SQLRow] in
+            try c.query("EXPLAIN QUERY PLAN " + SQLiteDeviceStore.releasePushToken, [.text(token(7)), .text(shop.rawValue), .text("h7")])
+        }.compactMap { $0.values.last?.text }
+        #expect(plan.contains { $0.contains("USING INDEX devices_by_push_token (push_token=?)") }, "\(plan)")
+        #expect(try devices.targets(.devices([token(37).uppercased()]), in: shop, attributesType: nil, afterID: 0, limit: 10).map(\.hwid) == ["h37"])
+        try register("new", 37)
+        #expect(try devices.device(hwid: "h37", in: shop)?.pushToken == nil, "the token moved to the new HWID")
+        #expect(try devices.device(hwid: "h36", in: shop)?.pushToken == token(36))
+    }
+
     @Test func tagsMergeRemoveAndKeepTheirType() throws {
         try register("h1", 1, tags: [("Level", .integer(3)), ("Sports", .list(["ski", "golf", "ski"]))])
         #expect(try devices.setTags([("City", .string("Lisbon")), ("Level", nil)], hwid: "h1", in: shop, at: now) == [])

@@ -59,10 +59,14 @@ public struct APIRouter: HTTPHandler {
             guard request.method == "GET" else { return ("metrics", Self.methodNotAllowed(request, allow: "GET")) }
             return ("metrics", HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                                             body: Array(metrics.render().utf8)))
+        case "/openapi.json":
+            guard request.method == "GET" else { return ("openapi", Self.methodNotAllowed(request, allow: "GET")) }
+            return ("openapi", HTTPResponse(status: 200, headers: [("Content-Type", "application/json; charset=utf-8")], body: Self.openAPIBytes))
         default:
             break
         }
-        if let route = extraRoutes.first(where: { request.path.hasPrefix($0.prefix) }) {
+        // A prefix route owns its path and what lies below it, not every path that merely starts alike.
+        if let route = extraRoutes.first(where: { request.path == $0.prefix || request.path.hasPrefix($0.prefix + "/") }) {
             return ("simulator", route.handle(request))
         }
         guard request.path.hasPrefix(Self.prefix) else {
@@ -119,6 +123,12 @@ public struct APIRouter: HTTPHandler {
         let application = try authenticator.authenticate(application: code, secret: secret, access: method.access)
         return try method.run(APICall(application: application, request: body, receivedAt: receivedAt))
     }
+
+    /// `GET /openapi.json`: the document of every route, encoded once.
+    static let openAPIBytes = Array(OpenAPIDocument.json.utf8)
+
+    /// The JSON API methods this router serves, for the OpenAPI conformance test.
+    public var methodNames: [String] { methods.keys.sorted() }
 
     /// The token of `Authorization: Token <token>`, the Pushwoosh style.
     public static func headerToken(_ request: HTTPRequest) -> String? {

@@ -80,5 +80,13 @@ struct SimulatorRoutesTenancyTests {
         let demoDevices = try get("/simulator/devices", token: "SECRET_API_TOKEN").json?.objectValue?["devices"]?.arrayValue ?? []
         #expect(Set(demoDevices.compactMap { $0.objectValue?["hwid"]?.stringValue }) == ["first_third", "second_device"])
         #expect(try request(running.port, method: "DELETE", "/simulator/devices", headers: ["Authorization": "Token SECRET_API_TOKEN"]).headers["allow"] == "GET, POST")
+        // Found by schemathesis: a repeated attributes type crashed the server.
+        let repeated = try request(running.port, "/simulator/devices", body: #"{"hwid":"twice","attributes_types":["", "T", "T", ""]}"#,
+                                   headers: ["Authorization": "Token SECRET_API_TOKEN"])
+        #expect(repeated.status == 200)
+        #expect(repeated.json?.objectValue?["push_to_start_tokens"]?.objectValue?.keys.sorted() == ["", "T"])
+        // The path is decoded once: a % in a HWID is found as written.
+        _ = try request(running.port, "/simulator/devices", body: #"{"hwid":"x%41"}"#, headers: ["Authorization": "Token SECRET_API_TOKEN"])
+        #expect(try get("/simulator/devices/x%2541", token: "SECRET_API_TOKEN").status == 200)
     }
 }

@@ -23,6 +23,9 @@ public final class IsletServer: Sendable {
     let simulatorWiring: SimulatorWiring
     private let client: APNsClient?
     private let http: HTTPServer
+    /// What the server answers, for the OpenAPI conformance test: JSON API methods and prefix routes.
+    public let apiMethodNames: [String]
+    public let prefixRoutes: [String]
     private let logger: Logger
 
     /// `clock` is the time every rule sees (schedules, timestamps); tests move it. Without a `transport`,
@@ -79,6 +82,8 @@ public final class IsletServer: Sendable {
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
                                extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })])
         self.http = HTTPServer(configuration: configuration.http, handler: router)
+        self.apiMethodNames = router.methodNames
+        self.prefixRoutes = simulator == nil ? [] : ["/simulator/devices"]
         let operatorMetrics = OperatorMetrics(delivery: delivery, messages: messages, client: client, now: clock)
         metrics.addCollector { operatorMetrics.render() }
     }

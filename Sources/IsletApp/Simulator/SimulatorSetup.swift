@@ -57,7 +57,7 @@ struct SimulatorWiring: Sendable {
         guard !hwid.isEmpty, hwid.count <= 256 else { throw APIError.invalid("hwid", "must be 1 to 256 characters") }
         guard let version = VersionKey.make(iosVersion) else { throw APIError.invalid("ios_version", "must be a version such as 17.4") }
         let pushToStart = version >= VersionKey.make("17.2")!
-            ? Dictionary(uniqueKeysWithValues: (attributesTypes.isEmpty ? [""] : attributesTypes).map { ($0, APNsSimulator.token(bytes: 40)) })
+            ? Dictionary((attributesTypes.isEmpty ? [""] : attributesTypes).map { ($0, APNsSimulator.token(bytes: 40)) }, uniquingKeysWith: { first, _ in first })
             : [:]
         let device = SimulatedDevice(application: application.rawValue, hwid: hwid, iosVersion: iosVersion, locked: locked,
                                      pushToken: APNsSimulator.token(bytes: 32), pushToStartTokens: pushToStart)
@@ -110,7 +110,7 @@ struct SimulatorRoutes: Sendable {
             }
             return APIRouter.json(["devices": .array(devices.map { $0.json(now: now, withLog: false) })], status: 200)
         }
-        let hwid = String(rest.dropFirst()).removingPercentEncoding ?? String(rest.dropFirst())
+        let hwid = String(rest.dropFirst())   // libmicrohttpd has already decoded the path once
         guard request.method == "GET" else {
             var refused = APIRouter.failure(APIError(.methodNotAllowed, "use GET on /simulator/devices/<hwid>"))
             refused.headers.append(("Allow", "GET"))
@@ -130,7 +130,9 @@ struct SimulatorRoutes: Sendable {
             throw APIError(.unauthorized, "Authorization: not a valid server API token for application \(code.prefix(64))")
         }
         let types = try (body.array("attributes_types") ?? []).enumerated().map { (index, value) throws -> String in
-            guard let text = value.stringValue else { throw APIError.invalid("attributes_types[\(index)]", "must be a string") }
+            guard let text = value.stringValue, text.count <= 256 else {
+                throw APIError.invalid("attributes_types[\(index)]", "must be a string of at most 256 characters")
+            }
             return text
         }
         let device = try wiring.addDevice(application: application, hwid: try body.requiredString("hwid"),

@@ -1,4 +1,5 @@
 #include "islet_mhd.h"
+#include <arpa/inet.h>
 
 struct MHD_Daemon *islet_mhd_start(const islet_mhd_options *options,
                                    MHD_AccessHandlerCallback handler, void *handler_context,
@@ -18,4 +19,17 @@ struct MHD_Daemon *islet_mhd_start(const islet_mhd_options *options,
 uint16_t islet_mhd_bound_port(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info == NULL ? 0 : info->port;
+}
+
+void islet_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t size) {
+    if (size == 0) return;
+    buffer[0] = '\0';
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL) return;
+    const struct sockaddr *address = info->client_addr;
+    if (address->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)address)->sin_addr, buffer, (socklen_t)size);
+    } else if (address->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)address)->sin6_addr, buffer, (socklen_t)size);
+    }
 }

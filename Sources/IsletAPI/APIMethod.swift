@@ -15,6 +15,8 @@ public struct APICall: Sendable {
     public let application: Application
     public let request: FieldReader
     public let receivedAt: Date
+    /// The kind of token that authorised the call: a device API token is public (it ships in the app).
+    public var tokenKind: TokenKind = .api
 }
 
 /// One `POST /json/1.3/<name>` method.

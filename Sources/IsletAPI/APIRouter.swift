@@ -15,11 +15,16 @@ public struct APIRouter: HTTPHandler {
     let now: @Sendable () -> Date
     /// Extra routes by path prefix (the simulator's inspection pages), answered before the JSON API.
     let extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)]
+    let limits: RateLimits
+    let limiter: RateLimiter
 
     public init(methods: [APIMethod], store: any ApplicationStore, metrics: Metrics, logger: Logger,
                 now: @escaping @Sendable () -> Date = { Date() },
-                extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)] = []) {
+                extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)] = [],
+                limits: RateLimits = RateLimits(), limiter: RateLimiter = RateLimiter()) {
         self.now = now
+        self.limits = limits
+        self.limiter = limiter
         self.extraRoutes = extraRoutes
         self.methods = Dictionary(methods.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         self.authenticator = Authenticator(store: store)
@@ -82,6 +87,10 @@ public struct APIRouter: HTTPHandler {
             return (name, Self.json(Envelope.ok(try call(method, request)), status: 200))
         } catch let error as APIError {
             return (name, Self.failure(error))
+        } catch let limited as RateLimited {
+            var response = Self.failure(APIError(.tooManyRequests, limited.message))
+            response.headers.append(("Retry-After", String(limited.retryAfter)))
+            return (name, response)
         } catch let error as StoreError {
             logger.error("storage failure", ["method": .string(name), "error": .string(error.message)])
             return (name, Self.failure(APIError(.unavailable, "storage is unavailable; nothing was changed, retry later")))
@@ -93,6 +102,7 @@ public struct APIRouter: HTTPHandler {
 
     private func call(_ method: APIMethod, _ request: HTTPRequest) throws -> JSONObject {
         let receivedAt = now()
+
         let document: JSONValue
         do {
             document = try JSONParser.parse(request.body)
@@ -120,8 +130,21 @@ public struct APIRouter: HTTPHandler {
         let secret = method.access == .server
             ? try body.string("auth") ?? Self.headerToken(request)
             : try Self.headerToken(request) ?? body.string("auth")
-        let application = try authenticator.authenticate(application: code, secret: secret, access: method.access)
-        return try method.run(APICall(application: application, request: body, receivedAt: receivedAt))
+        let (application, kind) = try authenticator.authenticateWithKind(application: code, secret: secret, access: method.access)
+        // E6: the device API token is public, so its calls are limited per client address and per application;
+        // a server API token (the backend, e.g. importing devices) is limited only when configured.
+        if kind == .device, let limit = limits.devicePerAddress {
+            let client = RateLimiter.clientAddress(peer: request.clientAddress, forwardedFor: request.header("x-forwarded-for"))
+            if let wait = limiter.take("address:" + client, limit) {
+                throw RateLimited.message("one client address (\(client.prefix(64))) on the device API", limit: limit, retryAfter: wait)
+            }
+        }
+        if let limit = kind == .device ? limits.devicePerToken : (method.access == .server ? limits.serverPerToken : nil),
+           let wait = limiter.take("\(kind.rawValue):\(application.code.rawValue)", limit) {
+            let what = kind == .device ? "the device API tokens of \(application.code)" : "the server API tokens of \(application.code)"
+            throw RateLimited.message(what, limit: limit, retryAfter: wait)
+        }
+        return try method.run(APICall(application: application, request: body, receivedAt: receivedAt, tokenKind: kind))
     }
 
     /// `GET /openapi.json`: the document of every route, encoded once.

@@ -17,6 +17,12 @@ public struct Authenticator: Sendable {
     /// A server call may leave out `application` (as Pushwoosh's getMessageDetails does): then the
     /// application is the one the token belongs to, since a token authorises exactly one (E2).
     public func authenticate(application code: ApplicationCode?, secret: String?, access: APIAccess) throws -> Application {
+        try authenticateWithKind(application: code, secret: secret, access: access).application
+    }
+
+    /// As `authenticate`, with the kind of token that matched.
+    public func authenticateWithKind(application code: ApplicationCode?, secret: String?,
+                                     access: APIAccess) throws -> (application: Application, kind: TokenKind) {
         let field = access == .server ? "auth" : "Authorization"
         let wanted = access == .server ? "server API" : "device API"
         guard let secret, !secret.isEmpty else {
@@ -29,7 +35,7 @@ public struct Authenticator: Sendable {
                 throw APIError(.unauthorized, "\(field): not a valid \(wanted) token")
             }
             guard !owner.isRevoked else { throw APIError(.unauthorized, "\(field): this token was revoked") }
-            return application
+            return (application, owner.kind)
         }
         let application = try store.application(code)
         let tokens = application == nil ? [] : try store.tokens(of: code)
@@ -43,6 +49,6 @@ public struct Authenticator: Sendable {
             // E3: a device token can never call server API methods.
             throw APIError(.unauthorized, "\(field): a device API token cannot call server API methods; use a server API token")
         }
-        return application
+        return (application, token.kind)
     }
 }

@@ -114,8 +114,12 @@ public struct DeviceMethods: Sendable {
             if activityID.isEmpty && token != nil {
                 throw APIError.invalid("activity_id", "is required with an activity_token (only an ending may omit it)")
             }
-            guard try store.setActivityToken(token, activityID: activityID, hwid: hwid, in: call.application.code,
-                                             at: call.receivedAt) else {
+            guard try store.setActivityToken(token, activityID: activityID, hwid: hwid, in: call.application.code, at: call.receivedAt,
+                                             admit: { facts in
+                                                 if let refusal = ActivityJoin.refusal(activityID: activityID, facts: facts, trusted: call.tokenKind == .api) {
+                                                     throw refusal
+                                                 }
+                                             }) else {
                 throw Self.unknownDevice(hwid, call.application)
             }
             if token != nil { kick() }

@@ -7,10 +7,12 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
 
         public static let badRequest = Code(httpStatus: 400)
         public static let unauthorized = Code(httpStatus: 401)
+        public static let forbidden = Code(httpStatus: 403)
         public static let notFound = Code(httpStatus: 404)
         public static let methodNotAllowed = Code(httpStatus: 405)
         public static let payloadTooLarge = Code(httpStatus: 413)
         public static let unsupportedMediaType = Code(httpStatus: 415)
+        public static let tooManyRequests = Code(httpStatus: 429)
         public static let internalError = Code(httpStatus: 500)
         public static let unavailable = Code(httpStatus: 503)
     }

@@ -6,12 +6,16 @@ public struct HTTPRequest: Sendable {
     /// Header names are lowercased.
     public let headers: [(name: String, value: String)]
     public let body: [UInt8]
+    /// The peer's IP address as text ("" when unknown).
+    public let clientAddress: String
 
-    public init(method: String, path: String, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public init(method: String, path: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+                clientAddress: String = "") {
         self.method = method
         self.path = path
         self.headers = headers.map { (name: $0.name.lowercased(), value: $0.value) }
         self.body = body
+        self.clientAddress = clientAddress
     }
 
     /// The first value of a header, by case-insensitive name.

@@ -149,13 +149,16 @@ final class RequestState {
     var headers: [(name: String, value: String)] = []
     var body: [UInt8] = []
     var tooLarge = false
+    var clientAddress = ""
 
     init(method: String, path: String) {
         self.method = method
         self.path = path
     }
 
-    var request: HTTPRequest { HTTPRequest(method: method, path: path, headers: headers, body: tooLarge ? [] : body) }
+    var request: HTTPRequest {
+        HTTPRequest(method: method, path: path, headers: headers, body: tooLarge ? [] : body, clientAddress: clientAddress)
+    }
 }
 
 private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
@@ -190,6 +193,9 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         requestContext.pointee = unmanaged.toOpaque()
         context.inFlight.add(1, ordering: .acquiringAndReleasing)
         MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, unmanaged.toOpaque())
+        var address = [CChar](repeating: 0, count: 64)
+        islet_mhd_client_address(connection, &address, address.count)
+        state.clientAddress = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         if let length = state.request.header("content-length").flatMap(Int.init), length > context.maximumBodyBytes {
             // Answer before reading a body we would refuse; libmicrohttpd then closes the connection.
             state.tooLarge = true

@@ -151,9 +151,12 @@ public struct SQLiteDeviceStore: DeviceStore {
     }
 
     public func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
-                                 at date: Date) throws(StoreError) -> Bool {
-        try database.write { (c) throws(StoreError) in
+                                 at date: Date, admit: (ActivityJoinFacts) throws -> Void) throws -> Bool {
+        try database.write(rethrowing: { c in
             guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
+            if token != nil && !activityID.isEmpty {
+                try admit(try joinFacts(activityID, device: device, application: application, c))
+            }
             if activityID.isEmpty {
                 // The SDK's stopLiveActivity() without an id: every activity on the device ended (D4).
                 try c.run("UPDATE activity_tokens SET token = NULL, updated_at = ? WHERE device = ? AND token IS NOT NULL",
@@ -169,7 +172,24 @@ public struct SQLiteDeviceStore: DeviceStore {
                 }
             }
             return true
-        }
+        })
+    }
+
+    /// The facts D5 decides on, read in the reporting transaction.
+    private func joinFacts(_ activityID: String, device: Device, application: ApplicationCode,
+                           _ c: SQLiteConnection) throws(StoreError) -> ActivityJoinFacts {
+        guard let activity = try c.query("SELECT id FROM activities WHERE application = ? AND activity_id = ?",
+                                         [.text(application.rawValue), .text(activityID)]).first?[0] else { return ActivityJoinFacts() }
+        let starts = "SELECT d.device FROM deliveries d JOIN messages m ON m.id = d.message WHERE m.activity = ?1 AND m.event = 'start'"
+        let row = try c.query("""
+            SELECT EXISTS (SELECT 1 FROM messages WHERE activity = ?1 AND event = 'start'),
+                   EXISTS (SELECT 1 FROM activity_devices WHERE activity = ?1 AND device = ?2),
+                   EXISTS (SELECT 1 FROM deliveries d JOIN messages m ON m.id = d.message WHERE d.device = ?2 AND m.activity = ?1 AND m.event = 'start'),
+                   ?3 IS NOT NULL AND EXISTS (SELECT 1 FROM devices o WHERE o.user_id = ?3 AND +o.application = ?4 AND o.id != ?2
+                       AND (o.id IN (SELECT device FROM activity_devices WHERE activity = ?1) OR o.id IN (\(starts))))
+            """, [activity, .int(device.id), Self.optional(device.userID), .text(application.rawValue)])[0]
+        return ActivityJoinFacts(known: true, startedByIslet: row[0].int == 1, isMember: row[1].int == 1, targeted: row[2].int == 1,
+                                 sharesUserWithParticipant: row[3].int == 1)
     }
 
     /// A device that reports an update token takes part in that activity: updates reach it (S8, U2).

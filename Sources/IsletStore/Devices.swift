@@ -97,9 +97,10 @@ public protocol DeviceStore: Sendable {
     func setPushToStartToken(_ token: String?, attributesType: String, hwid: String, in application: ApplicationCode,
                              at date: Date) throws(StoreError) -> Bool
     /// Stores an activity's update token; nil marks the activity ended on the device, and with
-    /// `activityID` "" every activity on the device. False: no device.
+    /// `activityID` "" every activity on the device. False: no device. Before a token joins the device to
+    /// an activity, `admit` sees the facts (D5) and may throw to refuse; nothing is then written.
     func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
-                          at date: Date) throws(StoreError) -> Bool
+                          at date: Date, admit: (ActivityJoinFacts) throws -> Void) throws -> Bool
     func activityTokens(hwid: String, in application: ApplicationCode) throws(StoreError) -> [ActivityToken]
 
     func createFilter(_ filter: FilterDefinition, in application: ApplicationCode, at date: Date) throws(StoreError)
@@ -113,4 +114,12 @@ public protocol DeviceStore: Sendable {
     /// With `attributesType`, each device carries its push-to-start token for that type (or the generic one).
     func targets(_ selection: TargetSelection, in application: ApplicationCode, attributesType: String?,
                  afterID: Int64, limit: Int) throws(StoreError) -> [Device]
+}
+
+extension DeviceStore {
+    /// A report Islet itself trusts (its simulator, a server API token): no join check.
+    public func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
+                                 at date: Date) throws -> Bool {
+        try setActivityToken(token, activityID: activityID, hwid: hwid, in: application, at: date, admit: { _ in })
+    }
 }

@@ -44,3 +44,22 @@ struct LiveActivityRequestTests {
         }
     }
 }
+
+@Suite("Joining an activity (D5), as a pure rule")
+struct ActivityJoinRuleTests {
+    @Test(arguments: [
+        (ActivityJoinFacts(), false, true),
+        (ActivityJoinFacts(known: true, startedByIslet: true), false, false),
+        (ActivityJoinFacts(known: true, startedByIslet: true, targeted: true), false, true),
+        (ActivityJoinFacts(known: true, startedByIslet: true, sharesUserWithParticipant: true), false, true),
+        (ActivityJoinFacts(known: true, startedByIslet: true), true, true),
+        (ActivityJoinFacts(known: true, isMember: true), false, true),
+        (ActivityJoinFacts(known: true), false, false),
+        (ActivityJoinFacts(known: true, targeted: true), false, false),
+    ])
+    func decides(facts: ActivityJoinFacts, trusted: Bool, allowed: Bool) {
+        let refusal = ActivityJoin.refusal(activityID: "A", facts: facts, trusted: trusted)
+        #expect((refusal == nil) == allowed)
+        if let refusal { #expect(refusal.code == .forbidden && refusal.message.hasSuffix("(D5)")) }
+    }
+}

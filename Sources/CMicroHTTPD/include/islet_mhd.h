@@ -23,4 +23,8 @@ struct MHD_Daemon *islet_mhd_start(const islet_mhd_options *options,
 /// The port the daemon is bound to (useful with port 0), or 0 when unknown.
 uint16_t islet_mhd_bound_port(struct MHD_Daemon *daemon);
 
+/// The client's address as text (IPv4 or IPv6) into `buffer`; an empty string when unknown.
+/// MHD_get_connection_info is variadic, so Swift reaches it through here.
+void islet_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t size);
+
 #endif

@@ -29,6 +29,15 @@ struct ServeCommand: CLICommand {
                        environment: "ISLET_APNS_URL"),
             OptionSpec(name: "--apns-ca", valueName: "file", help: "Extra CA certificate (PEM) to trust for APNs.",
                        environment: "ISLET_APNS_CA"),
+            OptionSpec(name: "--device-rate-per-address", valueName: "n[/burst]|off",
+                       help: "Device API calls a second from one client address.", environment: "ISLET_DEVICE_RATE_PER_ADDRESS",
+                       defaultValue: RateLimits().devicePerAddress?.description),
+            OptionSpec(name: "--device-rate-per-token", valueName: "n[/burst]|off",
+                       help: "Device API calls a second with an application's device API tokens.", environment: "ISLET_DEVICE_RATE_PER_TOKEN",
+                       defaultValue: RateLimits().devicePerToken?.description),
+            OptionSpec(name: "--server-rate-per-token", valueName: "n[/burst]|off",
+                       help: "Server API calls a second with an application's server API tokens.", environment: "ISLET_SERVER_RATE_PER_TOKEN",
+                       defaultValue: "off"),
         ])
 
     let configuration: ServerConfiguration
@@ -58,6 +67,14 @@ struct ServeCommand: CLICommand {
         if let ca = arguments.value("--apns-ca") {
             guard FileManager.default.isReadableFile(atPath: ca) else { throw CLIError.usage("--apns-ca: cannot read \(ca)") }
             configuration.apnsCA = ca
+        }
+        for (option, keyPath) in [("--device-rate-per-address", \RateLimits.devicePerAddress), ("--device-rate-per-token", \RateLimits.devicePerToken),
+                                  ("--server-rate-per-token", \RateLimits.serverPerToken)] {
+            guard let text = arguments.value(option) else { continue }
+            guard let limit = RateLimit.parse(text) else {
+                throw CLIError.usage("\(option): '\(text)' is not a rate: N or N/BURST calls a second (N > 0), or off")
+            }
+            configuration.rateLimits[keyPath: keyPath] = limit
         }
         self.configuration = configuration
     }

@@ -80,7 +80,8 @@ public final class IsletServer: Sendable {
             + SchemaMethods(store: schemas).all
         let routes = SimulatorRoutes(wiring: wiring, authenticator: Authenticator(store: store))
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
-                               extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })])
+                               extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })],
+                               limits: configuration.rateLimits)
         self.http = HTTPServer(configuration: configuration.http, handler: router)
         self.apiMethodNames = router.methodNames
         self.prefixRoutes = simulator == nil ? [] : ["/simulator/devices"]

@@ -1,5 +1,6 @@
 import Foundation
 import IsletCore
+import IsletAPI
 import IsletHTTP
 
 /// Where pushes go: the built-in simulator or Apple's APNs.
@@ -56,6 +57,8 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var apnsCA: String?
     public var shutdownGracePeriod: Duration
     public var http: HTTPServerConfiguration
+    /// E6: rate limits of the API (the device API is limited by default).
+    public var rateLimits = RateLimits()
 
     public static let defaultListen = "127.0.0.1:8080"
     public static let defaultDatabase = "var/islet.sqlite"
@@ -79,6 +82,11 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
         var object: JSONObject = [
             "listen": .string(listen.description), "database": .string(databasePath), "apns": .string(apns.rawValue),
             "max_body_bytes": .int(Int64(http.maximumBodyBytes)), "threads": .int(Int64(http.threads)),
+            "rate_limits": [
+                "device_per_address": .string(rateLimits.devicePerAddress?.description ?? "off"),
+                "device_per_token": .string(rateLimits.devicePerToken?.description ?? "off"),
+                "server_per_token": .string(rateLimits.serverPerToken?.description ?? "off"),
+            ],
         ]
         if let apnsURL { object["apns_url"] = .string(Self.hidingPassword(apnsURL)) }
         if let apnsCA { object["apns_ca"] = .string(apnsCA) }

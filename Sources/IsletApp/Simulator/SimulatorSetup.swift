@@ -125,7 +125,11 @@ struct SimulatorRoutes: Sendable {
     /// {hwid, ios_version?, locked?, attributes_types?, application?}: the application is the token's; naming
     /// another one is refused like a wrong token.
     private func add(_ request: HTTPRequest, application: ApplicationCode) throws -> HTTPResponse {
-        let body = try FieldReader(try JSONParser.parse(request.body), path: "")
+        let document = try JSONParser.parse(request.body)
+        guard case .object = document else {
+            throw APIError.invalid("body", "must be a JSON object such as {\"hwid\": \"my_iphone\"}, got \(document.typeName)")
+        }
+        let body = try FieldReader(document, path: "")
         if let code = try body.string("application"), code != application.rawValue {
             throw APIError(.unauthorized, "Authorization: not a valid server API token for application \(code.prefix(64))")
         }

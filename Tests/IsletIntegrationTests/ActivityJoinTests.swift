@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletStore
+
+/// Issue 12, D5: the device API token is public (it ships in the app), so a device may attach an update
+/// token only to an activity meant for it; otherwise anyone could read another customer's updates.
+@Suite("Joining an activity (D5)")
+struct ActivityJoinTests {
+    let world: LiveActivityWorld
+    let deviceToken: String
+
+    init() throws {
+        world = try LiveActivityWorld()
+        deviceToken = try world.running.admin().issueToken(for: ApplicationCode(world.code)!, kind: .device, label: "app").secret
+        for (hwid, user, byte) in [("attacker", "mallory", "c1"), ("alice_phone", "alice", "c2"), ("alice_ipad", "alice", "c3"),
+                                   ("bob_phone", "bob", "c4"), ("bob_ipad", "bob", "c5")] {
+            _ = try world.expectOK(call(world.running.port, "registerDevice", [
+                "application": .string(world.code), "hwid": .string(hwid), "push_token": .string(LiveActivityWorld.hex(byte, 32)),
+                "userId": .string(user), "os_version": "17.4"], token: deviceToken))
+        }
+    }
+
+    func report(_ hwid: String, _ activity: String, byte: String, token: String? = nil) throws -> RawHTTPResponse {
+        try call(world.running.port, "setActivityToken", ["application": .string(world.code), "hwid": .string(hwid),
+                                                          "activity_id": .string(activity), "activity_token": .string(LiveActivityWorld.hex(byte, 40))],
+                 token: token ?? deviceToken)
+    }
+
+    @Test func anotherCustomersActivityCannotBeJoinedWithTheAppsToken() throws {
+        _ = try world.waitUntilSent([try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(
+            startNotification(["devices": ["first_third"]], id: "ORDER_42"))]]))[0]])
+        let refused = try report("attacker", "ORDER_42", byte: "66")
+        #expect(refused.status == 403)
+        #expect(refused.message == "activity_id: this device may not join activity 'ORDER_42': its start did not address this device, nor a device of the same User ID (D5)")
+        #expect(try world.running.server.devices.activityTokens(hwid: "attacker", in: ApplicationCode(world.code)!).isEmpty, "nothing written")
+        #expect(try report("first_third", "ORDER_42", byte: "e1").status == 200, "the addressed device reports as usual")
+
+        world.transport.reset()
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(id: "ORDER_42"))]])))
+        #expect(world.transport.pushes.map(\.deviceToken) == [LiveActivityWorld.hex("e1", 40)], "the update goes to first_third only")
+        #expect(try report("attacker", "ORDER_42", byte: "66", token: world.auth).status == 200, "the backend's server token is trusted")
+    }
+
+    @Test func theCustomersOtherDeviceMayJoin() throws {
+        _ = try world.waitUntilSent([try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(
+            startNotification(["devices": ["alice_phone"]], id: "ORDER_7"))]]))[0]])
+        #expect(try report("alice_ipad", "ORDER_7", byte: "a7").status == 200, "same User ID as the addressed device")
+        #expect(try report("bob_phone", "ORDER_7", byte: "b7").status == 403)
+    }
+
+    @Test func anActivityStartedOnAPhoneBelongsToItsReporterAndTheirUser() throws {
+        #expect(try report("bob_phone", "LOCAL_1", byte: "b1").status == 200, "the first report defines it")
+        #expect(try report("bob_phone", "LOCAL_1", byte: "b2").status == 200, "a member renews its token")
+        #expect(try report("bob_ipad", "LOCAL_1", byte: "b3").status == 200, "same User ID as a member")
+        let refused = try report("attacker", "LOCAL_1", byte: "66")
+        #expect(refused.status == 403)
+        #expect(refused.message?.hasSuffix("it runs on other devices, none with this device's User ID (D5)") == true)
+        #expect(try call(world.running.port, "setActivityToken", ["application": .string(world.code), "hwid": "attacker",
+                                                                  "activity_id": "LOCAL_1", "activity_token": ""], token: deviceToken).status == 200,
+                "ending (an empty token) joins nothing and is always accepted")
+    }
+}

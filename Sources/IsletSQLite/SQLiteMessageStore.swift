@@ -246,6 +246,23 @@ public struct SQLiteMessageStore: MessageStore {
         }
     }
 
+    public func pruneFinished(before cutoff: Date, limit: Int) throws(StoreError) -> (deliveries: Int, messages: Int) {
+        try database.write { (c) throws(StoreError) -> (deliveries: Int, messages: Int) in
+            guard let message = try c.query("""
+                SELECT m.id FROM messages m INDEXED BY messages_finished JOIN activities a ON a.id = m.activity
+                WHERE m.state IN ('done', 'cancelled') AND m.finished_at < ?1 AND (a.state = 'ended' OR a.updated_at < ?1)
+                ORDER BY m.finished_at LIMIT 1
+                """, [Self.seconds(cutoff)]).first?[0] else { return (0, 0) }
+            let deleted = try c.run("""
+                DELETE FROM deliveries WHERE message = ?1 AND device IN (SELECT device FROM deliveries WHERE message = ?1 LIMIT ?2)
+                """, [message, .int(Int64(limit))])
+            guard deleted < limit else { return (deleted, 0) }
+            try c.run("DELETE FROM message_shards WHERE message = ?", [message])
+            let messages = try c.run("DELETE FROM messages WHERE id = ?", [message])
+            return (deleted, messages)
+        }
+    }
+
     public func queueStatistics(at date: Date) throws(StoreError) -> DeliveryQueueStatistics {
         // Both read partial indexes (messages_waiting, deliveries_due): their size is the backlog, not the history.
         try database.withConnection { (c) throws(StoreError) -> DeliveryQueueStatistics in
@@ -514,24 +531,32 @@ public struct SQLiteMessageStore: MessageStore {
         try database.withConnection { (c) throws(StoreError) in try activityRow(activityID, application, c) }
     }
 
-    public func activityDevices(activity: Int64, limit: Int) throws(StoreError) -> [ActivityDevice] {
+    public func activityDevices(activity: Int64, after: Int64, limit: Int) throws(StoreError) -> [ActivityDevice] {
+        // Each device's latest delivery of this activity through deliveries_by_device: a page costs the same
+        // however many devices and messages the activity has.
         try database.withConnection { (c) throws(StoreError) in
             try c.query("""
-                SELECT d.hwid, ad.state, last.status, last.reason, last.code, last.state, last.catch_up, a.state
+                SELECT d.id, d.hwid, ad.state, dl.status, dl.reason, m.code, dl.state, dl.catch_up, a.state
                 FROM activity_devices ad JOIN devices d ON d.id = ad.device JOIN activities a ON a.id = ad.activity
-                LEFT JOIN (
-                    SELECT dl.device AS device, dl.status AS status, dl.reason AS reason, m.code AS code, dl.state AS state, dl.catch_up AS catch_up,
-                           ROW_NUMBER() OVER (PARTITION BY dl.device ORDER BY m.id DESC) AS n
-                    FROM messages m JOIN deliveries dl ON dl.message = m.id WHERE m.activity = ?1
-                ) last ON last.device = ad.device AND last.n = 1
-                WHERE ad.activity = ?1 ORDER BY ad.device LIMIT ?2
-                """, [.int(activity), .int(Int64(limit))]).map { row in
+                LEFT JOIN deliveries dl ON dl.device = ad.device AND dl.message = (
+                    SELECT MAX(x.message) FROM deliveries x JOIN messages y ON y.id = x.message WHERE x.device = ad.device AND y.activity = ?1)
+                LEFT JOIN messages m ON m.id = dl.message
+                WHERE ad.activity = ?1 AND ad.device > ?2 ORDER BY ad.device LIMIT ?3
+                """, [.int(activity), .int(after), .int(Int64(limit))]).map { row in
                 // After the end, a device where it ran shows "ended", not "active".
-                let state = row[1].text == "active" && row[7].text == ActivityState.ended.rawValue ? "ended" : row[1].text ?? ""
-                return ActivityDevice(hwid: row[0].text ?? "", state: state, lastStatus: row[2].int.map { Int($0) },
-                                      lastReason: row[3].text, lastMessage: row[4].text, lastState: row[5].text.flatMap(DeliveryState.init(rawValue:)),
-                                      caughtUp: row[6].int == 1)
+                let state = row[2].text == "active" && row[8].text == ActivityState.ended.rawValue ? "ended" : row[2].text ?? ""
+                var device = ActivityDevice(hwid: row[1].text ?? "", state: state, lastStatus: row[3].int.map { Int($0) },
+                                            lastReason: row[4].text, lastMessage: row[5].text,
+                                            lastState: row[6].text.flatMap(DeliveryState.init(rawValue:)), caughtUp: row[7].int == 1)
+                device.id = row[0].int ?? 0
+                return device
             }
+        }
+    }
+
+    public func activityDeviceCount(activity: Int64) throws(StoreError) -> Int {
+        try database.withConnection { (c) throws(StoreError) -> Int in
+            Int(try c.query("SELECT COUNT(*) FROM activity_devices WHERE activity = ?", [.int(activity)])[0][0].int ?? 0)
         }
     }
 

@@ -203,6 +203,10 @@ enum SQLiteMigrations {
             DROP INDEX devices_by_push_token;
             CREATE INDEX devices_by_push_token ON devices (push_token) WHERE push_token IS NOT NULL;
             """),
+        // Retention finds the oldest finished messages without reading the others (issue 12).
+        Migration(version: 10, name: "finished messages by age", sql: """
+            CREATE INDEX messages_finished ON messages (finished_at) WHERE state IN ('done', 'cancelled');
+            """),
     ]
 
     static var latestVersion: Int { all.last!.version }

@@ -435,6 +435,8 @@ public struct MessageDetails: Sendable, Equatable {
 
 /// One device's part in an activity, for getLiveActivity (X4).
 public struct ActivityDevice: Sendable, Equatable {
+    /// The device's row id: the paging cursor of getLiveActivity.
+    public var id: Int64 = 0
     public let hwid: String
     public let state: String
     public let lastStatus: Int?
@@ -490,6 +492,10 @@ public protocol MessageStore: Sendable {
                       sharding: ShardPolicy) throws(StoreError) -> MessageJob?
     /// When the next pending job or due delivery of an application not `excluding` falls due; nil when none waits.
     func nextDueDate(excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>) throws(StoreError) -> Date?
+    /// Deletes, in one short transaction, up to `limit` delivery records of the oldest message finished before
+    /// `cutoff` whose activity ended or has not changed since then, and the message once none is left.
+    /// Returns what it deleted; (0, 0) when nothing is that old.
+    func pruneFinished(before cutoff: Date, limit: Int) throws(StoreError) -> (deliveries: Int, messages: Int)
     /// The delivery backlog for operators (`/metrics`): jobs due and scheduled, retries owed.
     func queueStatistics(at date: Date) throws(StoreError) -> DeliveryQueueStatistics
     /// Gives claimed due deliveries back unsent (their outcomes could not be recorded), due at `date`.
@@ -516,8 +522,10 @@ public protocol MessageStore: Sendable {
     func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> CancelResult
     func messageDetails(code: String, in application: ApplicationCode) throws(StoreError) -> MessageDetails?
     func activity(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> ActivityRecord?
-    /// Up to `limit` devices of the activity with their last delivery.
-    func activityDevices(activity: Int64, limit: Int) throws(StoreError) -> [ActivityDevice]
+    /// Up to `limit` devices of the activity after device id `after`, in id order, with their last delivery.
+    func activityDevices(activity: Int64, after: Int64, limit: Int) throws(StoreError) -> [ActivityDevice]
+    /// How many devices take part in the activity.
+    func activityDeviceCount(activity: Int64) throws(StoreError) -> Int
 }
 
 /// When a device reports an update token for an activity, whether it must be sent the activity's

@@ -61,3 +61,35 @@ struct ActivityJoinTests {
                 "ending (an empty token) joins nothing and is always accepted")
     }
 }
+
+/// Issue 12: getLiveActivity pages its devices with a cursor instead of silently stopping at 1,000.
+@Suite("getLiveActivity paging")
+struct LiveActivityPagingTests {
+    @Test func everyDeviceComesOnceAcrossPages() throws {
+        let world = try LiveActivityWorld()
+        _ = try world.waitUntilSent([try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]]))[0]])
+        for (hwid, byte) in [("old_phone", "d1"), ("mid_phone", "d2"), ("portuguese", "d3")] {
+            try world.reportUpdateToken(hwid, activity: "ORDER_1", token: LiveActivityWorld.hex(byte, 40))
+        }
+        var seen: [String] = [], cursor: JSONValue = .null, pages = 0
+        repeat {
+            var fields: JSONObject = ["live_activity_id": "ORDER_1", "limit": 2]
+            if cursor != .null { fields["cursor"] = cursor }
+            let answer = try #require(try world.expectOK(world.server("getLiveActivity", fields))["live_activity"]?.objectValue)
+            let devices = answer["devices"]?.arrayValue ?? []
+            #expect(devices.count <= 2)
+            #expect(answer["device_count"] == .int(5))
+            seen += devices.compactMap { $0.objectValue?["hwid"]?.stringValue }
+            cursor = answer["next_cursor"] ?? .null
+            pages += 1
+        } while cursor != .null && pages < 10
+        #expect(pages == 3)
+        #expect(seen.count == 5 && Set(seen) == ["first_third", "second_device", "old_phone", "mid_phone", "portuguese"])
+        for (field, value, message) in [("limit", JSONValue.int(0), "limit: must be an integer from 1 to 1000"),
+                                        ("limit", .int(1001), "limit: must be an integer from 1 to 1000"),
+                                        ("cursor", .string("abc"), "cursor: must be the next_cursor of a previous getLiveActivity answer")] {
+            let refused = try world.server("getLiveActivity", ["live_activity_id": "ORDER_1", .init(field): value])
+            #expect(refused.status == 400 && refused.message == message)
+        }
+    }
+}

@@ -35,6 +35,9 @@ struct ServeCommand: CLICommand {
             OptionSpec(name: "--device-rate-per-token", valueName: "n[/burst]|off",
                        help: "Device API calls a second with an application's device API tokens.", environment: "ISLET_DEVICE_RATE_PER_TOKEN",
                        defaultValue: RateLimits().devicePerToken?.description),
+            OptionSpec(name: "--retention-days", valueName: "days|off",
+                       help: "Keep finished messages and their delivery records this long.", environment: "ISLET_RETENTION_DAYS",
+                       defaultValue: "30"),
             OptionSpec(name: "--server-rate-per-token", valueName: "n[/burst]|off",
                        help: "Server API calls a second with an application's server API tokens.", environment: "ISLET_SERVER_RATE_PER_TOKEN",
                        defaultValue: "off"),
@@ -67,6 +70,16 @@ struct ServeCommand: CLICommand {
         if let ca = arguments.value("--apns-ca") {
             guard FileManager.default.isReadableFile(atPath: ca) else { throw CLIError.usage("--apns-ca: cannot read \(ca)") }
             configuration.apnsCA = ca
+        }
+        if let text = arguments.value("--retention-days") {
+            if text == "off" {
+                configuration.retention.keep = nil
+            } else {
+                guard let days = Int(text), (1...3650).contains(days) else {
+                    throw CLIError.usage("--retention-days: '\(text)' is not a number of days from 1 to 3650, or off")
+                }
+                configuration.retention.keep = .seconds(days * 86_400)
+            }
         }
         for (option, keyPath) in [("--device-rate-per-address", \RateLimits.devicePerAddress), ("--device-rate-per-token", \RateLimits.devicePerToken),
                                   ("--server-rate-per-token", \RateLimits.serverPerToken)] {

@@ -18,6 +18,8 @@ public final class IsletServer: Sendable {
     public let metrics = Metrics()
     /// Sends accepted messages.
     public let delivery: DeliveryService?
+    /// Deletes finished messages and their delivery records after the retention period.
+    public let retention: RetentionService
     /// The built-in APNs simulator (`--apns simulator`).
     public let simulator: APNsSimulator?
     let simulatorWiring: SimulatorWiring
@@ -68,6 +70,7 @@ public final class IsletServer: Sendable {
                             configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock)
         }
         self.delivery = delivery
+        self.retention = RetentionService(messages: messages, policy: configuration.retention, logger: logger.with(label: "islet.retention"), now: clock)
         var simulatedKey: (@Sendable (ApplicationCode) throws -> APNsKeyInfo?)?
         if simulator != nil {
             simulatedKey = { @Sendable (code: ApplicationCode) throws -> APNsKeyInfo? in try wiring.signingKey(for: code)?.info }
@@ -118,6 +121,7 @@ public final class IsletServer: Sendable {
         } else {
             logger.warning("no APNs transport is configured: accepted messages are stored and wait to be sent")
         }
+        retention.start()
         try http.start()
         logger.info("listening", ["address": .string(configuration.listen.host), "port": .int(Int64(http.port))])
         return http.port
@@ -139,6 +143,7 @@ public final class IsletServer: Sendable {
         let client = self.client
         let stopped = delivery?.shutdown(deadline: deadline, unblock: { client?.shutdown(deadline: deadline) }) ?? true
         client?.shutdown(deadline: deadline)
+        retention.shutdown(deadline: deadline)
         simulator?.stop()
         if !stopped { logger.warning("delivery workers were still busy at the shutdown deadline; their work resumes at the next start") }
         logger.info("stopped", ["drained": .bool(drained)])

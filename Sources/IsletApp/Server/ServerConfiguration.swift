@@ -1,6 +1,7 @@
 import Foundation
 import IsletCore
 import IsletAPI
+import IsletDelivery
 import IsletHTTP
 
 /// Where pushes go: the built-in simulator or Apple's APNs.
@@ -59,6 +60,8 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var http: HTTPServerConfiguration
     /// E6: rate limits of the API (the device API is limited by default).
     public var rateLimits = RateLimits()
+    /// How long finished messages and their delivery records are kept.
+    public var retention = RetentionPolicy()
 
     public static let defaultListen = "127.0.0.1:8080"
     public static let defaultDatabase = "var/islet.sqlite"
@@ -82,6 +85,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
         var object: JSONObject = [
             "listen": .string(listen.description), "database": .string(databasePath), "apns": .string(apns.rawValue),
             "max_body_bytes": .int(Int64(http.maximumBodyBytes)), "threads": .int(Int64(http.threads)),
+            "retention_days": retention.keep.map { .int(Int64($0.components.seconds / 86_400)) } ?? .string("off"),
             "rate_limits": [
                 "device_per_address": .string(rateLimits.devicePerAddress?.description ?? "off"),
                 "device_per_token": .string(rateLimits.devicePerToken?.description ?? "off"),

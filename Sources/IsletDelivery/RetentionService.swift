@@ -1,0 +1,95 @@
+import Foundation
+import IsletCore
+import IsletStore
+import Synchronization
+
+/// How long delivery records and finished messages are kept, and how gently they are deleted.
+public struct RetentionPolicy: Sendable, Equatable {
+    /// Finished messages older than this (and their per-device records) are deleted; nil keeps everything.
+    public var keep: Duration?
+    /// Rows deleted per transaction: small, so API writes never wait long behind the pruner.
+    public var batch = 500
+    /// Pause between two batches, leaving the single SQLite writer to the API and delivery.
+    public var pause: Duration = .milliseconds(20)
+    /// How often the pruner looks for old records.
+    public var every: Duration = .seconds(600)
+
+    public init(keep: Duration? = .seconds(30 * 86_400)) { self.keep = keep }
+}
+
+/// Deletes old delivery records and finished messages in small batches (issue 12), on a thread of its own.
+/// Lifecycle: `start()`, then `shutdown(deadline:)`, which every wait honours.
+public final class RetentionService: Sendable {
+    let messages: any MessageStore
+    let policy: RetentionPolicy
+    let logger: Logger
+    let now: @Sendable () -> Date
+    private let condition = NSCondition()
+    private let state = Mutex((stopping: false, running: false))
+
+    public init(messages: any MessageStore, policy: RetentionPolicy, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.messages = messages
+        self.policy = policy
+        self.logger = logger
+        self.now = now
+    }
+
+    public func start() {
+        guard policy.keep != nil else { return }
+        state.withLock { $0.running = true }
+        let thread = Thread { [self] in
+            defer { state.withLock { $0.running = false } }
+            while !stopping {
+                pruneNow()
+                wait(policy.every)
+            }
+        }
+        thread.name = "islet-retention"
+        thread.start()
+    }
+
+    /// Deletes everything older than the policy keeps, batch by batch; stops early when shutting down.
+    @discardableResult
+    public func pruneNow() -> (deliveries: Int, messages: Int) {
+        guard let keep = policy.keep else { return (0, 0) }
+        let cutoff = now().addingTimeInterval(-keep.timeInterval)
+        var total = (deliveries: 0, messages: 0)
+        while !stopping {
+            do {
+                let pruned = try messages.pruneFinished(before: cutoff, limit: policy.batch)
+                guard pruned.deliveries + pruned.messages > 0 else { break }
+                total.deliveries += pruned.deliveries
+                total.messages += pruned.messages
+            } catch {
+                logger.error("retention: could not delete old records; trying again later", ["error": .string("\(error)")])
+                break
+            }
+            wait(policy.pause)
+        }
+        if total.deliveries + total.messages > 0 {
+            logger.info("retention: deleted old records", ["messages": .int(Int64(total.messages)), "deliveries": .int(Int64(total.deliveries)),
+                                                           "finished_before": .string(cutoff.formatted(.iso8601))])
+        }
+        return total
+    }
+
+    /// Stops the pruner; true when its thread ended by `deadline`.
+    @discardableResult
+    public func shutdown(deadline: ContinuousClock.Instant = .now + .seconds(5)) -> Bool {
+        condition.lock()
+        state.withLock { $0.stopping = true }
+        condition.broadcast()
+        condition.unlock()
+        while state.withLock({ $0.running }) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        return !state.withLock { $0.running }
+    }
+
+    private var stopping: Bool { state.withLock { $0.stopping } }
+
+    private func wait(_ duration: Duration) {
+        condition.lock()
+        defer { condition.unlock() }
+        let until = Date().addingTimeInterval(duration.timeInterval)
+        while !stopping && Date() < until { _ = condition.wait(until: until) }
+    }
+}

@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "IsletCore"),
         .target(name: "IsletCrypto", dependencies: ["COpenSSL"]),
         .target(name: "IsletStore", dependencies: ["IsletCore"]),
-        .target(name: "IsletSQLite", dependencies: ["IsletStore", "CSQLite"]),
+        .target(name: "IsletSQLite", dependencies: ["IsletStore", "IsletCrypto", "CSQLite"]),
         .target(name: "IsletDelivery", dependencies: ["IsletCore", "IsletStore", "IsletCrypto"]),
         .target(name: "IsletHTTP", dependencies: ["CMicroHTTPD"]),
         .target(name: "IsletHTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CEpoll"]),

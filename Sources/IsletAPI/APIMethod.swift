@@ -17,6 +17,11 @@ public struct APICall: Sendable {
     public let receivedAt: Date
     /// The kind of token that authorised the call: a device API token is public (it ships in the app).
     public var tokenKind: TokenKind = .api
+    /// The id (`tk_…`) of that token, never its secret.
+    public var tokenID = ""
+
+    /// Who made the call, for the audit log.
+    public var actor: String { "api token \(tokenID)" }
 }
 
 /// One `POST /json/1.3/<name>` method.

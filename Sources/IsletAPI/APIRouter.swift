@@ -130,7 +130,7 @@ public struct APIRouter: HTTPHandler {
         let secret = method.access == .server
             ? try body.string("auth") ?? Self.headerToken(request)
             : try Self.headerToken(request) ?? body.string("auth")
-        let (application, kind) = try authenticator.authenticateWithKind(application: code, secret: secret, access: method.access)
+        let (application, kind, tokenID) = try authenticator.authenticateWithKind(application: code, secret: secret, access: method.access)
         // E6: the device API token is public, so its calls are limited per client address and per application;
         // a server API token (the backend, e.g. importing devices) is limited only when configured.
         if kind == .device, let limit = limits.devicePerAddress {
@@ -144,7 +144,7 @@ public struct APIRouter: HTTPHandler {
             let what = kind == .device ? "the device API tokens of \(application.code)" : "the server API tokens of \(application.code)"
             throw RateLimited.message(what, limit: limit, retryAfter: wait)
         }
-        return try method.run(APICall(application: application, request: body, receivedAt: receivedAt, tokenKind: kind))
+        return try method.run(APICall(application: application, request: body, receivedAt: receivedAt, tokenKind: kind, tokenID: tokenID))
     }
 
     /// `GET /openapi.json`: the document of every route, encoded once.

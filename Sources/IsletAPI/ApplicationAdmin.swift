@@ -7,10 +7,15 @@ import IsletStore
 public struct ApplicationAdmin: Sendable {
     let store: any ApplicationStore
     let now: @Sendable () -> Date
+    let audit: AuditLog
+    /// Who acts, for the audit log ("cli" for `islet app …`).
+    let actor: String
 
-    public init(store: any ApplicationStore, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(store: any ApplicationStore, audit: AuditLog = .disabled, actor: String = "cli", now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.now = now
+        self.audit = audit
+        self.actor = actor
     }
 
     /// A new application with its first server API token and device API token.
@@ -34,6 +39,9 @@ public struct ApplicationAdmin: Sendable {
         let api = Credentials.issue(for: code, kind: .api, label: "initial", secret: apiTokenSecret, at: created)
         let device = Credentials.issue(for: code, kind: .device, label: "initial", at: created)
         try store.createApplication(application, tokens: [api.record, device.record], apnsKey: apnsKey)
+        audit.record(.applicationCreated, application: code, actor: actor, details: [
+            "name": .string(name), "bundle_id": .string(bundleID), "tokens": [.string(api.record.id), .string(device.record.id)],
+            "apns_key_id": apnsKey.map { .string($0.info.keyID) } ?? .null])
         return Created(application: application, apiToken: api, deviceToken: device)
     }
 
@@ -42,6 +50,8 @@ public struct ApplicationAdmin: Sendable {
         guard try store.application(code) != nil else { throw APIError(.notFound, "application \(code) does not exist") }
         let token = Credentials.issue(for: code, kind: kind, label: label, at: now())
         try store.addToken(token.record)
+        audit.record(.tokenIssued, application: code, actor: actor, details: ["token": .string(token.record.id), "kind": .string(kind.rawValue),
+                                                                          "label": .string(label)])
         return token
     }
 
@@ -54,12 +64,15 @@ public struct ApplicationAdmin: Sendable {
         }
         guard !token.isRevoked else { throw APIError(.badRequest, "token \(token.id) is already revoked") }
         _ = try store.revokeToken(application: code, id: token.id, at: now())
+        audit.record(.tokenRevoked, application: code, actor: actor, details: ["token": .string(token.id), "kind": .string(token.kind.rawValue)])
         return token
     }
 
     public func setAPNsKey(for code: ApplicationCode, key: APNsSigningKey) throws {
         guard try store.application(code) != nil else { throw APIError(.notFound, "application \(code) does not exist") }
         try store.setAPNsKey(key, for: code)
+        audit.record(.apnsKeySet, application: code, actor: actor, details: [
+            "team_id": .string(key.info.teamID), "key_id": .string(key.info.keyID), "environment": .string(key.info.environment.rawValue)])
     }
 
     /// Reads and checks an APNs signing key file (.p8) (A3).

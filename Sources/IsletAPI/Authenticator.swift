@@ -22,7 +22,7 @@ public struct Authenticator: Sendable {
 
     /// As `authenticate`, with the kind of token that matched.
     public func authenticateWithKind(application code: ApplicationCode?, secret: String?,
-                                     access: APIAccess) throws -> (application: Application, kind: TokenKind) {
+                                     access: APIAccess) throws -> (application: Application, kind: TokenKind, id: String) {
         let field = access == .server ? "auth" : "Authorization"
         let wanted = access == .server ? "server API" : "device API"
         guard let secret, !secret.isEmpty else {
@@ -35,7 +35,7 @@ public struct Authenticator: Sendable {
                 throw APIError(.unauthorized, "\(field): not a valid \(wanted) token")
             }
             guard !owner.isRevoked else { throw APIError(.unauthorized, "\(field): this token was revoked") }
-            return (application, owner.kind)
+            return (application, owner.kind, owner.id)
         }
         let application = try store.application(code)
         let tokens = application == nil ? [] : try store.tokens(of: code)
@@ -49,6 +49,6 @@ public struct Authenticator: Sendable {
             // E3: a device token can never call server API methods.
             throw APIError(.unauthorized, "\(field): a device API token cannot call server API methods; use a server API token")
         }
-        return (application, token.kind)
+        return (application, token.kind, token.id)
     }
 }

@@ -5,13 +5,17 @@ import IsletStore
 /// Named filters over device tags (X1): `createFilter`, `listFilters`, `deleteFilter`.
 public struct FilterMethods: Sendable {
     let store: any DeviceStore
+    let audit: AuditLog
 
-    public init(store: any DeviceStore) { self.store = store }
+    public init(store: any DeviceStore, audit: AuditLog = .disabled) {
+        self.store = store
+        self.audit = audit
+    }
 
     public var all: [APIMethod] { [createFilter, listFilters, deleteFilter] }
 
     var createFilter: APIMethod {
-        APIMethod(name: "createFilter", access: .server) { [store] call in
+        APIMethod(name: "createFilter", access: .server) { [store, audit] call in
             let body = call.request
             let name = try Self.name(body)
             var join = FilterJoin.and
@@ -26,6 +30,7 @@ public struct FilterMethods: Sendable {
             } catch let error as StoreError where error.code == .conflict {
                 throw APIError.invalid("name", "a filter named '\(name)' already exists")
             }
+            audit.record(.filterCreated, application: call.application.code, actor: call.actor, details: ["filter": filter.json])
             return ["filter": filter.json]
         }
     }
@@ -37,11 +42,12 @@ public struct FilterMethods: Sendable {
     }
 
     var deleteFilter: APIMethod {
-        APIMethod(name: "deleteFilter", access: .server) { [store] call in
+        APIMethod(name: "deleteFilter", access: .server) { [store, audit] call in
             let name = try Self.name(call.request)
             guard try store.deleteFilter(named: name, in: call.application.code) else {
                 throw APIError.invalid("name", "no filter named '\(name)'")
             }
+            audit.record(.filterDeleted, application: call.application.code, actor: call.actor, details: ["name": .string(name)])
             return [:]
         }
     }

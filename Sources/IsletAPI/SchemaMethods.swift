@@ -5,13 +5,17 @@ import IsletStore
 /// Live Activity schemas (X2): `setLiveActivitySchema`, `getLiveActivitySchemas`, `deleteLiveActivitySchema`.
 public struct SchemaMethods: Sendable {
     let store: any SchemaStore
+    let audit: AuditLog
 
-    public init(store: any SchemaStore) { self.store = store }
+    public init(store: any SchemaStore, audit: AuditLog = .disabled) {
+        self.store = store
+        self.audit = audit
+    }
 
     public var all: [APIMethod] { [setSchema, getSchemas, deleteSchema] }
 
     var setSchema: APIMethod {
-        APIMethod(name: "setLiveActivitySchema", access: .server) { [store] call in
+        APIMethod(name: "setLiveActivitySchema", access: .server) { [store, audit] call in
             let body = call.request
             let type = try body.requiredString("attributes_type")
             guard let contentState = body.value("content_state") else { throw APIError.invalid("content_state", "is required: an object of field: type") }
@@ -20,6 +24,8 @@ public struct SchemaMethods: Sendable {
             _ = try LiveActivitySchema.parseFields(attributes, path: "attributes")
             let version = try store.saveSchema(contentState, attributes: attributes, description: try body.string("description"),
                                                attributesType: type, in: call.application.code, at: call.receivedAt)
+            audit.record(.schemaSet, application: call.application.code, actor: call.actor,
+                         details: ["attributes_type": .string(type), "version": .int(Int64(version))])
             return ["attributes_type": .string(type), "version": .int(Int64(version))]
         }
     }
@@ -31,11 +37,12 @@ public struct SchemaMethods: Sendable {
     }
 
     var deleteSchema: APIMethod {
-        APIMethod(name: "deleteLiveActivitySchema", access: .server) { [store] call in
+        APIMethod(name: "deleteLiveActivitySchema", access: .server) { [store, audit] call in
             let type = try call.request.requiredString("attributes_type")
             guard try store.deleteSchema(type, in: call.application.code, at: call.receivedAt) else {
                 throw APIError.invalid("attributes_type", "no schema for '\(type)' in this application")
             }
+            audit.record(.schemaDeleted, application: call.application.code, actor: call.actor, details: ["attributes_type": .string(type)])
             return [:]
         }
     }

@@ -1,12 +1,18 @@
 import Foundation
 import IsletCore
+import IsletCrypto
 import IsletStore
 
-/// Applications, tokens and APNs keys in SQLite.
+/// Applications, tokens and APNs keys in SQLite. With a master key, APNs keys are sealed (AES-256-GCM)
+/// before they are written and opened when read; keys written without one stay readable.
 public struct SQLiteApplicationStore: ApplicationStore {
     let database: SQLiteDatabase
+    let masterKey: MasterKey?
 
-    public init(database: SQLiteDatabase) { self.database = database }
+    public init(database: SQLiteDatabase, masterKey: MasterKey? = nil) {
+        self.database = database
+        self.masterKey = masterKey
+    }
 
     public func hasNoApplications() throws(StoreError) -> Bool {
         try database.withConnection { (c) throws(StoreError) in
@@ -96,8 +102,49 @@ public struct SQLiteApplicationStore: ApplicationStore {
                     info: APNsKeyInfo(teamID: row[0].text ?? "", keyID: row[1].text ?? "",
                                       environment: APNsEnvironment(rawValue: row[2].text ?? "") ?? .production),
                     pem: row[3].text ?? "")
+            }.map { (key) throws(StoreError) -> APNsSigningKey in
+                APNsSigningKey(info: key.info, pem: try open(key.pem, application: application))
             }
         }
+    }
+
+    public func checkAPNsKeys() throws(StoreError) -> (sealed: Int, plain: Int) {
+        try database.withConnection { (c) throws(StoreError) -> (sealed: Int, plain: Int) in
+            var counts = (sealed: 0, plain: 0)
+            for row in try c.query("SELECT application, pem FROM apns_keys ORDER BY application") {
+                let stored = row[1].text ?? ""
+                guard MasterKey.isSealed(stored) else { counts.plain += 1; continue }
+                _ = try open(stored, application: ApplicationCode(row[0].text ?? "") ?? ApplicationCode("XXXXX-XXXXX")!)
+                counts.sealed += 1
+            }
+            return counts
+        }
+    }
+
+    /// Re-seals every stored APNs key with `newKey` (or, with nil, stores them plain), in one transaction;
+    /// keys are opened with this store's master key. Returns how many keys were rewritten.
+    public func resealAPNsKeys(with newKey: MasterKey?) throws(StoreError) -> Int {
+        try database.write { (c) throws(StoreError) -> Int in
+            let rows = try c.query("SELECT application, pem FROM apns_keys ORDER BY application")
+            for row in rows {
+                let application = ApplicationCode(row[0].text ?? "") ?? ApplicationCode("XXXXX-XXXXX")!
+                let pem = try open(row[1].text ?? "", application: application)
+                try c.run("UPDATE apns_keys SET pem = ? WHERE application = ?", [.text(newKey.map { $0.seal(pem) } ?? pem), row[0]])
+            }
+            return rows.count
+        }
+    }
+
+    /// The PEM of a stored key: sealed text opened with the master key, plain text as it is.
+    private func open(_ stored: String, application: ApplicationCode) throws(StoreError) -> String {
+        guard MasterKey.isSealed(stored) else { return stored }
+        guard let masterKey else {
+            throw StoreError(.locked, "the APNs key of \(application) is encrypted at rest; give Islet its master key (ISLET_MASTER_KEY or ISLET_MASTER_KEY_FILE)")
+        }
+        guard let pem = masterKey.open(stored) else {
+            throw StoreError(.locked, "the APNs key of \(application) was sealed with another master key than \(masterKey.fingerprint)")
+        }
+        return pem
     }
 
     // MARK: - Rows
@@ -138,7 +185,7 @@ public struct SQLiteApplicationStore: ApplicationStore {
                 environment = excluded.environment, pem = excluded.pem, updated_at = excluded.updated_at
             """, [
             .text(application.rawValue), .text(key.info.teamID), .text(key.info.keyID), .text(key.info.environment.rawValue),
-            .text(key.pem), .int(Int64(Date().timeIntervalSince1970)),
+            .text(masterKey.map { $0.seal(key.pem) } ?? key.pem), .int(Int64(Date().timeIntervalSince1970)),
         ])
     }
 }

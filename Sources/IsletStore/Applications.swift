@@ -113,4 +113,7 @@ public protocol ApplicationStore: Sendable {
 
     func setAPNsKey(_ key: APNsSigningKey, for application: ApplicationCode) throws(StoreError)
     func apnsKey(for application: ApplicationCode) throws(StoreError) -> APNsSigningKey?
+    /// How many stored APNs keys are sealed and how many are plain; throws `.locked` when a sealed one
+    /// cannot be opened with this store's master key.
+    func checkAPNsKeys() throws(StoreError) -> (sealed: Int, plain: Int)
 }

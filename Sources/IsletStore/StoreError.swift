@@ -12,6 +12,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let newerSchema = Code(rawValue: "newer_schema")
         /// The database could not be opened, read or written.
         public static let io = Code(rawValue: "io")
+        /// An APNs key is sealed and the master key to open it is missing or wrong.
+        public static let locked = Code(rawValue: "locked")
     }
 
     public let code: Code

@@ -1,13 +1,15 @@
 import Foundation
 import IsletAPI
 import IsletCore
+import IsletCrypto
 import IsletStore
 
 /// `islet app`: applications and their credentials.
 struct AppCommand: CLIGroup {
     static let spec = CommandSpec(
         name: "app", abstract: "Create and manage applications, their tokens and APNs keys.",
-        subcommands: [AppCreateCommand.self, AppListCommand.self, AppShowCommand.self, TokenCommand.self, SetAPNsKeyCommand.self])
+        subcommands: [AppCreateCommand.self, AppListCommand.self, AppShowCommand.self, TokenCommand.self, SetAPNsKeyCommand.self,
+                      RotateMasterKeyCommand.self])
 }
 
 /// The APNs key options shared by `app create` and `app set-apns-key`.
@@ -49,7 +51,7 @@ enum APNsKeyOptions {
 private func admin<T>(_ arguments: ParsedArguments, _ body: (ApplicationAdmin) throws -> T) throws -> T {
     let store = try Common.openStore(arguments)
     do {
-        return try body(ApplicationAdmin(store: store))
+        return try body(ApplicationAdmin(store: store, audit: Common.audit(arguments)))
     } catch let error as APIError {
         throw CLIError.failure(error.message)
     } catch let error as StoreError {
@@ -248,6 +250,43 @@ struct SetAPNsKeyCommand: CLICommand {
     func run(_ context: CLIContext) throws -> Int32 {
         try admin(arguments) { try $0.setAPNsKey(for: code, key: key) }
         context.print("Set APNs key \(key.info.keyID) (team \(key.info.teamID), \(key.info.environment)) for \(code).")
+        return 0
+    }
+}
+
+/// `islet app rotate-master-key`: re-seals every stored APNs key with a new master key.
+struct RotateMasterKeyCommand: CLICommand {
+    static let spec = CommandSpec(
+        name: "rotate-master-key", abstract: "Seal every stored APNs key with a new master key (AES-256-GCM).",
+        discussion: """
+            The current master key (ISLET_MASTER_KEY or ISLET_MASTER_KEY_FILE) opens the keys; without one, plain keys are
+            sealed for the first time. All keys change in one transaction. Stop the server first, then start it with the
+            new key. Make a key with: openssl rand -hex 32 > master.key && chmod 600 master.key
+            """,
+        options: [OptionSpec(name: "--new-key-file", valueName: "file", help: "The new master key (64 hex digits), mode 0600.", required: true),
+                  Common.database])
+
+    let arguments: ParsedArguments
+    let newKey: MasterKey
+
+    init(_ arguments: ParsedArguments, context: CLIContext) throws {
+        self.arguments = arguments
+        self.newKey = try Common.readMasterKey(arguments.value("--new-key-file")!, name: "--new-key-file")
+    }
+
+    func run(_ context: CLIContext) throws -> Int32 {
+        let store = try Common.openStore(arguments)
+        let count: Int
+        do {
+            count = try store.resealAPNsKeys(with: newKey)
+        } catch {
+            throw CLIError.failure(error.message)
+        }
+        if let code = try? store.applications().first?.code {
+            Common.audit(arguments).record(.masterKeyRotated, application: code, actor: "cli",
+                                           details: ["keys": .int(Int64(count)), "fingerprint": .string(newKey.fingerprint)])
+        }
+        context.print("Sealed \(count) APNs key\(count == 1 ? "" : "s") with master key \(newKey.fingerprint). Start Islet with this key from now on.")
         return 0
     }
 }

@@ -47,10 +47,13 @@ struct ParsedArguments: Sendable {
     private(set) var flags: Set<String> = []
     private(set) var positionals: [String] = []
     let commandPath: String
+    /// The process environment, for settings that are not options (the master key).
+    let environment: [String: String]
 
     /// Parses `words`; options may be written `--name VALUE` or `--name=VALUE`.
     init(_ words: [String], spec: CommandSpec, commandPath: String, environment: [String: String]) throws(CLIError) {
         self.commandPath = commandPath
+        self.environment = environment
         var index = 0
         var onlyPositionals = false
         while index < words.count {

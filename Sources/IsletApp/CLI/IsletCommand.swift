@@ -1,5 +1,7 @@
 import Foundation
+import IsletAPI
 import IsletCore
+import IsletCrypto
 import IsletSQLite
 import IsletStore
 
@@ -21,11 +23,45 @@ enum Common {
 
     static func openStore(_ arguments: ParsedArguments) throws -> SQLiteApplicationStore {
         let path = arguments.value("--database") ?? ServerConfiguration.defaultDatabase
+        let masterKey = try masterKey(arguments.environment)
         do {
-            return SQLiteApplicationStore(database: try SQLiteDatabase(path: path))
+            return SQLiteApplicationStore(database: try SQLiteDatabase(path: path), masterKey: masterKey)
         } catch {
             throw CLIError.failure(error.message)
         }
+    }
+
+    /// The audit log the CLI appends to: `ISLET_AUDIT_LOG` ("off" for none), else `audit.log` beside the database.
+    static func audit(_ arguments: ParsedArguments) -> AuditLog {
+        if let path = arguments.environment["ISLET_AUDIT_LOG"], !path.isEmpty { return AuditLog(path: path == "off" ? nil : path) }
+        return AuditLog(path: AuditLog.beside(database: arguments.value("--database") ?? ServerConfiguration.defaultDatabase))
+    }
+
+    /// The master key APNs keys are sealed with: `ISLET_MASTER_KEY` (64 hex digits or base64 of 32 bytes),
+    /// or the file `ISLET_MASTER_KEY_FILE` (or `file`) names, readable by its owner only. Nil when neither is set.
+    static func masterKey(_ environment: [String: String], file: String? = nil) throws -> MasterKey? {
+        let path = file ?? environment["ISLET_MASTER_KEY_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        if let text = environment["ISLET_MASTER_KEY"], !text.isEmpty {
+            guard path == nil else { throw CLIError.usage("give the master key once: ISLET_MASTER_KEY or a key file, not both") }
+            guard let key = MasterKey(text: text) else { throw CLIError.usage("ISLET_MASTER_KEY: not 32 bytes as 64 hex digits or base64 (openssl rand -hex 32)") }
+            return key
+        }
+        guard let path else { return nil }
+        return try readMasterKey(path, name: file == nil ? "ISLET_MASTER_KEY_FILE" : "--master-key-file")
+    }
+
+    static func readMasterKey(_ path: String, name: String) throws -> MasterKey {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw CLIError.usage("\(name): cannot read \(path)")
+        }
+        if let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
+            throw CLIError.usage("\(name): \(path) is readable by other users (mode \(String(mode, radix: 8))); chmod 600 it")
+        }
+        guard let key = MasterKey(text: text) else {
+            throw CLIError.usage("\(name): \(path) does not hold 32 bytes as 64 hex digits or base64 (openssl rand -hex 32)")
+        }
+        return key
     }
 
     static func applicationCode(_ text: String) throws -> ApplicationCode {

@@ -54,6 +54,8 @@ struct SchemaSetCommand: ApplicationCodeCommand {
             let type = arguments.argument(1)
             let version = try schemaStore(arguments).saveSchema(state, attributes: attributes, description: arguments.value("--description"),
                                                                 attributesType: type, in: code, at: Date())
+            Common.audit(arguments).record(.schemaSet, application: code, actor: "cli",
+                                           details: ["attributes_type": .string(type), "version": .int(Int64(version))])
             context.print("Published \(type) schema version \(version) for \(code).")
             return 0
         } catch let error as APIError {
@@ -110,6 +112,7 @@ struct SchemaDeleteCommand: ApplicationCodeCommand {
     func run(_ context: CLIContext) throws -> Int32 {
         let type = arguments.argument(1)
         guard try schemaStore(arguments).deleteSchema(type, in: code, at: Date()) else { throw CLIError.failure("no schema for '\(type)' in \(code)") }
+        Common.audit(arguments).record(.schemaDeleted, application: code, actor: "cli", details: ["attributes_type": .string(type)])
         context.print("Deleted the \(type) schema of \(code).")
         return 0
     }

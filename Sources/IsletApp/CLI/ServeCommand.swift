@@ -35,6 +35,11 @@ struct ServeCommand: CLICommand {
             OptionSpec(name: "--device-rate-per-token", valueName: "n[/burst]|off",
                        help: "Device API calls a second with an application's device API tokens.", environment: "ISLET_DEVICE_RATE_PER_TOKEN",
                        defaultValue: RateLimits().devicePerToken?.description),
+            OptionSpec(name: "--master-key-file", valueName: "file",
+                       help: "Master key sealing APNs keys at rest (or ISLET_MASTER_KEY).", environment: "ISLET_MASTER_KEY_FILE"),
+            OptionSpec(name: "--audit-log", valueName: "file|off",
+                       help: "Audit log of admin actions (JSON lines, 0600); default: audit.log beside the database.",
+                       environment: "ISLET_AUDIT_LOG"),
             OptionSpec(name: "--retention-days", valueName: "days|off",
                        help: "Keep finished messages and their delivery records this long.", environment: "ISLET_RETENTION_DAYS",
                        defaultValue: "30"),
@@ -71,6 +76,8 @@ struct ServeCommand: CLICommand {
             guard FileManager.default.isReadableFile(atPath: ca) else { throw CLIError.usage("--apns-ca: cannot read \(ca)") }
             configuration.apnsCA = ca
         }
+        configuration.masterKey = try Common.masterKey(arguments.environment, file: arguments.value("--master-key-file"))
+        if let audit = arguments.value("--audit-log") { configuration.auditLogPath = .some(audit == "off" ? nil : audit) }
         if let text = arguments.value("--retention-days") {
             if text == "off" {
                 configuration.retention.keep = nil

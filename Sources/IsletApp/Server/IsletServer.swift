@@ -38,7 +38,8 @@ public final class IsletServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         let database = try SQLiteDatabase(path: configuration.databasePath)
-        let store = SQLiteApplicationStore(database: database), devices = SQLiteDeviceStore(database: database)
+        let store = SQLiteApplicationStore(database: database, masterKey: configuration.masterKey)
+        let devices = SQLiteDeviceStore(database: database)
         let messages = SQLiteMessageStore(database: database), schemas = SQLiteSchemaStore(database: database)
         self.store = store
         self.devices = devices
@@ -77,10 +78,10 @@ public final class IsletServer: Sendable {
         }
         let methods = [ApplicationMethods.getApplication(apnsMode: configuration.apns.rawValue, simulatedKey: simulatedKey)]
             + DeviceMethods(store: devices, kick: { delivery?.kick() }).all
-            + FilterMethods(store: devices).all
+            + FilterMethods(store: devices, audit: configuration.auditLog).all
             + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
                                   kick: { delivery?.kick() }).all
-            + SchemaMethods(store: schemas).all
+            + SchemaMethods(store: schemas, audit: configuration.auditLog).all
         let routes = SimulatorRoutes(wiring: wiring, authenticator: Authenticator(store: store))
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
                                extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })],
@@ -113,9 +114,16 @@ public final class IsletServer: Sendable {
         return (simulator, certificate)
     }
 
-    /// Starts listening; returns the bound port.
+    /// Starts listening; returns the bound port. Refuses to start when stored APNs keys are sealed with a
+    /// master key this server was not given.
     @discardableResult
     public func start() throws -> Int {
+        let keys = try store.checkAPNsKeys()
+        if configuration.masterKey == nil && configuration.apns == .apple {
+            logger.warning("APNs keys are stored unencrypted: set ISLET_MASTER_KEY or --master-key-file (docs/PRODUCTION.md)", ["plain_keys": .int(Int64(keys.plain))])
+        } else if configuration.masterKey != nil && keys.plain > 0 {
+            logger.warning("some APNs keys are stored unencrypted; seal them with: islet app rotate-master-key", ["plain_keys": .int(Int64(keys.plain))])
+        }
         if let delivery {
             try delivery.start()
         } else {
@@ -158,7 +166,7 @@ public final class IsletServer: Sendable {
     /// the server listens on loopback only; never otherwise, since its token is public.
     public func createDemoIfEligible() throws -> ApplicationAdmin.Created? {
         guard configuration.apns == .simulator, configuration.listen.isLoopback, try store.hasNoApplications() else { return nil }
-        let created = try ApplicationAdmin(store: store).create(
+        let created = try ApplicationAdmin(store: store, audit: configuration.auditLog, actor: "islet serve (demo)").create(
             name: "Food Delivery (demo)", bundleID: "com.example.fooddelivery",
             code: Self.demoCode, apiTokenSecret: Self.demoAPIToken)
         // The reference examples' devices and filter, as simulated iPhones (issue 6), when the simulator runs.

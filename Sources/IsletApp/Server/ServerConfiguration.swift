@@ -1,6 +1,7 @@
 import Foundation
 import IsletCore
 import IsletAPI
+import IsletCrypto
 import IsletDelivery
 import IsletHTTP
 
@@ -62,6 +63,18 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var rateLimits = RateLimits()
     /// How long finished messages and their delivery records are kept.
     public var retention = RetentionPolicy()
+    /// Seals APNs keys at rest; nil stores them plain (a warning with Apple's APNs).
+    public var masterKey: MasterKey?
+    /// The audit log of admin actions; nil turns it off. By default `audit.log` beside the database.
+    public var auditLogPath: String?? = .none
+
+    /// The audit log this configuration writes to.
+    public var auditLog: AuditLog {
+        switch auditLogPath {
+        case .none: AuditLog(path: AuditLog.beside(database: databasePath))
+        case .some(let path): AuditLog(path: path)
+        }
+    }
 
     public static let defaultListen = "127.0.0.1:8080"
     public static let defaultDatabase = "var/islet.sqlite"
@@ -85,6 +98,8 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
         var object: JSONObject = [
             "listen": .string(listen.description), "database": .string(databasePath), "apns": .string(apns.rawValue),
             "max_body_bytes": .int(Int64(http.maximumBodyBytes)), "threads": .int(Int64(http.threads)),
+            "audit_log": auditLog.path.map { .string($0) } ?? .string("off"),
+            "master_key": masterKey.map { .string("fingerprint " + $0.fingerprint) } ?? .string("none"),
             "retention_days": retention.keep.map { .int(Int64($0.components.seconds / 86_400)) } ?? .string("off"),
             "rate_limits": [
                 "device_per_address": .string(rateLimits.devicePerAddress?.description ?? "off"),

@@ -1,0 +1,56 @@
+import Foundation
+import IsletCore
+
+/// What an audit entry records.
+public struct AuditAction: WireValue {
+    public let rawValue: String
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    public static let applicationCreated = Self(uncheckedRawValue: "application.created")
+    public static let tokenIssued = Self(uncheckedRawValue: "token.issued")
+    public static let tokenRevoked = Self(uncheckedRawValue: "token.revoked")
+    public static let apnsKeySet = Self(uncheckedRawValue: "apns_key.set")
+    public static let masterKeyRotated = Self(uncheckedRawValue: "master_key.rotated")
+    public static let filterCreated = Self(uncheckedRawValue: "filter.created")
+    public static let filterDeleted = Self(uncheckedRawValue: "filter.deleted")
+    public static let schemaSet = Self(uncheckedRawValue: "schema.set")
+    public static let schemaDeleted = Self(uncheckedRawValue: "schema.deleted")
+    public static let all = [applicationCreated, tokenIssued, tokenRevoked, apnsKeySet, masterKeyRotated, filterCreated, filterDeleted,
+                             schemaSet, schemaDeleted]
+}
+
+/// The audit log: one JSON line per admin action (who, what, which application, when), appended to a file
+/// readable by its owner only. Shared by `islet serve` and the CLI (appends of one line do not interleave).
+/// Entries name tokens by id and keys by key id, never a secret.
+public struct AuditLog: Sendable {
+    public let path: String?
+    let now: @Sendable () -> Date
+
+    public init(path: String?, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.path = path
+        self.now = now
+    }
+
+    public static let disabled = AuditLog(path: nil)
+
+    /// The default file: `audit.log` beside the database.
+    public static func beside(database: String) -> String {
+        URL(fileURLWithPath: database).deletingLastPathComponent().appendingPathComponent("audit.log").path
+    }
+
+    /// Appends one entry; a failure to write is reported on stderr and never undoes the action.
+    public func record(_ action: AuditAction, application: ApplicationCode, actor: String, details: JSONObject = [:]) {
+        guard let path else { return }
+        var entry: JSONObject = ["at": .string(now().formatted(.iso8601)), "action": .string(action.rawValue),
+                                 "application": .string(application.rawValue), "actor": .string(actor)]
+        for (key, value) in details.entries { entry[key] = value }
+        let line = Array((JSONValue.object(entry).jsonText + "\n").utf8)
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            FileHandle.standardError.write(Data("warning: cannot append to the audit log \(path): \(String(cString: strerror(errno)))\n".utf8))
+            return
+        }
+        defer { close(fd) }
+        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletCrypto
+import IsletSQLite
+import IsletStore
+@testable import IsletApp
+
+/// Issue 12: APNs keys sealed with a master key, its rotation, and the audit log of admin actions.
+@Suite("Master key and audit log")
+struct SecretsCommandTests {
+    let workspace = Workspace()
+
+    func storedPEMs() throws -> [String] {
+        try SQLiteDatabase(path: workspace.database).withConnection { (c) throws(StoreError) -> [String] in try c.query("SELECT pem FROM apns_keys").compactMap { $0[0].text } }
+    }
+
+    func auditEntries() throws -> [JSONObject] {
+        let text = try String(contentsOfFile: workspace.directory.appendingPathComponent("audit.log").path, encoding: .utf8)
+        return try text.split(separator: "\n").map { try #require(try JSONParser.parse(String($0)).objectValue) }
+    }
+
+    @Test func keysAreSealedWithTheMasterKeyAndRotated() throws {
+        let first = MasterKey.generate(), second = MasterKey.generate()
+        let keyFile = workspace.file("AuthKey_KEY1234567.p8", TestKeys.p256)
+        let environment = ["ISLET_MASTER_KEY": first.hexText]
+        let created = islet(["app", "create", "--name", "Shop", "--bundle-id", "com.example.shop", "--team-id", "TEAM123456", "--key-id", "KEY1234567",
+                             "--key-file", keyFile, "--database", workspace.database, "--json"], environment: environment)
+        #expect(created.status == 0, "\(created.errors)")
+        #expect(try storedPEMs().allSatisfy { $0.hasPrefix("islet-sealed:v1:") && !$0.contains("PRIVATE KEY") })
+
+        let newKeyFile = workspace.file("master.key", second.hexText + "\n")
+        let rotated = islet(["app", "rotate-master-key", "--new-key-file", newKeyFile, "--database", workspace.database], environment: environment)
+        #expect(rotated.status == 0, "\(rotated.errors)")
+        #expect(rotated.output == "Sealed 1 APNs key with master key \(second.fingerprint). Start Islet with this key from now on.\n")
+        let store = SQLiteApplicationStore(database: try SQLiteDatabase(path: workspace.database), masterKey: second)
+        #expect(try store.checkAPNsKeys() == (1, 0) ? true : false)
+
+        let wrong = islet(["app", "rotate-master-key", "--new-key-file", newKeyFile, "--database", workspace.database], environment: environment)
+        #expect(wrong.status == 1 && wrong.errors.contains("sealed with another master key"), "the old key opens nothing now")
+        let open = workspace.file("open.key", second.hexText, mode: 0o644)
+        let refused = islet(["app", "rotate-master-key", "--new-key-file", open, "--database", workspace.database], environment: environment)
+        #expect(refused.status == 64 && refused.errors.contains("is readable by other users"))
+    }
+
+    @Test func theServerWillNotStartWithoutTheKeyThatOpensItsKeys() throws {
+        let master = MasterKey.generate()
+        let keyFile = workspace.file("AuthKey_KEY1234567.p8", TestKeys.p256)
+        _ = islet(["app", "create", "--name", "Shop", "--bundle-id", "com.example.shop", "--team-id", "TEAM123456", "--key-id", "KEY1234567",
+                   "--key-file", keyFile, "--database", workspace.database], environment: ["ISLET_MASTER_KEY": master.hexText])
+        var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), databasePath: workspace.database, apns: .apple)
+        configuration.apnsURL = "https://127.0.0.1:9"
+        let locked = try IsletServer(configuration: configuration, logger: .discard)
+        #expect(throws: (any Error).self) { try locked.start() }
+        locked.shutdown()
+        configuration.masterKey = master
+        let unlocked = try IsletServer(configuration: configuration, logger: .discard)
+        #expect(try unlocked.start() > 0)
+        #expect(try unlocked.store.apnsKey(for: ApplicationCode(try #require(try unlocked.store.applications().first).code.rawValue)!)?.pem == TestKeys.p256)
+        unlocked.shutdown()
+    }
+
+    @Test func everyAdminActionIsAuditedWithoutSecrets() throws {
+        let keyFile = workspace.file("AuthKey_KEY1234567.p8", TestKeys.p256)
+        let created = try #require(try JSONParser.parse(islet(["app", "create", "--name", "Shop", "--bundle-id", "com.example.shop", "--database",
+                                                                workspace.database, "--json"]).output.trimmingCharacters(in: .newlines)).objectValue)
+        let code = try #require(created["application"]?.stringValue)
+        let issued = islet(["app", "token", "create", code, "--kind", "device", "--database", workspace.database, "--json"])
+        let issuedToken = try #require(try JSONParser.parse(issued.output.trimmingCharacters(in: .newlines)).objectValue)
+        _ = islet(["app", "token", "revoke", code, try #require(issuedToken["id"]?.stringValue), "--database", workspace.database])
+        _ = islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", keyFile, "--database", workspace.database])
+        let schema = workspace.file("schema.json", #"{"content_state": {"status": "string"}}"#)
+        _ = islet(["schema", "set", code, "Order", "--file", schema, "--database", workspace.database])
+        _ = islet(["schema", "delete", code, "Order", "--database", workspace.database])
+
+        let entries = try auditEntries()
+        #expect(entries.map { $0["action"]?.stringValue ?? "" } == ["application.created", "token.issued", "token.revoked", "apns_key.set", "schema.set", "schema.deleted"])
+        #expect(entries.allSatisfy { $0["application"] == .string(code) && $0["actor"] == "cli" && $0["at"]?.stringValue != nil })
+        let text = try String(contentsOfFile: workspace.directory.appendingPathComponent("audit.log").path, encoding: .utf8)
+        for secret in [created["api_token"]?.stringValue, created["device_token"]?.stringValue, issuedToken["token"]?.stringValue, "PRIVATE KEY"] {
+            #expect(!text.contains(try #require(secret)), "the audit log holds no secret")
+        }
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: workspace.directory.appendingPathComponent("audit.log").path)[.posixPermissions] as? NSNumber)
+        #expect(mode.intValue & 0o077 == 0)
+        #expect(islet(["app", "list", "--database", workspace.database], environment: ["ISLET_AUDIT_LOG": "off"]).status == 0)
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletCrypto
+import IsletStore
+@testable import IsletSQLite
+
+/// Issue 12: APNs signing keys sealed at rest with a master key (AES-256-GCM).
+@Suite("APNs keys sealed at rest")
+struct SealedKeyTests {
+    let temporary = TemporaryDatabase()
+    static let code = ApplicationCode("SHOPA-00001")!
+    static let pem = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n"
+    static let key = APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both), pem: pem)
+
+    func store(_ masterKey: MasterKey?) throws -> SQLiteApplicationStore {
+        SQLiteApplicationStore(database: try SQLiteDatabase(path: temporary.path), masterKey: masterKey)
+    }
+
+    func storedText() throws -> String {
+        try SQLiteDatabase(path: temporary.path).withConnection { (c) throws(StoreError) -> String in
+            try c.query("SELECT pem FROM apns_keys")[0][0].text ?? ""
+        }
+    }
+
+    @Test func aSealedKeyIsUnreadableOnDiskAndOpensOnlyWithItsMasterKey() throws {
+        let master = MasterKey.generate()
+        let sealed = try store(master)
+        try sealed.createApplication(Application(code: Self.code, name: "x", bundleID: "com.example.x", createdAt: Date()), tokens: [], apnsKey: Self.key)
+        let onDisk = try storedText()
+        #expect(onDisk.hasPrefix("islet-sealed:v1:") && !onDisk.contains("PRIVATE KEY") && !onDisk.contains("MIGHAgEA"))
+        #expect(try sealed.apnsKey(for: Self.code)?.pem == Self.pem)
+        #expect(try sealed.checkAPNsKeys() == (1, 0) ? true : false)
+
+        #expect(throws: StoreError.self, "no master key: refused, with the reason") { _ = try store(nil).apnsKey(for: Self.code) }
+        do {
+            _ = try store(MasterKey.generate()).checkAPNsKeys()
+            Issue.record("another master key must not open it")
+        } catch let error as StoreError {
+            #expect(error.code == .locked && error.message.contains("sealed with another master key"))
+        }
+    }
+
+    @Test func keysAreResealedWithANewMasterKeyInOneGo() throws {
+        let plain = try store(nil)
+        try plain.createApplication(Application(code: Self.code, name: "x", bundleID: "com.example.x", createdAt: Date()), tokens: [], apnsKey: Self.key)
+        #expect(try storedText() == Self.pem, "without a master key the key is stored as given")
+        let first = MasterKey.generate(), second = MasterKey.generate()
+        #expect(try plain.resealAPNsKeys(with: first) == 1)
+        #expect(try store(first).apnsKey(for: Self.code)?.pem == Self.pem)
+        #expect(try store(first).resealAPNsKeys(with: second) == 1)
+        #expect(try store(second).apnsKey(for: Self.code)?.pem == Self.pem)
+        #expect(throws: StoreError.self) { _ = try store(first).apnsKey(for: Self.code) }
+    }
+
+    @Test func sealingIsAuthenticatedAndNeverRepeatsItself() throws {
+        let master = MasterKey.generate()
+        let a = master.seal("secret"), b = master.seal("secret")
+        #expect(a != b, "a fresh nonce each time")
+        #expect(master.open(a) == "secret" && master.open(b) == "secret")
+        // Every byte is authenticated: flipping one bit of the nonce, the ciphertext or the tag is refused.
+        let sealed = try #require(Data(base64Encoded: String(a.dropFirst("islet-sealed:v1:".count))))
+        for index in [0, 12, sealed.count - 1] {
+            var bytes = Array(sealed)
+            bytes[index] ^= 0x01
+            #expect(master.open("islet-sealed:v1:" + Data(bytes).base64EncodedString()) == nil, "byte \(index)")
+        }
+        #expect(MasterKey(text: master.hexText) == master)
+        #expect(MasterKey(text: Data(repeating: 7, count: 32).base64EncodedString()) != nil)
+        #expect(MasterKey(text: "abc") == nil && MasterKey(text: String(repeating: "zz", count: 32)) == nil)
+    }
+}

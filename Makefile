@@ -5,7 +5,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 LISTEN ?= 127.0.0.1:8080
 DATABASE ?= var/islet.sqlite
 
-.PHONY: deps build run test test-packaging deb bench clean
+.PHONY: deps build run test test-packaging deb bench fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -34,6 +34,17 @@ test-packaging:
 # build/islet_<version>_<arch>.deb: binary, man page, systemd unit, /etc/islet/islet.env, docs.
 deb: build
 	@scripts/build-deb .build/release/islet
+
+# libFuzzer (with AddressSanitizer) on IsletCore's input handling: the JSON parser, the field reader, the
+# notification, filter and schema rules. Runs FUZZ_SECONDS from the seed corpus in Fuzz/corpus; a crash
+# leaves its input in var/fuzz as crash-*, to be replayed with: .build/fuzz/islet-core-fuzz var/fuzz/crash-…
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	mkdir -p .build/fuzz var/fuzz/corpus
+	swiftc -sanitize=fuzzer,address -use-ld=lld -parse-as-library -module-name IsletCoreFuzz -O -g \
+		Sources/IsletCore/*.swift Fuzz/IsletCoreFuzz.swift -o .build/fuzz/islet-core-fuzz
+	cp -n Fuzz/corpus/* var/fuzz/corpus/
+	cd var/fuzz && ../../.build/fuzz/islet-core-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=2048 corpus
 
 # Benchmarks: figures and the machine they came from go into BENCHMARKS.md.
 # `apns` runs our APNs client, h2load and aioapns side by side against one sink on 127.0.0.1.

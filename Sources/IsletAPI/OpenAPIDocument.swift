@@ -3302,6 +3302,23 @@ public enum OpenAPIDocument {
                 "type": "string",
                 "minLength": 1,
                 "maxLength": 256
+              },
+              "limit": {
+                "type": [
+                  "integer",
+                  "null"
+                ],
+                "minimum": 1,
+                "maximum": 1000,
+                "description": "Devices per page (default 1000)."
+              },
+              "cursor": {
+                "type": [
+                  "string",
+                  "null"
+                ],
+                "pattern": "^[0-9]+$",
+                "description": "The `next_cursor` of the previous page."
               }
             },
             "required": [
@@ -3458,7 +3475,9 @@ public enum OpenAPIDocument {
                   "name",
                   "content_state",
                   "updated_at",
-                  "devices"
+                  "devices",
+                  "device_count",
+                  "next_cursor"
                 ],
                 "properties": {
                   "live_activity_id": {
@@ -3496,7 +3515,7 @@ public enum OpenAPIDocument {
                   "devices": {
                     "type": "array",
                     "maxItems": 1000,
-                    "description": "The first 1,000 devices of the activity.",
+                    "description": "A page of the activity's devices, in order; `next_cursor` continues it.",
                     "items": {
                       "type": "object",
                       "required": [
@@ -3546,6 +3565,18 @@ public enum OpenAPIDocument {
                         }
                       }
                     }
+                  },
+                  "device_count": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "How many devices take part in the activity."
+                  },
+                  "next_cursor": {
+                    "type": [
+                      "string",
+                      "null"
+                    ],
+                    "description": "The `cursor` of the next page; null on the last page."
                   }
                 }
               }

@@ -27,6 +27,8 @@ cmp -s "$unit" packaging/islet.service || fail "the installed unit differs from 
 getent passwd islet | grep -q ":/usr/sbin/nologin$" || fail "no islet system user with a nologin shell"
 [ "$(stat -c '%U %a' /var/lib/islet)" = "islet 700" ] || fail "/var/lib/islet is $(stat -c '%U %a' /var/lib/islet), not islet 700"
 [ "$(stat -c '%U:%G %a' /etc/islet/islet.env)" = "root:islet 640" ] || fail "/etc/islet/islet.env is $(stat -c '%U:%G %a' /etc/islet/islet.env)"
+[ "$(stat -c '%U %a' /etc/islet/master.key)" = "islet 600" ] || fail "/etc/islet/master.key is $(stat -c '%U %a' /etc/islet/master.key)"
+[ "$(tr -d '\n' < /etc/islet/master.key | wc -c)" = "64" ] || fail "the master key is not 64 hex digits"
 zcat /usr/share/man/man1/islet.1.gz | head -1 | grep -q '^\.TH ISLET 1' || fail "no man page"
 if command -v man >/dev/null; then man -l /usr/share/man/man1/islet.1.gz 2>/dev/null | grep -q "islet db backup" || fail "the man page lacks islet db backup"; fi
 ok "files, user, permissions and man page in place"
@@ -49,11 +51,18 @@ wait_for 10 curl -sf "http://127.0.0.1:$port/healthz" || fail "no /healthz on $p
 grep -q '"apns":"apple"' "$work/islet.log" || fail "the packaged config (ISLET_APNS=apple) was not used: $(head -3 "$work/islet.log")"
 ok "the packaged server runs as $user on port $port"
 
-# An operator's first steps: an application (as the service user, on the service's database), then the API.
-created="$(as_root runuser -u islet -- env ${settings[*]} /usr/bin/islet app create --name Shop --bundle-id com.example.shop --json)"
+# An operator's first steps: an application with its APNs key (as the service user, on the service's
+# database), then the API. The key is sealed with the packaged master key: not in the file in clear.
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/AuthKey_ABC123DEFG.p8" 2>/dev/null
+as_root chown islet "$work/AuthKey_ABC123DEFG.p8"; as_root chmod 600 "$work/AuthKey_ABC123DEFG.p8"
+created="$(as_root runuser -u islet -- env ${settings[*]} /usr/bin/islet app create --name Shop --bundle-id com.example.shop \
+  --team-id DEF123GHIJ --key-id ABC123DEFG --key-file "$work/AuthKey_ABC123DEFG.p8" --json)"
+as_root grep -q "PRIVATE KEY" /var/lib/islet/islet.sqlite* && fail "the APNs key is stored in clear"
+as_root grep -q "islet-sealed:v1:" /var/lib/islet/islet.sqlite* || fail "the APNs key is not sealed"
 code="$(grep -o '"application":"[^"]*"' <<<"$created" | cut -d'"' -f4)"; token="$(grep -o '"api_token":"[^"]*"' <<<"$created" | cut -d'"' -f4)"
 answer="$(curl -s "http://127.0.0.1:$port/json/1.3/getApplication" -d "{\"request\":{\"application\":\"$code\",\"auth\":\"$token\"}}")"
 grep -q '"bundle_id":"com.example.shop"' <<<"$answer" || fail "getApplication: $answer"
+grep -q '"key_id":"ABC123DEFG"' <<<"$answer" || fail "getApplication does not show the key: $answer"
 [ "$(stat -c '%U %a' /var/lib/islet/islet.sqlite)" = "islet 600" ] || fail "the database is $(stat -c '%U %a' /var/lib/islet/islet.sqlite)"
 as_root runuser -u islet -- env ${settings[*]} /usr/bin/islet db backup /var/lib/islet/backup.sqlite >/dev/null
 [ "$(stat -c '%U %a' /var/lib/islet/backup.sqlite)" = "islet 600" ] || fail "the backup is $(stat -c '%U %a' /var/lib/islet/backup.sqlite)"
@@ -67,7 +76,7 @@ wait "$server" || fail "the server exited with status $? after SIGTERM"
 ok "SIGTERM: stopped with status 0 in $(( ($(date +%s%N) - started) / 1000000 )) ms"
 
 as_root dpkg --purge islet >/dev/null
-for gone in /usr/bin/islet "$unit" /etc/islet /var/lib/islet /usr/share/man/man1/islet.1.gz; do
+for gone in /usr/bin/islet "$unit" /etc/islet /var/lib/islet /usr/share/man/man1/islet.1.gz /etc/islet/master.key; do
   [ ! -e "$gone" ] || fail "$gone is still there after dpkg --purge"
 done
 getent passwd islet >/dev/null && fail "the islet user is still there after dpkg --purge"

@@ -25,6 +25,8 @@ public final class IsletServer: Sendable {
     let simulatorWiring: SimulatorWiring
     private let client: APNsClient?
     private let http: HTTPServer
+    /// The HTTP handler, for in-process tests of routing and input handling without sockets.
+    public let router: APIRouter
     /// What the server answers, for the OpenAPI conformance test: JSON API methods and prefix routes.
     public let apiMethodNames: [String]
     public let prefixRoutes: [String]
@@ -86,6 +88,7 @@ public final class IsletServer: Sendable {
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
                                extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })],
                                limits: configuration.rateLimits)
+        self.router = router
         self.http = HTTPServer(configuration: configuration.http, handler: router)
         self.apiMethodNames = router.methodNames
         self.prefixRoutes = simulator == nil ? [] : ["/simulator/devices"]

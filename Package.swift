@@ -38,7 +38,7 @@ let package = Package(
         // Test peers that share no code with Islet's HTTP/2 (Tests/Peers/h2_apns.py), for the test targets.
         .target(name: "IsletTestPeers", dependencies: ["IsletCore"], path: "Tests/Peers", exclude: ["h2_apns.py"]),
 
-        .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"]),
+        .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore", "IsletTestPeers"]),
         .testTarget(name: "IsletSimulatorTests", dependencies: ["IsletSimulator", "IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletSQLite", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletDeliveryTests", dependencies: ["IsletDelivery", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore", "IsletTestPeers"]),

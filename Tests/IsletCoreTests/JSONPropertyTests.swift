@@ -1,19 +1,7 @@
 import Foundation
 import Testing
+import IsletTestPeers
 @testable import IsletCore
-
-/// A small deterministic generator (SplitMix64): the same cases on every run, and many of them.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Issue 12: the parser and the field reader take anything an attacker can send (random bytes, deep
 /// nesting, huge numbers, invalid UTF-8, duplicate keys, NUL) and answer with a value or a clear error.

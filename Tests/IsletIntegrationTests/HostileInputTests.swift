@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import IsletTestPeers
 import IsletCore
 import IsletHTTP
 
@@ -8,7 +9,7 @@ import IsletHTTP
 @Suite("Hostile input through the router")
 struct HostileInputTests {
     struct Generator {
-        var random: SeededRandomGenerator
+        var random: SeededRandom
         static let fields = ["application", "auth", "hwid", "push_token", "tags", "notifications", "live_activity", "live_activity_id", "filter",
                              "devices", "users", "conditions", "operator", "name", "attributes_type", "content_state", "attributes", "activity_id",
                              "activity_token", "activity_push_to_start_token", "message", "limit", "cursor", "dry_run", "apns_priority",
@@ -48,7 +49,7 @@ struct HostileInputTests {
 
     @Test func randomRequestsToEveryMethodGetClientErrorsNeverServerErrors() throws {
         let running = try RunningServer()
-        var generator = Generator(random: SeededRandomGenerator(seed: 2026))
+        var generator = Generator(random: SeededRandom(seed: 2026))
         var statuses: [Int: Int] = [:]
         for method in running.server.apiMethodNames {
             for _ in 0..<150 {
@@ -63,18 +64,5 @@ struct HostileInputTests {
             }
         }
         #expect((statuses[200] ?? 0) > 50 && (statuses[400] ?? 0) > 1000, "both outcomes exercised: \(statuses)")
-    }
-}
-
-/// SplitMix64, seeded: the same requests on every run.
-struct SeededRandomGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

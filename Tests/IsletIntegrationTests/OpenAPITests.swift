@@ -50,6 +50,13 @@ struct OpenAPITests {
         #expect(try request(running.port, method: "GET", "/simulator/devicesX").message?.hasPrefix("no such path") == true)
     }
 
+    /// The server answers the very document people read: docs/openapi.json (embedded by scripts/embed-openapi).
+    @Test func theServedDocumentIsDocsOpenAPIJSON() throws {
+        let running = try RunningServer()
+        let file = try JSONParser.parse(Array(try Data(contentsOf: packageRoot.appendingPathComponent("docs/openapi.json"))))
+        #expect(JSONValue.object(try document(running)) == file, "docs/openapi.json changed: run scripts/embed-openapi")
+    }
+
     /// Every operation names its errors; the JSON API ones all answer in the envelope.
     @Test func everyJSONOperationDocumentsItsErrors() throws {
         let running = try RunningServer()

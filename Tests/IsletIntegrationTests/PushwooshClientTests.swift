@@ -16,17 +16,9 @@ struct PushwooshClientTests {
         let running = try RunningServer(demo: false)
         let app = try running.admin().create(name: "Shop", bundleID: "com.example.shop")
 
-        let process = Process()
-        process.executableURL = python
-        process.arguments = [packageRoot.appendingPathComponent("Tests/compat/pypushwoosh_devices.py").path,
-                             String(running.port), app.application.code.rawValue, app.deviceToken.secret]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (status, text) = try runProgram(python, [packageRoot.appendingPathComponent("Tests/compat/pypushwoosh_devices.py").path,
+                                                     String(running.port), app.application.code.rawValue, app.deviceToken.secret])
+        #expect(status == 0, "\(text)")
         #expect(text.contains("pypushwoosh: all device calls answered as expected"))
 
         // What the client did is in the store, as Islet's own reads see it.

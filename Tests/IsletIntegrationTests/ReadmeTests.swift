@@ -118,16 +118,6 @@ struct ReadmeTests {
     }
 
     static func bash(_ script: String, in directory: URL) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", script]
-        process.currentDirectoryURL = directory
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try runProgram(URL(fileURLWithPath: "/bin/bash"), ["-c", script], in: directory).output
     }
 }

@@ -162,6 +162,23 @@ final class RecordingTransport: PushTransport {
     func reset() { state.withLock { $0 = [] } }
 }
 
+/// Runs a program to its end and returns its exit status and everything it printed (stdout and stderr).
+func runProgram(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+                in directory: URL? = nil) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    if let directory { process.currentDirectoryURL = directory }
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, text)
+}
+
 /// Polls `condition` until it holds or `seconds` pass.
 func eventually(_ seconds: TimeInterval = 10, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)

@@ -10,9 +10,11 @@ DATABASE ?= var/islet.sqlite
 deps:
 	@scripts/install-deps
 
-# Release builds link the Swift runtime statically, so the binary (and the Debian package) needs only Debian's libraries.
+# Release builds link the Swift runtime statically, so the binary (and the Debian package) needs only Debian's
+# libraries; with the toolchain's lld, which does not repeat glibc's link-time notes about Foundation's mktemp.
+RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 build: deps
-	swift build -c release --product islet --static-swift-stdlib
+	swift build $(RELEASE_FLAGS) --product islet
 
 run: build
 	mkdir -p $(dir $(DATABASE))
@@ -54,7 +56,7 @@ BENCH_PUSHES ?= 200000
 BENCH_E2E_DEVICES ?= 100000
 bench:
 	@scripts/install-deps --bench
-	swift build -c release --product islet-bench --static-swift-stdlib
+	swift build $(RELEASE_FLAGS) --product islet-bench
 	mkdir -p var
 	.build/release/islet-bench devices --count $(BENCH_DEVICES) --database var/bench-devices.sqlite
 	.build/release/islet-bench apns --pushes $(BENCH_PUSHES) --python .venv/bin/python3

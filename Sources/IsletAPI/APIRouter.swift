@@ -16,15 +16,19 @@ public struct APIRouter: HTTPHandler {
     /// Extra routes by path prefix (the simulator's inspection pages), answered before the JSON API.
     let extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)]
     let limits: RateLimits
-    let limiter: RateLimiter
+    let perAddress: RateLimiter?
+    let perDeviceToken: RateLimiter?
+    let perServerToken: RateLimiter?
 
     public init(methods: [APIMethod], store: any ApplicationStore, metrics: Metrics, logger: Logger,
                 now: @escaping @Sendable () -> Date = { Date() },
                 extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)] = [],
-                limits: RateLimits = RateLimits(), limiter: RateLimiter = RateLimiter()) {
+                limits: RateLimits = RateLimits()) {
         self.now = now
         self.limits = limits
-        self.limiter = limiter
+        self.perAddress = limits.devicePerAddress.map { RateLimiter(limit: $0) }
+        self.perDeviceToken = limits.devicePerToken.map { RateLimiter(limit: $0) }
+        self.perServerToken = limits.serverPerToken.map { RateLimiter(limit: $0) }
         self.extraRoutes = extraRoutes
         self.methods = Dictionary(methods.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         self.authenticator = Authenticator(store: store)
@@ -133,16 +137,17 @@ public struct APIRouter: HTTPHandler {
         let (application, kind, tokenID) = try authenticator.authenticateWithKind(application: code, secret: secret, access: method.access)
         // E6: the device API token is public, so its calls are limited per client address and per application;
         // a server API token (the backend, e.g. importing devices) is limited only when configured.
-        if kind == .device, let limit = limits.devicePerAddress {
-            let client = RateLimiter.clientAddress(peer: request.clientAddress, forwardedFor: request.header("x-forwarded-for"))
-            if let wait = limiter.take("address:" + client, limit) {
-                throw RateLimited.message("one client address (\(client.prefix(64))) on the device API", limit: limit, retryAfter: wait)
+        if kind == .device, let limiter = perAddress {
+            let forwarded = request.headers.filter { $0.name == "x-forwarded-for" }.map(\.value)
+            let client = RateLimiter.clientAddress(peer: request.clientAddress, forwardedFor: forwarded)
+            if let wait = limiter.take(RateLimiter.addressKey(client)) {
+                throw RateLimited.message("one client address (\(client.prefix(64))) on the device API", limit: limiter.limit, retryAfter: wait)
             }
         }
-        if let limit = kind == .device ? limits.devicePerToken : (method.access == .server ? limits.serverPerToken : nil),
-           let wait = limiter.take("\(kind.rawValue):\(application.code.rawValue)", limit) {
+        if let limiter = kind == .device ? perDeviceToken : (method.access == .server ? perServerToken : nil),
+           let wait = limiter.take(application.code.rawValue) {
             let what = kind == .device ? "the device API tokens of \(application.code)" : "the server API tokens of \(application.code)"
-            throw RateLimited.message(what, limit: limit, retryAfter: wait)
+            throw RateLimited.message(what, limit: limiter.limit, retryAfter: wait)
         }
         return try method.run(APICall(application: application, request: body, receivedAt: receivedAt, tokenKind: kind, tokenID: tokenID))
     }

@@ -12,8 +12,10 @@ public struct RateLimits: Sendable, Equatable {
     /// Server API calls with one server API token.
     public var serverPerToken: RateLimit?
 
+    /// The per-application device limit is off by default: one bucket shared by every real phone is one an
+    /// attacker with many addresses could keep empty for everyone.
     public init(devicePerAddress: RateLimit? = RateLimit(perSecond: 50, burst: 200),
-                devicePerToken: RateLimit? = RateLimit(perSecond: 2000, burst: 10_000), serverPerToken: RateLimit? = nil) {
+                devicePerToken: RateLimit? = nil, serverPerToken: RateLimit? = nil) {
         self.devicePerAddress = devicePerAddress
         self.devicePerToken = devicePerToken
         self.serverPerToken = serverPerToken
@@ -22,32 +24,42 @@ public struct RateLimits: Sendable, Equatable {
     public static let none = RateLimits(devicePerAddress: nil, devicePerToken: nil, serverPerToken: nil)
 }
 
-/// Token buckets by key, shared by the HTTP worker threads. Buckets that have filled up again are
-/// forgotten when the table grows, so memory stays bounded by the number of recent clients.
+/// Token buckets for one limit, by key, shared by the HTTP worker threads. When the table grows past
+/// `pruneAbove`, buckets that have filled up again are forgotten (at most every 10 seconds), so memory
+/// stays bounded by the number of recent clients and no request pays for a sweep more than rarely.
 public final class RateLimiter: Sendable {
-    private let buckets = Mutex<[String: TokenBucket]>([:])
+    public let limit: RateLimit
+    private struct State {
+        var buckets: [String: TokenBucket] = [:]
+        var prunedAt = -Double.infinity
+    }
+    private let state = Mutex(State())
     private let now: @Sendable () -> Double
-    static let pruneAbove = 50_000
+    let pruneAbove: Int
 
-    public init(now: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) {
+    public init(limit: RateLimit, pruneAbove: Int = 50_000,
+                now: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) {
+        self.limit = limit
+        self.pruneAbove = pruneAbove
         self.now = now
     }
 
     /// Nil when the request may go; otherwise the seconds to wait.
-    public func take(_ key: String, _ limit: RateLimit) -> Int? {
+    public func take(_ key: String) -> Int? {
         let at = now()
-        return buckets.withLock { buckets in
-            if buckets.count > Self.pruneAbove {
-                buckets = buckets.filter { !$0.value.isFull(limit, now: at) }
+        return state.withLock { state in
+            if state.buckets.count > pruneAbove && at - state.prunedAt >= 10 {
+                state.buckets = state.buckets.filter { !$0.value.isFull(limit, now: at) }
+                state.prunedAt = at
             }
-            var bucket = buckets[key] ?? TokenBucket(limit: limit, now: at)
+            var bucket = state.buckets[key] ?? TokenBucket(limit: limit, now: at)
             let wait = bucket.take(limit, now: at)
-            buckets[key] = bucket
+            state.buckets[key] = bucket
             return wait
         }
     }
 
-    public var trackedKeys: Int { buckets.withLock { $0.count } }
+    public var trackedKeys: Int { state.withLock { $0.buckets.count } }
 }
 
 /// A call refused for its rate (E6): 429 with `Retry-After`.
@@ -63,12 +75,24 @@ public struct RateLimited: Error, Sendable, Equatable {
 
 extension RateLimiter {
     /// The client a request comes from: the peer, or behind a proxy on this machine (the peer is loopback)
-    /// the address that proxy appended last to `X-Forwarded-For`, as nginx's `$proxy_add_x_forwarded_for` does.
-    /// Entries a client wrote itself come earlier in the list and are never believed.
-    public static func clientAddress(peer: String, forwardedFor: String?) -> String {
+    /// the address that proxy appended last to `X-Forwarded-For` (all the header's lines, in order), as nginx's
+    /// `$proxy_add_x_forwarded_for` does. Entries a client wrote itself come earlier and are never believed.
+    public static func clientAddress(peer: String, forwardedFor: [String]) -> String {
         let loopback = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
-        guard loopback, let forwardedFor, let last = forwardedFor.split(separator: ",").last else { return peer }
+        guard loopback, let last = forwardedFor.joined(separator: ",").split(separator: ",").last else { return peer }
         let address = last.trimmingCharacters(in: .whitespaces)
         return address.isEmpty ? peer : address
+    }
+
+    /// The bucket of an address: an IPv4 address itself, an IPv6 address by its /64 (one subscriber's
+    /// network holds billions of addresses, so one bucket per address would limit nobody).
+    public static func addressKey(_ address: String) -> String {
+        guard address.contains(":") else { return address }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return bytes[12...].map(String.init).joined(separator: ".")   // an IPv4-mapped address is its IPv4 address
+        }
+        return stride(from: 0, to: 8, by: 2).map { String(format: "%02x%02x", bytes[$0], bytes[$0 + 1]) }.joined(separator: ":") + "::/64"
     }
 }

@@ -8,6 +8,8 @@ import IsletStore
 struct DeviceBenchmark {
     let count: Int
     let path: String
+    /// Tokens that share their first 48 hex digits (sequential test tokens), instead of varying up front.
+    var sharedPrefix = false
 
     func run() throws {
         try? FileManager.default.removeItem(atPath: path)
@@ -21,11 +23,13 @@ struct DeviceBenchmark {
         let versions = ["16.4", "17.2", "17.5", "18.1"]
 
         // 1. Registration: one registerDevice per device, each its own transaction, as the API does.
+        print("tokens:                    \(sharedPrefix ? "sharing their first 48 hex digits" : "varying in their first 16 hex digits")")
         var registered = 0
         let registration = try measure {
             for n in 0..<count {
                 let registration = DeviceRegistration(
-                    hwid: UUID().uuidString, pushToken: String(format: "%016llx", UInt64(n)) + Self.tokenTail,
+                    hwid: UUID().uuidString,
+                    pushToken: sharedPrefix ? Self.tokenTail + String(format: "%016llx", UInt64(n)) : String(format: "%016llx", UInt64(n)) + Self.tokenTail,
                     language: n % 2 == 0 ? "en" : "pt", timezone: "3600", osVersion: versions[n % versions.count], userID: "user-\(n)")
                 _ = try devices.registerDevice(registration, tags: [("Level", .integer(Int64(n % 100)))], in: code, at: Date())
                 registered += 1

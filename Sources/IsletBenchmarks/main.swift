@@ -4,7 +4,7 @@ import Foundation
 // `islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]`:
 // `islet-bench e2e [--devices N] [--clients N]`: see BENCHMARKS.md. `islet-bench apns-sink` is the sink `apns` starts as its child.
 let usage = """
-    usage: islet-bench devices [--count N] [--database PATH]
+    usage: islet-bench devices [--count N] [--database PATH] [--tokens varied|shared-prefix]
            islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
            islet-bench e2e [--devices N] [--clients N] [--probes N]
 
@@ -37,7 +37,11 @@ while let option = arguments.first {
 do {
     switch command {
     case "devices":
-        let benchmark = DeviceBenchmark(count: number("--count", 1_000_000), path: take("--database") ?? "var/bench-devices.sqlite")
+        var benchmark = DeviceBenchmark(count: number("--count", 1_000_000), path: take("--database") ?? "var/bench-devices.sqlite")
+        if let shape = take("--tokens") {
+            guard shape == "varied" || shape == "shared-prefix" else { fail("islet-bench: --tokens is varied or shared-prefix\n", code: 64) }
+            benchmark.sharedPrefix = shape == "shared-prefix"
+        }
         if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
         try benchmark.run()
     case "apns":

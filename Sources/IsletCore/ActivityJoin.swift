@@ -6,18 +6,14 @@ public struct ActivityJoinFacts: Sendable, Equatable {
     public var startedByIslet = false
     /// The device already takes part in it.
     public var isMember = false
-    /// A start of it was addressed to this device.
+    /// The start of its current session was addressed to this device.
     public var targeted = false
-    /// Another device with this device's User ID was addressed by its start or takes part in it.
-    public var sharesUserWithParticipant = false
 
-    public init(known: Bool = false, startedByIslet: Bool = false, isMember: Bool = false, targeted: Bool = false,
-                sharesUserWithParticipant: Bool = false) {
+    public init(known: Bool = false, startedByIslet: Bool = false, isMember: Bool = false, targeted: Bool = false) {
         self.known = known
         self.startedByIslet = startedByIslet
         self.isMember = isMember
         self.targeted = targeted
-        self.sharesUserWithParticipant = sharesUserWithParticipant
     }
 }
 
@@ -29,15 +25,15 @@ public enum ActivityJoin {
     /// - A server API token (the backend) is trusted.
     /// - An activity Islet has never seen is defined by the first device that reports it.
     /// - A device already taking part may renew its token.
-    /// - An activity started by startLiveActivity admits the devices its start addressed, and devices of
-    ///   the same User ID as one of those (the customer's other phone).
-    /// - An activity started on a phone admits devices of the same User ID as one taking part.
+    /// - An activity started by startLiveActivity admits the devices the start of its current session
+    ///   addressed (a start by `users` addresses every device of those users).
+    /// A User ID is not proof: the device API lets any caller claim one, so it admits nobody by itself.
     public static func refusal(activityID: String, facts: ActivityJoinFacts, trusted: Bool) -> APIError? {
-        if trusted || !facts.known || facts.isMember || facts.sharesUserWithParticipant { return nil }
+        if trusted || !facts.known || facts.isMember { return nil }
         if facts.startedByIslet && facts.targeted { return nil }
         let why = facts.startedByIslet
-            ? "its start did not address this device, nor a device of the same User ID"
-            : "it runs on other devices, none with this device's User ID"
+            ? "its start did not address this device (start it with devices or users that include it)"
+            : "it runs on other devices"
         return APIError(.forbidden, "activity_id: this device may not join activity '\(activityID.prefix(256))': \(why) (D5)")
     }
 }

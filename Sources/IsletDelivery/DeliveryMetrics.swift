@@ -39,5 +39,17 @@ public final class DeliveryMetrics: Sendable {
         }
     }
 
+    func count(keys: [Key]) {
+        guard !keys.isEmpty else { return }
+        counts.withLock { counts in
+            for key in keys { counts[key, default: 0] += 1 }
+        }
+    }
+
+    /// The label of a push settled without a send (its reason is Islet's own words, so it is not a label).
+    static func settledKey(_ state: DeliveryState, reason: String) -> Key {
+        Key(result: state, reason: state == .failed ? "no answer" : "")
+    }
+
     public func snapshot() -> [Key: Int] { counts.withLock { $0 } }
 }

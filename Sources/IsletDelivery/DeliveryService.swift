@@ -151,8 +151,15 @@ public final class DeliveryService: Sendable {
             if let job = try messages.claimNextJob(at: now(), excluding: saturated, shardsExcluding: shardsFull, sharding: configuration.sharding) {
                 return reserve((.job(job), [job.application]))
             }
-            let due = try messages.claimDueDeliveries(at: now(), limit: configuration.retryBatchSize, excluding: saturated,
-                                                      verdict: decisions.verdict)
+            // Pushes settled at the claim (expired, superseded, confirmed, failed after two copies) count in
+            // /metrics once the claim has committed.
+            var settled: [DeliveryMetrics.Key] = []
+            let due = try messages.claimDueDeliveries(at: now(), limit: configuration.retryBatchSize, excluding: saturated) { item, at in
+                let verdict = decisions.verdict(item, now: at)
+                if case .settle(let state, let reason) = verdict { settled.append(DeliveryMetrics.settledKey(state, reason: reason)) }
+                return verdict
+            }
+            metrics.count(keys: settled)
             return due.isEmpty ? nil : reserve((.due(due), Set(due.map(\.application))))
         }
         guard let (work, applications) = unit else { return false }

@@ -179,6 +179,15 @@ public struct SQLiteApplicationStore: ApplicationStore {
     }
 
     private func upsert(_ key: APNsSigningKey, _ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) {
+        // One master key for the whole file: never a key in clear beside sealed ones, nor one sealed with a
+        // master key that cannot open the others.
+        for row in try c.query("SELECT application, pem FROM apns_keys") {
+            guard let stored = row[1].text, MasterKey.isSealed(stored) else { continue }
+            guard masterKey != nil else {
+                throw StoreError(.locked, "this database's APNs keys are sealed: give Islet its master key (ISLET_MASTER_KEY or ISLET_MASTER_KEY_FILE), or the new key would be stored in clear")
+            }
+            _ = try open(stored, application: ApplicationCode(row[0].text ?? "") ?? application)
+        }
         try c.run("""
             INSERT INTO apns_keys (application, team_id, key_id, environment, pem, updated_at) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (application) DO UPDATE SET team_id = excluded.team_id, key_id = excluded.key_id,

@@ -38,6 +38,16 @@ public final class SQLiteDatabase: Sendable {
         idle.withLock { $0.append(connection) }
     }
 
+    /// Opens an existing database as it is, without migrating it: for commands that inspect or copy a file
+    /// a server (perhaps an older one) may be using.
+    public init(existingAt path: String) throws(StoreError) {
+        guard FileManager.default.fileExists(atPath: path) else { throw StoreError(.notFound, "no database at \(path)") }
+        self.path = path
+        self.maximumIdle = 1
+        let connection = try SQLiteConnection(path: path)
+        idle.withLock { $0.append(connection) }
+    }
+
     /// A connection for one thread's use; give it back with `checkIn`.
     private func checkOut() throws(StoreError) -> SQLiteConnection {
         if let reused = idle.withLock({ $0.popLast() }) { return reused }
@@ -88,6 +98,7 @@ public final class SQLiteDatabase: Sendable {
         }
         let fd = open(destination, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError(.io, "cannot create \(destination): \(String(cString: strerror(errno)))") }
+        fchmod(fd, 0o600)   // an empty file that existed keeps its mode otherwise
         close(fd)
         do {
             try withConnection { (connection) throws(StoreError) in

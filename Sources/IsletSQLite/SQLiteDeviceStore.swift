@@ -175,21 +175,28 @@ public struct SQLiteDeviceStore: DeviceStore {
         })
     }
 
-    /// The facts D5 decides on, read in the reporting transaction.
+    /// The facts D5 decides on, read in the reporting transaction: primary-key and index lookups only.
     private func joinFacts(_ activityID: String, device: Device, application: ApplicationCode,
                            _ c: SQLiteConnection) throws(StoreError) -> ActivityJoinFacts {
         guard let activity = try c.query("SELECT id FROM activities WHERE application = ? AND activity_id = ?",
                                          [.text(application.rawValue), .text(activityID)]).first?[0] else { return ActivityJoinFacts() }
-        let starts = "SELECT d.device FROM deliveries d JOIN messages m ON m.id = d.message WHERE m.activity = ?1 AND m.event = 'start'"
+        // The current session's start: a restart after an end addresses its own devices, not the last session's.
         let row = try c.query("""
-            SELECT EXISTS (SELECT 1 FROM messages WHERE activity = ?1 AND event = 'start'),
-                   EXISTS (SELECT 1 FROM activity_devices WHERE activity = ?1 AND device = ?2),
-                   EXISTS (SELECT 1 FROM deliveries d JOIN messages m ON m.id = d.message WHERE d.device = ?2 AND m.activity = ?1 AND m.event = 'start'),
-                   ?3 IS NOT NULL AND EXISTS (SELECT 1 FROM devices o WHERE o.user_id = ?3 AND +o.application = ?4 AND o.id != ?2
-                       AND (o.id IN (SELECT device FROM activity_devices WHERE activity = ?1) OR o.id IN (\(starts))))
-            """, [activity, .int(device.id), Self.optional(device.userID), .text(application.rawValue)])[0]
-        return ActivityJoinFacts(known: true, startedByIslet: row[0].int == 1, isMember: row[1].int == 1, targeted: row[2].int == 1,
-                                 sharesUserWithParticipant: row[3].int == 1)
+            SELECT (SELECT MAX(id) FROM messages WHERE activity = ?1 AND event = 'start' AND state != 'cancelled'),
+                   EXISTS (SELECT 1 FROM activity_devices WHERE activity = ?1 AND device = ?2)
+            """, [activity, .int(device.id)])[0]
+        guard let start = row[0].int else { return ActivityJoinFacts(known: true, isMember: row[1].int == 1) }
+        var targeted = try c.query("SELECT EXISTS (SELECT 1 FROM deliveries WHERE message = ? AND device = ?)",
+                                   [.int(start), .int(device.id)])[0][0].int == 1
+        // A fan-out still under way has not recorded every device yet: a phone that got its push early may
+        // report before its batch is recorded. Then the start's target itself says whether it is addressed.
+        if !targeted, let pending = try c.query("SELECT target FROM messages WHERE id = ? AND state IN ('pending', 'sending')",
+                                                [.int(start)]).first, let text = pending[0].text {
+            let (condition, parameters) = Self.sql(for: try SQLiteMessageStore.decodeTarget(text, application, c), app: .text(application.rawValue))
+            targeted = try c.query("SELECT EXISTS (SELECT 1 FROM devices d WHERE d.id = ? AND d.application = ? AND (\(condition)))",
+                                   [.int(device.id), .text(application.rawValue)] + parameters)[0][0].int == 1
+        }
+        return ActivityJoinFacts(known: true, startedByIslet: true, isMember: row[1].int == 1, targeted: targeted)
     }
 
     /// A device that reports an update token takes part in that activity: updates reach it (S8, U2).

@@ -187,7 +187,7 @@ public struct SQLiteMessageStore: MessageStore {
                       [Self.seconds(date), activity])
         }
         let activityID = try c.query("SELECT activity_id FROM activities WHERE id = ?", [activity]).first?[0].text ?? ""
-        let target = try row[5].text.map { (text) throws(StoreError) in try decodeTarget(text, application, c) }
+        let target = try row[5].text.map { (text) throws(StoreError) in try Self.decodeTarget(text, application, c) }
         return MessageJob(
             id: row[0].int ?? 0, code: row[1].text ?? "", application: application,
             event: LiveActivityEvent(rawValue: row[3].text ?? "") ?? .update, activity: row[4].int ?? 0, activityID: activityID,
@@ -250,7 +250,12 @@ public struct SQLiteMessageStore: MessageStore {
         try database.write { (c) throws(StoreError) -> (deliveries: Int, messages: Int) in
             guard let message = try c.query("""
                 SELECT m.id FROM messages m INDEXED BY messages_finished JOIN activities a ON a.id = m.activity
-                WHERE m.state IN ('done', 'cancelled') AND m.finished_at < ?1 AND (a.state = 'ended' OR a.updated_at < ?1)
+                WHERE m.state IN ('done', 'cancelled') AND m.finished_at < ?1
+                  AND (a.state = 'ended' OR a.updated_at < ?1
+                       -- a live activity keeps its current start (D5) and its latest update or end (catch-up)
+                       OR (m.id != COALESCE((SELECT MAX(id) FROM messages WHERE activity = m.activity AND event = 'start' AND state != 'cancelled'), 0)
+                           AND m.id != COALESCE((SELECT MAX(id) FROM messages WHERE activity = m.activity AND event IN ('update', 'end')
+                                                 AND state != 'cancelled'), 0)))
                 ORDER BY m.finished_at LIMIT 1
                 """, [Self.seconds(cutoff)]).first?[0] else { return (0, 0) }
             let deleted = try c.run("""
@@ -575,7 +580,7 @@ public struct SQLiteMessageStore: MessageStore {
         }
     }
 
-    private func tagTypes(_ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> [String: TagType] {
+    static func tagTypes(_ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> [String: TagType] {
         var types: [String: TagType] = [:]
         for row in try c.query("SELECT name, type FROM tag_types WHERE application = ?", [.text(application.rawValue)]) {
             types[row[0].text ?? ""] = TagType(rawValue: row[1].text ?? "")
@@ -592,11 +597,11 @@ public struct SQLiteMessageStore: MessageStore {
         }
     }
 
-    private func decodeTarget(_ text: String, _ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> TargetSelection {
+    static func decodeTarget(_ text: String, _ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> TargetSelection {
         do {
             let object = try JSONParser.parse(text).objectValue ?? [:]
             if let filter = object["filter"]?.objectValue {
-                let types = try tagTypes(application, c)
+                let types = try Self.tagTypes(application, c)
                 return .filter(try FilterDefinition.parse(
                     name: filter["name"]?.stringValue ?? "", join: FilterJoin(rawValue: filter["operator"]?.stringValue ?? "") ?? .and,
                     conditions: filter["conditions"], tagTypes: types))

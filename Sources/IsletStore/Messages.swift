@@ -493,7 +493,8 @@ public protocol MessageStore: Sendable {
     /// When the next pending job or due delivery of an application not `excluding` falls due; nil when none waits.
     func nextDueDate(excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>) throws(StoreError) -> Date?
     /// Deletes, in one short transaction, up to `limit` delivery records of the oldest message finished before
-    /// `cutoff` whose activity ended or has not changed since then, and the message once none is left.
+    /// `cutoff`, and the message once none is left: any such message of an activity that ended or has not
+    /// changed since `cutoff`; of a live one, all but its current start and its latest update or end.
     /// Returns what it deleted; (0, 0) when nothing is that old.
     func pruneFinished(before cutoff: Date, limit: Int) throws(StoreError) -> (deliveries: Int, messages: Int)
     /// The delivery backlog for operators (`/metrics`): jobs due and scheduled, retries owed.

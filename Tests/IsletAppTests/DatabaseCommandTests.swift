@@ -36,9 +36,18 @@ struct DatabaseCommandTests {
         #expect(missing.errors.contains("no database at"))
     }
 
-    @Test func versionShowsTheSchemaVersion() {
+    /// `db version` and `db backup` look at the file as it is: they never migrate it (an older server may use it).
+    @Test func versionAndBackupLeaveAnOlderSchemaAsItIs() throws {
+        _ = try SQLiteDatabase(path: workspace.database, migrateUpTo: 3)
         let run = islet(["db", "version", "--database", workspace.database])
-        #expect(run.output == "schema version \(SQLiteDatabase.latestSchemaVersion) (this Islet: \(SQLiteDatabase.latestSchemaVersion))\n")
+        #expect(run.output == "schema version 3 (this Islet: \(SQLiteDatabase.latestSchemaVersion))\n")
+        let copy = workspace.directory.appendingPathComponent("old.sqlite").path
+        #expect(islet(["db", "backup", copy, "--database", workspace.database]).status == 0)
+        #expect(try SQLiteDatabase(existingAt: workspace.database).schemaVersion() == 3)
+        #expect(try SQLiteDatabase(existingAt: copy).schemaVersion() == 3)
+        let missing = islet(["db", "version", "--database", workspace.directory.appendingPathComponent("typo.sqlite").path])
+        #expect(missing.status == 1 && missing.errors.contains("no database at"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.directory.appendingPathComponent("typo.sqlite").path), "nothing created")
     }
 
     @Test func theManualPageListsEveryLeafCommandAndOption() {

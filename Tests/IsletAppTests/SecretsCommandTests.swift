@@ -38,9 +38,28 @@ struct SecretsCommandTests {
 
         let wrong = islet(["app", "rotate-master-key", "--new-key-file", newKeyFile, "--database", workspace.database], environment: environment)
         #expect(wrong.status == 1 && wrong.errors.contains("sealed with another master key"), "the old key opens nothing now")
+        // A key in clear (no master key given) is refused beside sealed ones, as is one under another master key.
+        let plain = islet(["app", "set-apns-key", try #require(try store.applications().first?.code.rawValue), "--team-id", "TEAM123456",
+                           "--key-id", "KEY7654321", "--key-file", keyFile, "--database", workspace.database])
+        #expect(plain.status == 1 && plain.errors.contains("would be stored in clear"), "\(plain.errors)")
+        let linked = workspace.directory.appendingPathComponent("linked.key").path
+        try FileManager.default.createSymbolicLink(atPath: linked, withDestinationPath: newKeyFile)
+        #expect(islet(["app", "list", "--database", workspace.database], environment: ["ISLET_MASTER_KEY_FILE": linked]).status == 0,
+                "a link to a 0600 key file is read (mounted secrets are links)")
         let open = workspace.file("open.key", second.hexText, mode: 0o644)
         let refused = islet(["app", "rotate-master-key", "--new-key-file", open, "--database", workspace.database], environment: environment)
         #expect(refused.status == 64 && refused.errors.contains("is readable by other users"))
+    }
+
+    @Test func rotationRefusesADatabaseWithNothingToSeal() throws {
+        let keyFile = workspace.file("master.key", MasterKey.generate().hexText)
+        let missing = workspace.directory.appendingPathComponent("typo.sqlite").path
+        let none = islet(["app", "rotate-master-key", "--new-key-file", keyFile, "--database", missing])
+        #expect(none.status == 1 && none.errors.contains("no database at"))
+        #expect(!FileManager.default.fileExists(atPath: missing))
+        _ = islet(["app", "create", "--name", "Shop", "--bundle-id", "com.example.shop", "--database", workspace.database])
+        let empty = islet(["app", "rotate-master-key", "--new-key-file", keyFile, "--database", workspace.database])
+        #expect(empty.status == 1 && empty.errors.contains("holds no APNs key"))
     }
 
     @Test func theServerWillNotStartWithoutTheKeyThatOpensItsKeys() throws {
@@ -51,7 +70,12 @@ struct SecretsCommandTests {
         var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), databasePath: workspace.database, apns: .apple)
         configuration.apnsURL = "https://127.0.0.1:9"
         let locked = try IsletServer(configuration: configuration, logger: .discard)
-        #expect(throws: (any Error).self) { try locked.start() }
+        do {
+            try locked.start()
+            Issue.record("started without the master key")
+        } catch let error as StoreError {
+            #expect(error.code == .locked)
+        }
         locked.shutdown()
         configuration.masterKey = master
         let unlocked = try IsletServer(configuration: configuration, logger: .discard)

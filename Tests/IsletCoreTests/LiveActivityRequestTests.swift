@@ -51,7 +51,6 @@ struct ActivityJoinRuleTests {
         (ActivityJoinFacts(), false, true),
         (ActivityJoinFacts(known: true, startedByIslet: true), false, false),
         (ActivityJoinFacts(known: true, startedByIslet: true, targeted: true), false, true),
-        (ActivityJoinFacts(known: true, startedByIslet: true, sharesUserWithParticipant: true), false, true),
         (ActivityJoinFacts(known: true, startedByIslet: true), true, true),
         (ActivityJoinFacts(known: true, isMember: true), false, true),
         (ActivityJoinFacts(known: true), false, false),

@@ -32,7 +32,7 @@ struct ActivityJoinTests {
             startNotification(["devices": ["first_third"]], id: "ORDER_42"))]]))[0]])
         let refused = try report("attacker", "ORDER_42", byte: "66")
         #expect(refused.status == 403)
-        #expect(refused.message == "activity_id: this device may not join activity 'ORDER_42': its start did not address this device, nor a device of the same User ID (D5)")
+        #expect(refused.message == "activity_id: this device may not join activity 'ORDER_42': its start did not address this device (start it with devices or users that include it) (D5)")
         #expect(try world.running.server.devices.activityTokens(hwid: "attacker", in: ApplicationCode(world.code)!).isEmpty, "nothing written")
         #expect(try report("first_third", "ORDER_42", byte: "e1").status == 200, "the addressed device reports as usual")
 
@@ -42,23 +42,58 @@ struct ActivityJoinTests {
         #expect(try report("attacker", "ORDER_42", byte: "66", token: world.auth).status == 200, "the backend's server token is trusted")
     }
 
-    @Test func theCustomersOtherDeviceMayJoin() throws {
+    @Test func aClaimedUserIDOpensNothingButAStartByUserReachesEveryDeviceOfTheUser() throws {
         _ = try world.waitUntilSent([try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(
             startNotification(["devices": ["alice_phone"]], id: "ORDER_7"))]]))[0]])
-        #expect(try report("alice_ipad", "ORDER_7", byte: "a7").status == 200, "same User ID as the addressed device")
-        #expect(try report("bob_phone", "ORDER_7", byte: "b7").status == 403)
+        // Anyone can call registerDevice with the app's token and claim Alice's User ID: that proves nothing.
+        _ = try world.expectOK(call(world.running.port, "registerDevice", [
+            "application": .string(world.code), "hwid": "attacker", "push_token": .string(LiveActivityWorld.hex("c1", 32)), "userId": "alice"],
+            token: deviceToken))
+        #expect(try report("attacker", "ORDER_7", byte: "66").status == 403)
+        #expect(try report("alice_ipad", "ORDER_7", byte: "a7").status == 403, "not addressed by the start")
+        // A start by User ID addresses every device of the user, so the customer's iPad joins.
+        _ = try world.waitUntilSent([try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(
+            startNotification(["devices": .null, "users": ["bob"]], id: "ORDER_8"))]]))[0]])
+        #expect(try report("bob_ipad", "ORDER_8", byte: "b8").status == 200)
     }
 
-    @Test func anActivityStartedOnAPhoneBelongsToItsReporterAndTheirUser() throws {
+    @Test func aRestartedActivityAdmitsOnlyTheDevicesOfItsNewStart() throws {
+        func start(_ devices: [JSONValue]) throws {
+            _ = try world.waitUntilSent([try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(
+                startNotification(["devices": .array(devices)], id: "ORDER_9"))]]))[0]])
+        }
+        try start(["alice_phone"])
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(
+            updateNotification(id: "ORDER_9", event: "end"))]])))
+        try start(["bob_phone"])   // S3: the id starts a new session after its end
+        #expect(try report("alice_phone", "ORDER_9", byte: "a9").status == 403, "the last session's device is not addressed now")
+        #expect(try report("bob_phone", "ORDER_9", byte: "b9").status == 200)
+    }
+
+    @Test func aDeviceInTheAudienceOfAStartNotSentYetMayJoin() throws {
+        // A scheduled start has recorded no device yet; its target decides (as for a fan-out under way).
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        let later = formatter.string(from: world.clock.now.addingTimeInterval(7200))
+        _ = try world.expectOK(world.server("startLiveActivity", ["notifications": [.object(
+            startNotification(["devices": ["alice_phone"], "send_date": .string(later)], id: "ORDER_10"))]]))
+        #expect(try report("alice_phone", "ORDER_10", byte: "aa").status == 200)
+        #expect(try report("attacker", "ORDER_10", byte: "66").status == 403)
+    }
+
+    @Test func anActivityStartedOnAPhoneBelongsToItsReporter() throws {
         #expect(try report("bob_phone", "LOCAL_1", byte: "b1").status == 200, "the first report defines it")
         #expect(try report("bob_phone", "LOCAL_1", byte: "b2").status == 200, "a member renews its token")
-        #expect(try report("bob_ipad", "LOCAL_1", byte: "b3").status == 200, "same User ID as a member")
-        let refused = try report("attacker", "LOCAL_1", byte: "66")
+        let refused = try report("bob_ipad", "LOCAL_1", byte: "b3")
         #expect(refused.status == 403)
-        #expect(refused.message?.hasSuffix("it runs on other devices, none with this device's User ID (D5)") == true)
+        #expect(refused.message?.hasSuffix("it runs on other devices (D5)") == true)
+        #expect(try report("attacker", "LOCAL_1", byte: "66").status == 403)
         #expect(try call(world.running.port, "setActivityToken", ["application": .string(world.code), "hwid": "attacker",
                                                                   "activity_id": "LOCAL_1", "activity_token": ""], token: deviceToken).status == 200,
                 "ending (an empty token) joins nothing and is always accepted")
+        #expect(try report("bob_ipad", "LOCAL_1", byte: "b3", token: world.auth).status == 200, "the backend may add a device")
     }
 }
 

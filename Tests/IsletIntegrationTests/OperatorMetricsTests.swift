@@ -40,8 +40,13 @@ struct OperatorMetricsTests {
     @Test func anOutageShowsAsRetriesOwedWithTheirReasonThenAsSent() throws {
         let outage = Outage()
         let (world, _) = try outageWorld(outage)
-        // The test clock stands still, so the retries (due a second later) are not taken yet.
-        let during = try Self.scrape(world.running.port)
+        // The test clock stands still, so the retries (due a second later) are not taken yet; the counters are
+        // updated just after the records commit, so the scrape waits for them.
+        var during: [String: Double] = [:]
+        #expect(try eventually {
+            during = try Self.scrape(world.running.port)
+            return during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 2 && during["islet_delivery_jobs_due"] == 0
+        })
         #expect(during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 2, "\(during)")
         #expect(during["islet_pushes_total{result=\"skipped\",reason=\"iOS 16.1–17.1\"}"] == 1, "\(during)")
         #expect(during["islet_pushes_total{result=\"sent\",reason=\"\"}"] == nil)
@@ -61,6 +66,24 @@ struct OperatorMetricsTests {
         #expect(after["islet_delivery_retries_owed{state=\"retrying\"}"] == 0)
         #expect(after["islet_delivery_oldest_due_retry_age_seconds"] == 0)
         #expect(after["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 2, "a counter never goes down")
+    }
+
+    /// An outage longer than a push's lifetime: the pushes settle as expired at the claim, and count.
+    @Test func pushesThatExpireInAnOutageAreCounted() throws {
+        let outage = Outage()
+        let (world, _) = try outageWorld(outage)
+        // Expired at a claim (reason "") or when a retry would fall past the lifetime (Apple's last reason).
+        func expired(_ samples: [String: Double]) -> Double {
+            samples.filter { $0.key.hasPrefix("islet_pushes_total{result=\"expired\"") }.values.reduce(0, +)
+        }
+        #expect(try eventually {
+            if expired(try Self.scrape(world.running.port)) == 2 { return true }
+            world.clock.advance(600)
+            world.running.server.delivery?.kick()
+            return false
+        })
+        let after = try Self.scrape(world.running.port)
+        #expect(after["islet_delivery_retries_owed{state=\"retrying\"}"] == 0, "\(after.filter { $0.key.contains("pushes") || $0.key.contains("owed") })")
     }
 
     @Test func retriesNobodyTakesShowAsLag() throws {

@@ -16,7 +16,7 @@ struct RateLimitTests {
 
     @Test func aClientOverItsRateGets429WithRetryAfterAndOthersAreUnaffected() throws {
         // One call a minute, bursts of 2: the third call in a row is over, whatever the machine's speed.
-        let running = try RunningServer(rateLimits: RateLimits(devicePerAddress: RateLimit(perSecond: 1.0 / 60, burst: 2), devicePerToken: nil))
+        let running = try RunningServer(rateLimits: RateLimits(devicePerAddress: RateLimit(perSecond: 1.0 / 60, burst: 2)))
         let device = try running.admin().issueToken(for: ApplicationCode("XXXXX-XXXXX")!, kind: .device, label: "app").secret
         #expect(try register(running, token: device, hwid: "a").status == 200)
         #expect(try register(running, token: device, hwid: "b").status == 200)
@@ -73,8 +73,32 @@ struct TokenBucketTests {
     }
 
     @Test func theClientIsThePeerUnlessALocalProxyForwardedIt() {
-        #expect(RateLimiter.clientAddress(peer: "203.0.113.9", forwardedFor: "1.2.3.4") == "203.0.113.9", "a remote peer cannot claim another address")
-        #expect(RateLimiter.clientAddress(peer: "127.0.0.1", forwardedFor: "1.2.3.4, 203.0.113.9") == "203.0.113.9")
-        #expect(RateLimiter.clientAddress(peer: "::1", forwardedFor: nil) == "::1")
+        #expect(RateLimiter.clientAddress(peer: "203.0.113.9", forwardedFor: ["1.2.3.4"]) == "203.0.113.9", "a remote peer cannot claim another address")
+        #expect(RateLimiter.clientAddress(peer: "127.0.0.1", forwardedFor: ["1.2.3.4, 203.0.113.9"]) == "203.0.113.9")
+        #expect(RateLimiter.clientAddress(peer: "127.0.0.1", forwardedFor: ["1.2.3.4", "203.0.113.9"]) == "203.0.113.9",
+                "a second header line (HAProxy's) is read after the first, which the client wrote")
+        #expect(RateLimiter.clientAddress(peer: "::1", forwardedFor: []) == "::1")
     }
+
+    @Test func anIPv6ClientIsLimitedByItsSlash64() {
+        #expect(RateLimiter.addressKey("2001:db8:1:2:aaaa::1") == RateLimiter.addressKey("2001:db8:1:2:bbbb:cccc:dddd:eeee"))
+        #expect(RateLimiter.addressKey("2001:db8:1:2::1") != RateLimiter.addressKey("2001:db8:1:3::1"))
+        #expect(RateLimiter.addressKey("2001:db8:1:2::1") == "2001:0db8:0001:0002::/64")
+        #expect(RateLimiter.addressKey("::ffff:203.0.113.7") == "203.0.113.7" && RateLimiter.addressKey("203.0.113.7") == "203.0.113.7")
+    }
+
+    @Test func aLimiterForgetsFullBucketsOnlyWhenLargeAndRarely() {
+        let clock = ManualSeconds()
+        let limiter = RateLimiter(limit: RateLimit(perSecond: 1, burst: 1), pruneAbove: 3, now: { clock.value })
+        for key in ["a", "b", "c", "d"] { #expect(limiter.take(key) == nil) }
+        #expect(limiter.take("a") != nil, "a's bucket is remembered and empty")
+        clock.value = 20   // every bucket is full again
+        #expect(limiter.take("e") == nil)
+        #expect(limiter.trackedKeys == 1, "the sweep dropped the full buckets")
+    }
+}
+
+/// A clock the test sets by hand (one thread sets it, the limiter reads it under its own lock).
+final class ManualSeconds: @unchecked Sendable {
+    var value = 0.0
 }

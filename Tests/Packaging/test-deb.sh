@@ -7,7 +7,9 @@ cd "$(dirname "$0")/../.."
 . Tests/Packaging/lib.sh
 
 dpkg-query -W -f='${Status}' islet 2>/dev/null | grep -q "install ok installed" && fail "islet is already installed here; this test installs and purges it"
-deb="$(make --no-print-directory -s deb | tail -1)"
+make --no-print-directory -s deb > "${TMPDIR:-/tmp}/islet-make-deb.log" 2>&1 || fail "make deb failed: $(tail -20 "${TMPDIR:-/tmp}/islet-make-deb.log")"
+grep -q "warning:" "${TMPDIR:-/tmp}/islet-make-deb.log" && fail "the release build warns: $(grep "warning:" "${TMPDIR:-/tmp}/islet-make-deb.log" | head -3)"
+deb="$(tail -1 "${TMPDIR:-/tmp}/islet-make-deb.log")"
 [ -f "$deb" ] || fail "make deb printed no package: $deb"
 ok "built $deb"
 info="$(dpkg-deb --info "$deb")"
@@ -26,6 +28,7 @@ unit=/lib/systemd/system/islet.service
 cmp -s "$unit" packaging/islet.service || fail "the installed unit differs from packaging/islet.service"
 getent passwd islet | grep -q ":/usr/sbin/nologin$" || fail "no islet system user with a nologin shell"
 [ "$(stat -c '%U %a' /var/lib/islet)" = "islet 700" ] || fail "/var/lib/islet is $(stat -c '%U %a' /var/lib/islet), not islet 700"
+[ "$(stat -c '%U:%G %a' /etc/islet)" = "root:islet 750" ] || fail "/etc/islet is $(stat -c '%U:%G %a' /etc/islet)"
 [ "$(stat -c '%U:%G %a' /etc/islet/islet.env)" = "root:islet 640" ] || fail "/etc/islet/islet.env is $(stat -c '%U:%G %a' /etc/islet/islet.env)"
 [ "$(stat -c '%U %a' /etc/islet/master.key)" = "islet 600" ] || fail "/etc/islet/master.key is $(stat -c '%U %a' /etc/islet/master.key)"
 [ "$(tr -d '\n' < /etc/islet/master.key | wc -c)" = "64" ] || fail "the master key is not 64 hex digits"
@@ -55,8 +58,9 @@ ok "the packaged server runs as $user on port $port"
 # database), then the API. The key is sealed with the packaged master key: not in the file in clear.
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/AuthKey_ABC123DEFG.p8" 2>/dev/null
 as_root chown islet "$work/AuthKey_ABC123DEFG.p8"; as_root chmod 600 "$work/AuthKey_ABC123DEFG.p8"
-created="$(as_root runuser -u islet -- env ${settings[*]} /usr/bin/islet app create --name Shop --bundle-id com.example.shop \
-  --team-id DEF123GHIJ --key-id ABC123DEFG --key-file "$work/AuthKey_ABC123DEFG.p8" --json)"
+# As docs/PRODUCTION.md runs admin commands: as islet, with the service's settings sourced.
+created="$(as_root runuser -u islet -- sh -c "set -a; . /etc/islet/islet.env; exec islet app create --name Shop --bundle-id com.example.shop \
+  --team-id DEF123GHIJ --key-id ABC123DEFG --key-file $work/AuthKey_ABC123DEFG.p8 --json")"
 as_root grep -q "PRIVATE KEY" /var/lib/islet/islet.sqlite* && fail "the APNs key is stored in clear"
 as_root grep -q "islet-sealed:v1:" /var/lib/islet/islet.sqlite* || fail "the APNs key is not sealed"
 code="$(grep -o '"application":"[^"]*"' <<<"$created" | cut -d'"' -f4)"; token="$(grep -o '"api_token":"[^"]*"' <<<"$created" | cut -d'"' -f4)"
@@ -64,13 +68,13 @@ answer="$(curl -s "http://127.0.0.1:$port/json/1.3/getApplication" -d "{\"reques
 grep -q '"bundle_id":"com.example.shop"' <<<"$answer" || fail "getApplication: $answer"
 grep -q '"key_id":"ABC123DEFG"' <<<"$answer" || fail "getApplication does not show the key: $answer"
 [ "$(stat -c '%U %a' /var/lib/islet/islet.sqlite)" = "islet 600" ] || fail "the database is $(stat -c '%U %a' /var/lib/islet/islet.sqlite)"
-as_root runuser -u islet -- env ${settings[*]} /usr/bin/islet db backup /var/lib/islet/backup.sqlite >/dev/null
+as_root runuser -u islet -- sh -c 'set -a; . /etc/islet/islet.env; exec islet db backup /var/lib/islet/backup.sqlite' >/dev/null
 [ "$(stat -c '%U %a' /var/lib/islet/backup.sqlite)" = "islet 600" ] || fail "the backup is $(stat -c '%U %a' /var/lib/islet/backup.sqlite)"
 as_root runuser -u islet -- /usr/bin/islet app list --database /var/lib/islet/backup.sqlite | grep -q "com.example.shop" || fail "the backup lacks the application"
 ok "app create, getApplication, islet db backup (0600) on the packaged database"
 
 started=$(date +%s%N)
-as_root pkill -TERM -x islet
+as_root pkill -TERM -u islet -x islet   # only the packaged server runs as the islet user
 wait_for 15 bash -c "! kill -0 $server" || fail "the server did not stop within 15 s of SIGTERM"
 wait "$server" || fail "the server exited with status $? after SIGTERM"
 ok "SIGTERM: stopped with status 0 in $(( ($(date +%s%N) - started) / 1000000 )) ms"

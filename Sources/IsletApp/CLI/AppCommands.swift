@@ -275,11 +275,19 @@ struct RotateMasterKeyCommand: CLICommand {
     }
 
     func run(_ context: CLIContext) throws -> Int32 {
+        let database = arguments.value("--database") ?? ServerConfiguration.defaultDatabase
+        guard FileManager.default.fileExists(atPath: database) else {
+            throw CLIError.failure("no database at \(database); set --database or ISLET_DATABASE (nothing was sealed)")
+        }
         let store = try Common.openStore(arguments)
         let count: Int
         do {
+            let stored = try store.checkAPNsKeys()
+            guard stored.sealed + stored.plain > 0 else {
+                throw CLIError.failure("\(database) holds no APNs key; nothing to seal (is --database the server's?)")
+            }
             count = try store.resealAPNsKeys(with: newKey)
-        } catch {
+        } catch let error as StoreError {
             throw CLIError.failure(error.message)
         }
         if let code = try? store.applications().first?.code {

@@ -33,7 +33,8 @@ struct DatabaseBackupCommand: CLICommand {
             throw CLIError.failure("no database at \(database); set --database or ISLET_DATABASE")
         }
         do {
-            let opened = try SQLiteDatabase(path: database)
+            // As it is: a backup taken before an upgrade must still open with the Islet that made it.
+            let opened = try SQLiteDatabase(existingAt: database)
             try opened.backup(to: destination)
             context.print("Backed up \(database) (schema version \(try opened.schemaVersion())) to \(destination)")
         } catch {
@@ -46,7 +47,7 @@ struct DatabaseBackupCommand: CLICommand {
 struct DatabaseVersionCommand: CLICommand {
     static let spec = CommandSpec(
         name: "version", abstract: "Print the database's schema version and the newest this Islet knows.",
-        discussion: "Opening a database applies the migrations it lacks; a database from a newer Islet is refused.",
+        discussion: "Shows the file as it is (this command migrates nothing); islet serve applies the migrations it lacks, and refuses a database from a newer Islet.",
         options: [Common.database])
 
     let database: String
@@ -57,7 +58,7 @@ struct DatabaseVersionCommand: CLICommand {
 
     func run(_ context: CLIContext) throws -> Int32 {
         do {
-            let version = try SQLiteDatabase(path: database).schemaVersion()
+            let version = try SQLiteDatabase(existingAt: database).schemaVersion()
             context.print("schema version \(version) (this Islet: \(SQLiteDatabase.latestSchemaVersion))")
         } catch {
             throw CLIError.failure(error.message)

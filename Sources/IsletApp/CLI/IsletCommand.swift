@@ -51,7 +51,9 @@ enum Common {
     }
 
     static func readMasterKey(_ path: String, name: String) throws -> MasterKey {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+        // The file itself, not a link to it (a mounted secret is often a link), decides the permissions.
+        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: resolved),
               let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw CLIError.usage("\(name): cannot read \(path)")
         }

@@ -133,7 +133,14 @@ public final class IsletServer: Sendable {
             logger.warning("no APNs transport is configured: accepted messages are stored and wait to be sent")
         }
         retention.start()
-        try http.start()
+        do {
+            try http.start()
+        } catch {
+            // Nothing half-started stays behind: the services that did start stop again.
+            retention.shutdown(deadline: .now + .seconds(3))
+            _ = delivery?.shutdown(deadline: .now + .seconds(3), unblock: { [client] in client?.shutdown(deadline: .now + .seconds(3)) })
+            throw error
+        }
         logger.info("listening", ["address": .string(configuration.listen.host), "port": .int(Int64(http.port))])
         return http.port
     }
@@ -146,6 +153,10 @@ public final class IsletServer: Sendable {
         logger.info("shutting down", ["in_flight": .int(Int64(http.requestsInFlight))])
         let graceEnd = ContinuousClock.now + configuration.shutdownGracePeriod
         let drained = http.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+        // The pruner stops between two small batches; it never holds up delivery's share of the deadline.
+        if !retention.shutdown(deadline: ContinuousClock.now + .seconds(1)) {
+            logger.warning("the retention pruner was still in a batch at shutdown; it ends with the process")
+        }
         // Delivery gets at least a few seconds even when draining HTTP took the whole grace period: the
         // batches on the wire must be recorded, or a restart sends them again.
         let deadline = max(graceEnd, ContinuousClock.now + .seconds(3))
@@ -154,7 +165,6 @@ public final class IsletServer: Sendable {
         let client = self.client
         let stopped = delivery?.shutdown(deadline: deadline, unblock: { client?.shutdown(deadline: deadline) }) ?? true
         client?.shutdown(deadline: deadline)
-        retention.shutdown(deadline: deadline)
         simulator?.stop()
         if !stopped { logger.warning("delivery workers were still busy at the shutdown deadline; their work resumes at the next start") }
         logger.info("stopped", ["drained": .bool(drained)])

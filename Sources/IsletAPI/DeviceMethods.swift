@@ -8,10 +8,13 @@ public struct DeviceMethods: Sendable {
 
     /// Wakes the delivery service: a reported update token may have made a catch-up push due (issue 10).
     let kick: @Sendable () -> Void
+    /// D5: whether the first report of an activity Islet never started defines it.
+    let phoneStarted: PhoneStartedActivities
 
-    public init(store: any DeviceStore, kick: @escaping @Sendable () -> Void = {}) {
+    public init(store: any DeviceStore, phoneStarted: PhoneStartedActivities = .allow, kick: @escaping @Sendable () -> Void = {}) {
         self.store = store
         self.kick = kick
+        self.phoneStarted = phoneStarted
     }
 
     public var all: [APIMethod] {
@@ -105,7 +108,7 @@ public struct DeviceMethods: Sendable {
 
     /// `setActivityToken` (D4): an activity's update token on this device; empty means it ended there.
     var setActivityToken: APIMethod {
-        APIMethod(name: "setActivityToken", access: .device) { [store, kick] call in
+        APIMethod(name: "setActivityToken", access: .device) { [store, kick, phoneStarted] call in
             let hwid = try Self.hwid(call.request)
             let activityID = try call.request.string("activity_id") ?? ""
             guard activityID.count <= 256 else { throw APIError.invalid("activity_id", "must be at most 256 characters") }
@@ -116,7 +119,8 @@ public struct DeviceMethods: Sendable {
             }
             guard try store.setActivityToken(token, activityID: activityID, hwid: hwid, in: call.application.code, at: call.receivedAt,
                                              admit: { facts in
-                                                 if let refusal = ActivityJoin.refusal(activityID: activityID, facts: facts, trusted: call.tokenKind == .api) {
+                                                 if let refusal = ActivityJoin.refusal(activityID: activityID, facts: facts, trusted: call.tokenKind == .api,
+                                                                                       phoneStarted: phoneStarted) {
                                                      throw refusal
                                                  }
                                              }) else {

@@ -17,6 +17,14 @@ public struct ActivityJoinFacts: Sendable, Equatable {
     }
 }
 
+/// Whether an activity Islet never started (begun by the app on the phone) may be defined by the first
+/// device that reports it. Refusing closes the one gap of D5, a report that races the real phone for a
+/// guessable id, at the cost of phone-started activities (the backend can still add devices).
+public enum PhoneStartedActivities: String, Sendable, CaseIterable {
+    case allow
+    case refuse
+}
+
 /// D5: who may attach an update token to an activity. The device API token ships in every copy of the
 /// app, so without this anyone could join another customer's activity and receive its updates.
 public enum ActivityJoin {
@@ -28,8 +36,14 @@ public enum ActivityJoin {
     /// - An activity started by startLiveActivity admits the devices the start of its current session
     ///   addressed (a start by `users` addresses every device of those users).
     /// A User ID is not proof: the device API lets any caller claim one, so it admits nobody by itself.
-    public static func refusal(activityID: String, facts: ActivityJoinFacts, trusted: Bool) -> APIError? {
-        if trusted || !facts.known || facts.isMember { return nil }
+    public static func refusal(activityID: String, facts: ActivityJoinFacts, trusted: Bool,
+                               phoneStarted: PhoneStartedActivities = .allow) -> APIError? {
+        if trusted || facts.isMember { return nil }
+        if !facts.known {
+            guard phoneStarted == .refuse else { return nil }
+            return APIError(.forbidden, "activity_id: this device may not join activity '\(activityID.prefix(256))': "
+                                + "it was not started by startLiveActivity, and this server takes no phone-started activities (D5)")
+        }
         if facts.startedByIslet && facts.targeted { return nil }
         let why = facts.startedByIslet
             ? "its start did not address this device (start it with devices or users that include it)"

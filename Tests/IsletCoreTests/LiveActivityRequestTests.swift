@@ -61,4 +61,14 @@ struct ActivityJoinRuleTests {
         #expect((refusal == nil) == allowed)
         if let refusal { #expect(refusal.code == .forbidden && refusal.message.hasSuffix("(D5)")) }
     }
+
+    @Test func aServerMayRefusePhoneStartedActivities() {
+        let unknown = ActivityJoinFacts()
+        #expect(ActivityJoin.refusal(activityID: "A", facts: unknown, trusted: false, phoneStarted: .allow) == nil)
+        let refused = ActivityJoin.refusal(activityID: "A", facts: unknown, trusted: false, phoneStarted: .refuse)
+        #expect(refused?.message == "activity_id: this device may not join activity 'A': it was not started by startLiveActivity, and this server takes no phone-started activities (D5)")
+        #expect(ActivityJoin.refusal(activityID: "A", facts: unknown, trusted: true, phoneStarted: .refuse) == nil, "the backend may still bind one")
+        #expect(ActivityJoin.refusal(activityID: "A", facts: ActivityJoinFacts(known: true, startedByIslet: true, targeted: true), trusted: false,
+                                     phoneStarted: .refuse) == nil)
+    }
 }

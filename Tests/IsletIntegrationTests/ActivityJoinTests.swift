@@ -97,6 +97,22 @@ struct ActivityJoinTests {
     }
 }
 
+@Suite("Joining an activity (D5): phone-started activities refused")
+struct PhoneStartedActivitiesTests {
+    @Test func aServerThatRefusesThemAcceptsOnlyActivitiesItStarted() throws {
+        let running = try RunningServer(configure: { $0.phoneStartedActivities = .refuse })
+        let code = ApplicationCode("XXXXX-XXXXX")!
+        let device = try running.admin().issueToken(for: code, kind: .device, label: "app").secret
+        func report(_ activity: String, token: String) throws -> RawHTTPResponse {
+            try call(running.port, "setActivityToken", ["application": "XXXXX-XXXXX", "hwid": "first_third", "activity_id": .string(activity),
+                                                        "activity_token": .string(LiveActivityWorld.hex("f1", 40))], token: token)
+        }
+        let refused = try report("GUESSABLE_1", token: device)
+        #expect(refused.status == 403 && refused.message?.hasSuffix("this server takes no phone-started activities (D5)") == true)
+        #expect(try report("GUESSABLE_1", token: "SECRET_API_TOKEN").status == 200, "the backend may bind one")
+    }
+}
+
 /// Issue 12: getLiveActivity pages its devices with a cursor instead of silently stopping at 1,000.
 @Suite("getLiveActivity paging")
 struct LiveActivityPagingTests {

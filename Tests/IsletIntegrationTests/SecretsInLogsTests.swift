@@ -34,6 +34,7 @@ struct SecretsInLogsTests {
                          token: server).status == 200)
         #expect(try post("setTags", ["hwid": "first_third", "tags": ["x": "y"]], token: device).status == 200)
         _ = try request(serve.port, method: "GET", "/metrics")
+        #expect(eventually { serve.log.contains("message delivered") }, "the start and the end were delivered and logged")
         kill(serve.process.processIdentifier, SIGTERM)
         #expect(serve.waitForExit() == 0)
 

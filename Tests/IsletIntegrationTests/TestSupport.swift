@@ -101,13 +101,14 @@ final class RunningServer {
     /// `apns`: send through the real APNs client to this URL, trusting this CA file (no `transport`).
     init(demo: Bool = true, transport: (any PushTransport)? = nil, clock: TestClock? = nil, directory: URL? = nil,
          delivery: DeliveryConfiguration? = nil, apns: (url: String, ca: String)? = nil,
-         rateLimits: RateLimits = RateLimits()) throws {
+         rateLimits: RateLimits = RateLimits(), configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("islet-it-\(UUID().uuidString)")
         var configuration = ServerConfiguration(
             listen: ListenAddress(host: "127.0.0.1", port: 0),
             databasePath: self.directory.appendingPathComponent("islet.sqlite").path,
             apns: apns == nil ? .simulator : .apple, apnsURL: apns?.url, apnsCA: apns?.ca)
         configuration.rateLimits = rateLimits
+        configure(&configuration)
         let delivery = delivery ?? DeliveryConfiguration(workers: 2, batchSize: 3, retry: RetryPolicy(firstDelay: .seconds(1), maximumDelay: .seconds(8)),
                                                          idlePoll: .milliseconds(50))
         let now: @Sendable () -> Date

@@ -40,6 +40,9 @@ struct ServeCommand: CLICommand {
             OptionSpec(name: "--audit-log", valueName: "file|off",
                        help: "Audit log of admin actions (JSON lines, 0600); default: audit.log beside the database.",
                        environment: "ISLET_AUDIT_LOG"),
+            OptionSpec(name: "--phone-started-activities", valueName: "allow|refuse",
+                       help: "Whether a device may define an activity Islet never started (D5).", environment: "ISLET_PHONE_STARTED_ACTIVITIES",
+                       defaultValue: "allow"),
             OptionSpec(name: "--retention-days", valueName: "days|off",
                        help: "Keep finished messages and their delivery records this long.", environment: "ISLET_RETENTION_DAYS",
                        defaultValue: "30"),
@@ -77,6 +80,12 @@ struct ServeCommand: CLICommand {
             configuration.apnsCA = ca
         }
         configuration.masterKey = try Common.masterKey(arguments.environment, file: arguments.value("--master-key-file"))
+        if let text = arguments.value("--phone-started-activities") {
+            guard let value = PhoneStartedActivities(rawValue: text) else {
+                throw CLIError.usage("--phone-started-activities: '\(text)' is not one of allow, refuse")
+            }
+            configuration.phoneStartedActivities = value
+        }
         if let audit = arguments.value("--audit-log") { configuration.auditLogPath = .some(audit == "off" ? nil : audit) }
         if let text = arguments.value("--retention-days") {
             if text == "off" {

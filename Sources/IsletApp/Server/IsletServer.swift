@@ -79,7 +79,7 @@ public final class IsletServer: Sendable {
             simulatedKey = { @Sendable (code: ApplicationCode) throws -> APNsKeyInfo? in try wiring.signingKey(for: code)?.info }
         }
         let methods = [ApplicationMethods.getApplication(apnsMode: configuration.apns.rawValue, simulatedKey: simulatedKey)]
-            + DeviceMethods(store: devices, kick: { delivery?.kick() }).all
+            + DeviceMethods(store: devices, phoneStarted: configuration.phoneStartedActivities, kick: { delivery?.kick() }).all
             + FilterMethods(store: devices, audit: configuration.auditLog).all
             + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
                                   kick: { delivery?.kick() }).all

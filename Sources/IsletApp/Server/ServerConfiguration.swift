@@ -63,6 +63,8 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var rateLimits = RateLimits()
     /// How long finished messages and their delivery records are kept.
     public var retention = RetentionPolicy()
+    /// D5: whether an activity begun on a phone may be defined by its first report.
+    public var phoneStartedActivities = PhoneStartedActivities.allow
     /// Seals APNs keys at rest; nil stores them plain (a warning with Apple's APNs).
     public var masterKey: MasterKey?
     /// The audit log of admin actions; nil turns it off. By default `audit.log` beside the database.
@@ -98,6 +100,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
         var object: JSONObject = [
             "listen": .string(listen.description), "database": .string(databasePath), "apns": .string(apns.rawValue),
             "max_body_bytes": .int(Int64(http.maximumBodyBytes)), "threads": .int(Int64(http.threads)),
+            "phone_started_activities": .string(phoneStartedActivities.rawValue),
             "audit_log": auditLog.path.map { .string($0) } ?? .string("off"),
             "master_key": masterKey.map { .string("fingerprint " + $0.fingerprint) } ?? .string("none"),
             "retention_days": retention.keep.map { .int(Int64($0.components.seconds / 86_400)) } ?? .string("off"),

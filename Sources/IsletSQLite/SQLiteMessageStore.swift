@@ -21,18 +21,13 @@ public struct SQLiteMessageStore: MessageStore {
                 let state: ActivityState = message.dueAt > date ? .scheduled : .active
                 let activity: Int64
                 if let existing = try activityRow(message.activityID, application, c) {
-                    let hasMessages = try !c.query("SELECT 1 FROM messages WHERE activity = ? LIMIT 1", [.int(existing.id)]).isEmpty
-                    // An activity only devices reported (never started here) does not block a start: the start takes it over.
-                    guard existing.state == .ended || !hasMessages else {
-                        let why = existing.state == .scheduled ? "is already scheduled to start" : "is still active"
-                        throw AcceptRefusal(index: index, field: "live_activity_id",
-                                            message: "'\(message.activityID)' \(why) in this application; end it before starting it again (S3)")
-                    }
-                    let unfinished = try !c.query("SELECT 1 FROM messages WHERE activity = ? AND state IN ('pending', 'sending') LIMIT 1",
-                                                  [.int(existing.id)]).isEmpty
-                    guard !unfinished else {
-                        throw AcceptRefusal(index: index, field: "live_activity_id",
-                                            message: "'\(message.activityID)' has ended but its end is still being sent; start it again once it has gone out (S3)")
+                    let facts = ActivityRules.StartFacts(
+                        state: existing.state,
+                        hasMessages: try !c.query("SELECT 1 FROM messages WHERE activity = ? LIMIT 1", [.int(existing.id)]).isEmpty,
+                        unfinished: try !c.query("SELECT 1 FROM messages WHERE activity = ? AND state IN ('pending', 'sending') LIMIT 1",
+                                                 [.int(existing.id)]).isEmpty)
+                    if let refusal = ActivityRules.startRefusal(message.activityID, facts: facts) {
+                        throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                     }
                     // A new session of an ended id: the old session's devices and update tokens are gone with it.
                     try c.run("""
@@ -81,20 +76,11 @@ public struct SQLiteMessageStore: MessageStore {
     public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws {
         try accept(validateOnly: validateOnly) { c in
             for (index, message) in messages.enumerated() {
-                guard let activity = try activityRow(message.activityID, application, c) else {
-                    throw AcceptRefusal(index: index, field: "live_activity_id",
-                                        message: "no activity '\(message.activityID)' in this application; start it with startLiveActivity first (U1)")
+                let existing = try activityRow(message.activityID, application, c)
+                if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.state) {
+                    throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                 }
-                switch activity.state {
-                case .ended:
-                    throw AcceptRefusal(index: index, field: "live_activity_id",
-                                        message: "'\(message.activityID)' has ended; it takes no more updates (U1)")
-                case .scheduled:
-                    throw AcceptRefusal(index: index, field: "live_activity_id",
-                                        message: "'\(message.activityID)' is scheduled and has not started yet; update it once it has (U1)")
-                default:
-                    break
-                }
+                guard let activity = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
                 let state: ActivityState = message.event == .end ? .ended : .active
                 try c.run("UPDATE activities SET state = ?, content_state = ?, updated_at = ? WHERE id = ?",
                           [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date), .int(activity.id)])

@@ -1,17 +1,6 @@
 import Foundation
 import IsletCore
 
-/// Where a Live Activity is (S3, U1): scheduled to start, active, or ended.
-public struct ActivityState: WireValue {
-    public let rawValue: String
-    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
-
-    public static let scheduled = Self(uncheckedRawValue: "scheduled")
-    public static let active = Self(uncheckedRawValue: "active")
-    public static let ended = Self(uncheckedRawValue: "ended")
-    public static let all = [scheduled, active, ended]
-}
-
 /// Where a message is: waiting for its time, being sent, sent, or cancelled before it fired.
 public struct MessageState: WireValue {
     public let rawValue: String

@@ -15,7 +15,6 @@ public struct APIRouter: HTTPHandler {
     let now: @Sendable () -> Date
     /// Extra routes by path prefix (the simulator's inspection pages), answered before the JSON API.
     let extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)]
-    let limits: RateLimits
     let perAddress: RateLimiter?
     let perDeviceToken: RateLimiter?
     let perServerToken: RateLimiter?
@@ -25,7 +24,6 @@ public struct APIRouter: HTTPHandler {
                 extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)] = [],
                 limits: RateLimits = RateLimits()) {
         self.now = now
-        self.limits = limits
         self.perAddress = limits.devicePerAddress.map { RateLimiter(limit: $0) }
         self.perDeviceToken = limits.devicePerToken.map { RateLimiter(limit: $0) }
         self.perServerToken = limits.serverPerToken.map { RateLimiter(limit: $0) }

@@ -33,9 +33,14 @@ public struct AuditLog: Sendable {
 
     public static let disabled = AuditLog(path: nil)
 
-    /// The default file: `audit.log` beside the database.
-    public static func beside(database: String) -> String {
-        URL(fileURLWithPath: database).deletingLastPathComponent().appendingPathComponent("audit.log").path
+    /// The log a setting (`--audit-log`, `ISLET_AUDIT_LOG`) names: "off" for none, a file, or, unset,
+    /// `audit.log` beside the database, where `islet serve` and the CLI both find it.
+    public init(setting: String?, database: String) {
+        switch setting {
+        case "off"?: self.init(path: nil)
+        case let path? where !path.isEmpty: self.init(path: path)
+        default: self.init(path: URL(fileURLWithPath: database).deletingLastPathComponent().appendingPathComponent("audit.log").path)
+        }
     }
 
     /// Appends one entry; a failure to write is reported on stderr and never undoes the action.

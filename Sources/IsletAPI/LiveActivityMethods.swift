@@ -232,15 +232,16 @@ public struct LiveActivityMethods: Sendable {
                 "send_at": .string(details.dueAt.formatted(.iso8601)),
                 "finished_at": details.finishedAt.map { .string($0.formatted(.iso8601)) } ?? .null,
             ]
-            object["counts"] = [
+            var counts: JSONObject = [
                 "targeted": .int(Int64(details.targeted)), "sent": .int(Int64(details.sent)), "failed": .int(Int64(details.failed)),
                 "skipped": .object(Self.counts(details.skipped)),
             ]
             // Pushes not settled yet, or settled without being sent (issue 10); present only when there are some.
             for state in [DeliveryState.retrying, .sending, .unconfirmed, .superseded, .expired] {
-                if let count = details.pending[state], count > 0 { object["counts"] = .object((object["counts"]?.objectValue ?? [:]).merging([state.rawValue: .int(Int64(count))])) }
+                if let count = details.pending[state], count > 0 { counts[state.rawValue] = .int(Int64(count)) }
             }
-            if details.caughtUp > 0 { object["counts"] = .object((object["counts"]?.objectValue ?? [:]).merging(["caught_up": .int(Int64(details.caughtUp))])) }
+            if details.caughtUp > 0 { counts["caught_up"] = .int(Int64(details.caughtUp)) }
+            object["counts"] = .object(counts)
             if let next = details.nextAttemptAt { object["next_attempt_at"] = .string(next.formatted(.iso8601)) }
             if let superseded = details.supersededBy { object["superseded_by"] = .string(superseded) }
             if let expires = details.expiresAt { object["expires_at"] = .string(expires.formatted(.iso8601)) }

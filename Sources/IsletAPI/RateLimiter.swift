@@ -20,8 +20,6 @@ public struct RateLimits: Sendable, Equatable {
         self.devicePerToken = devicePerToken
         self.serverPerToken = serverPerToken
     }
-
-    public static let none = RateLimits(devicePerAddress: nil, devicePerToken: nil, serverPerToken: nil)
 }
 
 /// Token buckets for one limit, by key, shared by the HTTP worker threads. When the table grows past

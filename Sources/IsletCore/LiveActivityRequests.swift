@@ -124,6 +124,20 @@ public enum LiveActivityRequests {
         }
     }
 
+    /// `live_activity.relevance-score` (S1, U4): an integer of at least 1 when given.
+    static func relevanceScore(_ activity: FieldReader) throws(APIError) -> Int64? {
+        let relevance = try activity.int("relevance-score")
+        if let relevance, relevance < 1 { throw .invalid(activity.fieldPath("relevance-score"), "must be an integer of at least 1") }
+        return relevance
+    }
+
+    /// A notification's priority (S6/U5) and what it carried that Islet ignored or read leniently.
+    static func priorityAndWarnings(_ n: FieldReader, _ activity: FieldReader, known: [String],
+                                    activityKnown: [String]) -> (priority: Int, warnings: [String]) {
+        let (priority, warning) = priority(n)
+        return (priority, unknownFields(n, known: known) + unknownFields(activity, known: activityKnown) + [warning].compactMap { $0 })
+    }
+
     /// X3: a dry run is asked beside `notifications` or inside them. Inside, every notification must agree
     /// (a request is sent whole or not at all), else it is refused rather than half sent.
     public static func dryRun(_ request: FieldReader, _ notifications: [FieldReader]) throws(APIError) -> Bool {
@@ -181,14 +195,13 @@ public enum LiveActivityRequests {
         }
         let alert = PushAlert(title: title.flatMap { $0.isEmpty ? nil : $0 }, body: content.flatMap { $0.isEmpty ? nil : $0 })
 
-        let relevance = try activity.int("relevance-score")
-        if let relevance, relevance < 1 { throw .invalid(activity.fieldPath("relevance-score"), "must be an integer of at least 1") }
-        let (priority, priorityWarning) = priority(n)
+        let relevance = try relevanceScore(activity)
+        let (priority, warnings) = priorityAndWarnings(n, activity, known: startFields, activityKnown: startActivityFields)
         var start = StartNotification(
             activityID: activityID, name: try activity.string("title"), attributesType: attributesType,
             contentState: contentState, attributes: attributes, alert: alert, targeting: try targeting(n),
             sendTime: try sendTime(n, now: now), priority: priority, relevanceScore: relevance, staleDate: try activity.date("stale-date"))
-        start.warnings = unknownFields(n, known: startFields) + unknownFields(activity, known: startActivityFields) + [priorityWarning].compactMap { $0 }
+        start.warnings = warnings
         return start
     }
 
@@ -259,8 +272,7 @@ public enum LiveActivityRequests {
             throw .invalid(activity.fieldPath("event"), "must be \"update\" or \"end\" (start with startLiveActivity)")
         }
         let contentState = try activity.requiredObject("content-state").object
-        let relevance = try activity.int("relevance-score")
-        if let relevance, relevance < 1 { throw .invalid(activity.fieldPath("relevance-score"), "must be an integer of at least 1") }
+        let relevance = try relevanceScore(activity)
 
         // U6: any of content/title/subtitle makes it an alert; older revisions put the title in live_activity.
         var title = try n.string("title")
@@ -272,11 +284,11 @@ public enum LiveActivityRequests {
                         body: body.flatMap { $0.isEmpty ? nil : $0 }, sound: sound.flatMap { $0.isEmpty ? nil : $0 })
             : nil
 
-        let (priority, priorityWarning) = priority(n)
+        let (priority, warnings) = priorityAndWarnings(n, activity, known: updateFields, activityKnown: updateActivityFields)
         var update = UpdateNotification(
             activityID: activityID, event: event, contentState: contentState, dismissalDate: try activity.date("dismissal-date"),
             relevanceScore: relevance, staleDate: try activity.date("stale-date"), alert: alert, priority: priority)
-        update.warnings = unknownFields(n, known: updateFields) + unknownFields(activity, known: updateActivityFields) + [priorityWarning].compactMap { $0 }
+        update.warnings = warnings
         return update
     }
 }

@@ -33,11 +33,7 @@ public final class DeliveryMetrics: Sendable {
         return Key(result: record.state, reason: reason)
     }
 
-    func count<Records: Sequence>(_ records: Records) where Records.Element == DeliveryRecord {
-        counts.withLock { counts in
-            for record in records { counts[Self.key(record), default: 0] += 1 }
-        }
-    }
+    func count(_ records: [DeliveryRecord]) { count(keys: records.map(Self.key)) }
 
     func count(keys: [Key]) {
         guard !keys.isEmpty else { return }

@@ -350,8 +350,7 @@ public final class DeliveryService: Sendable {
             let record = decisions.record(device: device, push: push, outcome: outcome, isStart: isStart, attempts: 1, uncertainCopies: 0,
                                           expiresAt: job.expiresAt, now: at)
             result.records.append(record)
-            result.effects.add(status: outcome.status, dropToken: outcome.action == .dropToken, invalidSince: outcome.timestamp,
-                               pushType: push.pushType, token: push.deviceToken, isStart: isStart, activity: job.activity, device: device)
+            result.effects.add(outcome, of: push, isStart: isStart, activity: job.activity, device: device)
         }
         return result
     }
@@ -386,10 +385,9 @@ public final class DeliveryService: Sendable {
             let record = decisions.record(device: item.device, push: push, outcome: outcome, isStart: isStart, attempts: item.attempts + 1,
                                           uncertainCopies: item.uncertainCopies, expiresAt: item.expiresAt, now: at)
             result.records.append((item.message, record))
-            result.effects.add(status: outcome.status, dropToken: outcome.action == .dropToken, invalidSince: outcome.timestamp,
-                               pushType: push.pushType, token: push.deviceToken, isStart: isStart, activity: item.activity, device: item.device)
+            result.effects.add(outcome, of: push, isStart: isStart, activity: item.activity, device: item.device)
         }
         try persistently { try messages.recordRetries(result, at: at) }
-        metrics.count(result.records.lazy.map(\.record))
+        metrics.count(result.records.map(\.record))
     }
 }

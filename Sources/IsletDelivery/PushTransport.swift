@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import IsletCore
+import IsletStore
 
 /// One HTTP/2 request to APNs: `POST /3/device/<token>` with its headers and payload (A1, A2).
 public struct Push: Sendable, Equatable {
@@ -140,5 +141,13 @@ public final class PendingOutcomes: Sendable {
         let remaining = deadline - .now
         _ = done.wait(timeout: .now() + .milliseconds(Int(max(0, remaining / .milliseconds(1)))))
         return state.withLock { $0.outcomes.map { $0 ?? .unknown("no answer from the transport before the deadline") } }
+    }
+}
+
+extension DeliveryEffects {
+    /// What an APNs answer to `push` changes beyond its own record: the device where a start landed, a dead token.
+    mutating func add(_ outcome: PushOutcome, of push: Push, isStart: Bool, activity: Int64, device: Int64) {
+        add(status: outcome.status, dropToken: outcome.action == .dropToken, invalidSince: outcome.timestamp,
+            pushType: push.pushType, token: push.deviceToken, isStart: isStart, activity: activity, device: device)
     }
 }

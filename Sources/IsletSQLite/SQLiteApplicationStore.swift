@@ -111,10 +111,9 @@ public struct SQLiteApplicationStore: ApplicationStore {
     public func checkAPNsKeys() throws(StoreError) -> (sealed: Int, plain: Int) {
         try database.withConnection { (c) throws(StoreError) -> (sealed: Int, plain: Int) in
             var counts = (sealed: 0, plain: 0)
-            for row in try c.query("SELECT application, pem FROM apns_keys ORDER BY application") {
-                let stored = row[1].text ?? ""
-                guard MasterKey.isSealed(stored) else { counts.plain += 1; continue }
-                _ = try open(stored, application: ApplicationCode(row[0].text ?? "") ?? ApplicationCode("XXXXX-XXXXX")!)
+            for key in try storedKeys(c) {
+                guard MasterKey.isSealed(key.stored) else { counts.plain += 1; continue }
+                _ = try open(key.stored, application: key.application)
                 counts.sealed += 1
             }
             return counts
@@ -125,13 +124,19 @@ public struct SQLiteApplicationStore: ApplicationStore {
     /// keys are opened with this store's master key. Returns how many keys were rewritten.
     public func resealAPNsKeys(with newKey: MasterKey?) throws(StoreError) -> Int {
         try database.write { (c) throws(StoreError) -> Int in
-            let rows = try c.query("SELECT application, pem FROM apns_keys ORDER BY application")
-            for row in rows {
-                let application = ApplicationCode(row[0].text ?? "") ?? ApplicationCode("XXXXX-XXXXX")!
-                let pem = try open(row[1].text ?? "", application: application)
-                try c.run("UPDATE apns_keys SET pem = ? WHERE application = ?", [.text(newKey.map { $0.seal(pem) } ?? pem), row[0]])
+            let keys = try storedKeys(c)
+            for key in keys {
+                let pem = try open(key.stored, application: key.application)
+                try c.run("UPDATE apns_keys SET pem = ? WHERE application = ?", [.text(newKey.map { $0.seal(pem) } ?? pem), .text(key.application.rawValue)])
             }
-            return rows.count
+            return keys.count
+        }
+    }
+
+    /// Every stored APNs key as written: sealed text or a plain PEM.
+    private func storedKeys(_ c: SQLiteConnection) throws(StoreError) -> [(application: ApplicationCode, stored: String)] {
+        try c.query("SELECT application, pem FROM apns_keys ORDER BY application").compactMap { row in
+            ApplicationCode(row[0].text ?? "").map { ($0, row[1].text ?? "") }
         }
     }
 
@@ -181,12 +186,11 @@ public struct SQLiteApplicationStore: ApplicationStore {
     private func upsert(_ key: APNsSigningKey, _ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) {
         // One master key for the whole file: never a key in clear beside sealed ones, nor one sealed with a
         // master key that cannot open the others.
-        for row in try c.query("SELECT application, pem FROM apns_keys") {
-            guard let stored = row[1].text, MasterKey.isSealed(stored) else { continue }
+        for key in try storedKeys(c) where MasterKey.isSealed(key.stored) {
             guard masterKey != nil else {
                 throw StoreError(.locked, "this database's APNs keys are sealed: give Islet its master key (ISLET_MASTER_KEY or ISLET_MASTER_KEY_FILE), or the new key would be stored in clear")
             }
-            _ = try open(stored, application: ApplicationCode(row[0].text ?? "") ?? application)
+            _ = try open(key.stored, application: key.application)
         }
         try c.run("""
             INSERT INTO apns_keys (application, team_id, key_id, environment, pem, updated_at) VALUES (?, ?, ?, ?, ?, ?)

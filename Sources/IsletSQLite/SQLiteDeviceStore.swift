@@ -182,7 +182,7 @@ public struct SQLiteDeviceStore: DeviceStore {
                                          [.text(application.rawValue), .text(activityID)]).first?[0] else { return ActivityJoinFacts() }
         // The current session's start: a restart after an end addresses its own devices, not the last session's.
         let row = try c.query("""
-            SELECT (SELECT MAX(id) FROM messages WHERE activity = ?1 AND event = 'start' AND state != 'cancelled'),
+            SELECT \(SQLiteMessageStore.currentStart(of: "?1")),
                    EXISTS (SELECT 1 FROM activity_devices WHERE activity = ?1 AND device = ?2)
             """, [activity, .int(device.id)])[0]
         guard let start = row[0].int else { return ActivityJoinFacts(known: true, isMember: row[1].int == 1) }
@@ -226,8 +226,7 @@ public struct SQLiteDeviceStore: DeviceStore {
             WHERE device = ?1 AND state IN ('unconfirmed', 'retrying')
               AND message IN (SELECT id FROM messages WHERE activity = ?2 AND event = 'start')
             """, [.int(device), .int(activity)])
-        let start = try c.query("SELECT MAX(id) FROM messages WHERE activity = ? AND event = 'start' AND state != 'cancelled'",
-                                [.int(activity)])[0][0].int ?? 0
+        let start = try c.query("SELECT \(SQLiteMessageStore.currentStart(of: "?1"))", [.int(activity)])[0][0].int ?? 0
         guard let latest = try c.query("""
             SELECT id, state FROM messages WHERE activity = ? AND id > ? AND event IN ('update', 'end') AND state != 'cancelled'
             ORDER BY id DESC LIMIT 1

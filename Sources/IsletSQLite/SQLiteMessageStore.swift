@@ -197,6 +197,12 @@ public struct SQLiteMessageStore: MessageStore {
     /// (a counted copy) waits for its device's token; anything else is simply retried.
     static let backToWaiting = "CASE WHEN copies > 0 THEN 'unconfirmed' ELSE 'retrying' END"
 
+    /// The id of an activity's current start (the latest one not cancelled); `activity` is a column or `?1`.
+    /// D5 admits the devices it addressed, catch-up sends what came after it, retention keeps it.
+    static func currentStart(of activity: String) -> String {
+        "(SELECT MAX(id) FROM messages WHERE activity = \(activity) AND event = 'start' AND state != 'cancelled')"
+    }
+
     static func date(milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
 
     /// Jobs a worker may take now (`?` is now): due and waiting, or left by a crashed run — and only when
@@ -239,7 +245,7 @@ public struct SQLiteMessageStore: MessageStore {
                 WHERE m.state IN ('done', 'cancelled') AND m.finished_at < ?1
                   AND (a.state = 'ended' OR a.updated_at < ?1
                        -- a live activity keeps its current start (D5) and its latest update or end (catch-up)
-                       OR (m.id != COALESCE((SELECT MAX(id) FROM messages WHERE activity = m.activity AND event = 'start' AND state != 'cancelled'), 0)
+                       OR (m.id != COALESCE(\(Self.currentStart(of: "m.activity")), 0)
                            AND m.id != COALESCE((SELECT MAX(id) FROM messages WHERE activity = m.activity AND event IN ('update', 'end')
                                                  AND state != 'cancelled'), 0)))
                 ORDER BY m.finished_at LIMIT 1

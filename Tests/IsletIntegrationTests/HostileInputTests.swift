@@ -51,7 +51,7 @@ struct HostileInputTests {
         let running = try RunningServer()
         var generator = Generator(random: SeededRandom(seed: 2026))
         var statuses: [Int: Int] = [:]
-        for method in running.server.apiMethodNames {
+        for method in running.server.router.methodNames {
             for _ in 0..<150 {
                 let body = JSONValue.object(["request": .object(generator.request())]).jsonBytes
                 let response = running.server.router.handle(HTTPRequest(method: "POST", path: "/json/1.3/\(method)",

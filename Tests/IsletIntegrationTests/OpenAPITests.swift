@@ -30,7 +30,7 @@ struct OpenAPITests {
         let running = simulator ? try RunningServer() : try RunningServer(transport: RecordingTransport())
         let document = try document(running)
         #expect(document["openapi"]?.stringValue?.hasPrefix("3.1") == true)
-        var expected = Self.plainRoutes.union(running.server.apiMethodNames.map { "POST /json/1.3/\($0)" })
+        var expected = Self.plainRoutes.union(running.server.router.methodNames.map { "POST /json/1.3/\($0)" })
         if simulator { expected.formUnion(["GET /simulator/devices", "POST /simulator/devices", "GET /simulator/devices/{hwid}"]) }
         let documented = operations(document)
         let simulatorRoutes = documented.filter { $0.contains("/simulator/") }

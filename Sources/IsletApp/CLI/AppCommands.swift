@@ -275,7 +275,7 @@ struct RotateMasterKeyCommand: CLICommand {
     }
 
     func run(_ context: CLIContext) throws -> Int32 {
-        let database = arguments.value("--database") ?? ServerConfiguration.defaultDatabase
+        let database = Common.databasePath(arguments)
         guard FileManager.default.fileExists(atPath: database) else {
             throw CLIError.failure("no database at \(database); set --database or ISLET_DATABASE (nothing was sealed)")
         }

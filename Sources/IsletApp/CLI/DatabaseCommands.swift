@@ -24,7 +24,7 @@ struct DatabaseBackupCommand: CLICommand {
     let destination: String
 
     init(_ arguments: ParsedArguments, context: CLIContext) throws {
-        database = arguments.value("--database") ?? ServerConfiguration.defaultDatabase
+        database = Common.databasePath(arguments)
         destination = arguments.argument(0)
     }
 
@@ -53,7 +53,7 @@ struct DatabaseVersionCommand: CLICommand {
     let database: String
 
     init(_ arguments: ParsedArguments, context: CLIContext) throws {
-        database = arguments.value("--database") ?? ServerConfiguration.defaultDatabase
+        database = Common.databasePath(arguments)
     }
 
     func run(_ context: CLIContext) throws -> Int32 {

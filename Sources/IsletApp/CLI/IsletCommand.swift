@@ -22,7 +22,7 @@ enum Common {
     static let json = OptionSpec.flag("--json", "Print JSON instead of text.")
 
     static func openStore(_ arguments: ParsedArguments) throws -> SQLiteApplicationStore {
-        let path = arguments.value("--database") ?? ServerConfiguration.defaultDatabase
+        let path = Common.databasePath(arguments)
         let masterKey = try masterKey(arguments.environment)
         do {
             return SQLiteApplicationStore(database: try SQLiteDatabase(path: path), masterKey: masterKey)
@@ -31,10 +31,14 @@ enum Common {
         }
     }
 
-    /// The audit log the CLI appends to: `ISLET_AUDIT_LOG` ("off" for none), else `audit.log` beside the database.
+    /// The audit log the CLI appends to: the one `islet serve` writes, as `ISLET_AUDIT_LOG` names it.
     static func audit(_ arguments: ParsedArguments) -> AuditLog {
-        if let path = arguments.environment["ISLET_AUDIT_LOG"], !path.isEmpty { return AuditLog(path: path == "off" ? nil : path) }
-        return AuditLog(path: AuditLog.beside(database: arguments.value("--database") ?? ServerConfiguration.defaultDatabase))
+        AuditLog(setting: arguments.environment["ISLET_AUDIT_LOG"], database: databasePath(arguments))
+    }
+
+    /// The database a command works on: `--database`, `ISLET_DATABASE`, or the default.
+    static func databasePath(_ arguments: ParsedArguments) -> String {
+        arguments.value("--database") ?? ServerConfiguration.defaultDatabase
     }
 
     /// The master key APNs keys are sealed with: `ISLET_MASTER_KEY` (64 hex digits or base64 of 32 bytes),

@@ -13,7 +13,7 @@ struct SchemaCommand: CLIGroup {
 
 private func schemaStore(_ arguments: ParsedArguments) throws -> SQLiteSchemaStore {
     do {
-        return SQLiteSchemaStore(database: try SQLiteDatabase(path: arguments.value("--database") ?? ServerConfiguration.defaultDatabase))
+        return SQLiteSchemaStore(database: try SQLiteDatabase(path: Common.databasePath(arguments)))
     } catch {
         throw CLIError.failure(error.message)
     }
@@ -49,7 +49,7 @@ struct SchemaSetCommand: ApplicationCodeCommand {
             _ = try LiveActivitySchema.parseFields(state, path: "content_state")
             let attributes = document.value("attributes") ?? [:]
             _ = try LiveActivitySchema.parseFields(attributes, path: "attributes")
-            guard try SQLiteApplicationStore(database: try SQLiteDatabase(path: arguments.value("--database") ?? ServerConfiguration.defaultDatabase))
+            guard try SQLiteApplicationStore(database: try SQLiteDatabase(path: Common.databasePath(arguments)))
                 .application(code) != nil else { throw CLIError.failure("application \(code) does not exist") }
             let type = arguments.argument(1)
             let version = try schemaStore(arguments).saveSchema(state, attributes: attributes, description: arguments.value("--description"),

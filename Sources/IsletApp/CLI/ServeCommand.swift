@@ -67,7 +67,7 @@ struct ServeCommand: CLICommand {
             throw CLIError.usage("--apns: '\(apnsText)' is not one of simulator, apple")
         }
         var configuration = ServerConfiguration(
-            listen: listen, databasePath: arguments.value("--database") ?? ServerConfiguration.defaultDatabase, apns: apns)
+            listen: listen, databasePath: Common.databasePath(arguments), apns: apns)
         if let url = arguments.value("--apns-url") {
             guard let components = URLComponents(string: url), components.scheme == "https", components.host?.isEmpty == false,
                   components.path.isEmpty || components.path == "/" else {
@@ -86,7 +86,7 @@ struct ServeCommand: CLICommand {
             }
             configuration.phoneStartedActivities = value
         }
-        if let audit = arguments.value("--audit-log") { configuration.auditLogPath = .some(audit == "off" ? nil : audit) }
+        configuration.auditLogSetting = arguments.value("--audit-log")
         if let text = arguments.value("--retention-days") {
             if text == "off" {
                 configuration.retention.keep = nil

@@ -16,7 +16,7 @@ struct SimulatorCommand: CLIGroup {
 
 /// What simulator commands share: the database and the wiring to Islet's stores.
 private func wiring(_ arguments: ParsedArguments) throws -> SimulatorWiring {
-    let path = arguments.value("--database") ?? ServerConfiguration.defaultDatabase
+    let path = Common.databasePath(arguments)
     do {
         let database = try SQLiteDatabase(path: path)
         return SimulatorWiring(applications: SQLiteApplicationStore(database: database), devices: SQLiteDeviceStore(database: database),
@@ -76,7 +76,7 @@ struct SimulatorRunCommand: CLICommand {
         let logger = Logger(label: "islet.simulator", sink: { context.standardError($0 + "\n") })
         let stop = SignalWaiter(signals: [SIGTERM, SIGINT])
         let wiring = try wiring(arguments)
-        let configuration = ServerConfiguration(listen: listen, databasePath: arguments.value("--database") ?? ServerConfiguration.defaultDatabase)
+        let configuration = ServerConfiguration(listen: listen, databasePath: Common.databasePath(arguments))
         let simulator: APNsSimulator
         do {
             simulator = try IsletServer.startSimulator(configuration, wiring: wiring, logger: logger, port: listen.port, sink: arguments.flag("--sink"),

@@ -27,8 +27,7 @@ public final class IsletServer: Sendable {
     private let http: HTTPServer
     /// The HTTP handler, for in-process tests of routing and input handling without sockets.
     public let router: APIRouter
-    /// What the server answers, for the OpenAPI conformance test: JSON API methods and prefix routes.
-    public let apiMethodNames: [String]
+    /// The prefix routes the server answers besides the JSON API, for the OpenAPI conformance test.
     public let prefixRoutes: [String]
     private let logger: Logger
 
@@ -90,7 +89,6 @@ public final class IsletServer: Sendable {
                                limits: configuration.rateLimits)
         self.router = router
         self.http = HTTPServer(configuration: configuration.http, handler: router)
-        self.apiMethodNames = router.methodNames
         self.prefixRoutes = simulator == nil ? [] : ["/simulator/devices"]
         let operatorMetrics = OperatorMetrics(delivery: delivery, messages: messages, client: client, now: clock)
         metrics.addCollector { operatorMetrics.render() }
@@ -137,8 +135,7 @@ public final class IsletServer: Sendable {
             try http.start()
         } catch {
             // Nothing half-started stays behind: the services that did start stop again.
-            retention.shutdown(deadline: .now + .seconds(3))
-            _ = delivery?.shutdown(deadline: .now + .seconds(3), unblock: { [client] in client?.shutdown(deadline: .now + .seconds(3)) })
+            stopServices(deadline: .now + .seconds(3))
             throw error
         }
         logger.info("listening", ["address": .string(configuration.listen.host), "port": .int(Int64(http.port))])
@@ -153,22 +150,25 @@ public final class IsletServer: Sendable {
         logger.info("shutting down", ["in_flight": .int(Int64(http.requestsInFlight))])
         let graceEnd = ContinuousClock.now + configuration.shutdownGracePeriod
         let drained = http.shutdown(gracePeriod: configuration.shutdownGracePeriod)
-        // The pruner stops between two small batches; it never holds up delivery's share of the deadline.
-        if !retention.shutdown(deadline: ContinuousClock.now + .seconds(1)) {
-            logger.warning("the retention pruner was still in a batch at shutdown; it ends with the process")
-        }
         // Delivery gets at least a few seconds even when draining HTTP took the whole grace period: the
         // batches on the wire must be recorded, or a restart sends them again.
-        let deadline = max(graceEnd, ContinuousClock.now + .seconds(3))
-        // The client answers what is in flight at once (not sent, or unknown), so workers record their
-        // batch as retries or unconfirmed starts and stop; nothing accepted is lost.
+        stopServices(deadline: max(graceEnd, ContinuousClock.now + .seconds(3)))
+        simulator?.stop()
+        logger.info("stopped", ["drained": .bool(drained)])
+        return drained
+    }
+
+    /// Stops the background services by `deadline`: the pruner first (it stops between two small batches and
+    /// never holds up delivery's share), then delivery, whose batches on the wire the APNs client answers at
+    /// once (not sent, or unknown), so workers record them as retries or unconfirmed starts; nothing is lost.
+    private func stopServices(deadline: ContinuousClock.Instant) {
+        if !retention.shutdown(deadline: min(deadline, ContinuousClock.now + .seconds(1))) {
+            logger.warning("the retention pruner was still in a batch at shutdown; it ends with the process")
+        }
         let client = self.client
         let stopped = delivery?.shutdown(deadline: deadline, unblock: { client?.shutdown(deadline: deadline) }) ?? true
         client?.shutdown(deadline: deadline)
-        simulator?.stop()
         if !stopped { logger.warning("delivery workers were still busy at the shutdown deadline; their work resumes at the next start") }
-        logger.info("stopped", ["drained": .bool(drained)])
-        return drained
     }
 
     /// The demo application's fixed code and server token: those of the reference documents' examples.

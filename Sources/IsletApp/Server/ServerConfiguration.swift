@@ -67,16 +67,11 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var phoneStartedActivities = PhoneStartedActivities.allow
     /// Seals APNs keys at rest; nil stores them plain (a warning with Apple's APNs).
     public var masterKey: MasterKey?
-    /// The audit log of admin actions; nil turns it off. By default `audit.log` beside the database.
-    public var auditLogPath: String?? = .none
+    /// Where admin actions are logged: a file, "off", or unset for `audit.log` beside the database.
+    public var auditLogSetting: String?
 
     /// The audit log this configuration writes to.
-    public var auditLog: AuditLog {
-        switch auditLogPath {
-        case .none: AuditLog(path: AuditLog.beside(database: databasePath))
-        case .some(let path): AuditLog(path: path)
-        }
-    }
+    public var auditLog: AuditLog { AuditLog(setting: auditLogSetting, database: databasePath) }
 
     public static let defaultListen = "127.0.0.1:8080"
     public static let defaultDatabase = "var/islet.sqlite"

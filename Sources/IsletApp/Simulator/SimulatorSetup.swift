@@ -72,8 +72,19 @@ struct SimulatorWiring: Sendable {
         return device
     }
 
-    func allDevices() -> [SimulatedDevice] {
-        ((try? simulated.simulatedDevices()) ?? []).compactMap { try? JSONDecoder().decode(SimulatedDevice.self, from: Data($0.state.utf8)) }
+    /// The simulated devices, of one application or of all; only the ones asked for are decoded.
+    func allDevices(of application: ApplicationCode? = nil) -> [SimulatedDevice] {
+        ((try? simulated.simulatedDevices()) ?? []).filter { application == nil || $0.application == application }
+            .compactMap { Self.decode($0.state) }
+    }
+
+    /// One application's simulated device, read alone.
+    func device(_ hwid: String, of application: ApplicationCode) throws -> SimulatedDevice? {
+        try simulated.simulatedDevice(application: application, hwid: hwid).flatMap(Self.decode)
+    }
+
+    private static func decode(_ state: String) -> SimulatedDevice? {
+        try? JSONDecoder().decode(SimulatedDevice.self, from: Data(state.utf8))
     }
 }
 
@@ -100,7 +111,6 @@ struct SimulatorRoutes: Sendable {
     private func route(_ request: HTTPRequest, application: ApplicationCode) throws -> HTTPResponse {
         let rest = request.path.dropFirst("/simulator/devices".count)
         let now = Date()
-        let devices = wiring.allDevices().filter { $0.application == application.rawValue }
         if rest.isEmpty || rest == "/" {
             if request.method == "POST" { return try add(request, application: application) }
             guard request.method == "GET" else {
@@ -108,7 +118,7 @@ struct SimulatorRoutes: Sendable {
                 refused.headers.append(("Allow", "GET, POST"))
                 return refused
             }
-            return APIRouter.json(["devices": .array(devices.map { $0.json(now: now, withLog: false) })], status: 200)
+            return APIRouter.json(["devices": .array(wiring.allDevices(of: application).map { $0.json(now: now, withLog: false) })], status: 200)
         }
         let hwid = String(rest.dropFirst())   // libmicrohttpd has already decoded the path once
         guard request.method == "GET" else {
@@ -116,7 +126,7 @@ struct SimulatorRoutes: Sendable {
             refused.headers.append(("Allow", "GET"))
             return refused
         }
-        guard let device = devices.first(where: { $0.hwid == hwid }) else {
+        guard let device = try wiring.device(hwid, of: application) else {
             throw APIError(.notFound, "no simulated device '\(hwid.prefix(256))' in application \(application)")
         }
         return APIRouter.json(device.json(now: now, withLog: true), status: 200)

@@ -12,6 +12,7 @@ let package = Package(
     targets: [
         // C shims: only what Swift cannot call directly (variadic functions, macros).
         .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(name: "CPostgres", linkerSettings: [.linkedLibrary("pq")]),
         .target(name: "CMicroHTTPD", linkerSettings: [.linkedLibrary("microhttpd")]),
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(name: "CNGHTTP2", linkerSettings: [.linkedLibrary("nghttp2")]),
@@ -20,17 +21,20 @@ let package = Package(
         .target(name: "IsletCore"),
         .target(name: "IsletCrypto", dependencies: ["COpenSSL"]),
         .target(name: "IsletStore", dependencies: ["IsletCore"]),
-        .target(name: "IsletSQLite", dependencies: ["IsletStore", "IsletCrypto", "CSQLite"]),
+        // The stores, as SQL both engines run; each engine brings connections, transactions and migrations.
+        .target(name: "IsletSQL", dependencies: ["IsletCore", "IsletStore", "IsletCrypto"]),
+        .target(name: "IsletSQLite", dependencies: ["IsletSQL", "IsletStore", "CSQLite"]),
+        .target(name: "IsletPostgres", dependencies: ["IsletSQL", "IsletStore", "CPostgres"]),
         .target(name: "IsletDelivery", dependencies: ["IsletCore", "IsletStore", "IsletCrypto"]),
         .target(name: "IsletHTTP", dependencies: ["CMicroHTTPD"]),
         .target(name: "IsletHTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CEpoll"]),
         .target(name: "IsletAPNs", dependencies: ["IsletCore", "IsletStore", "IsletDelivery", "IsletHTTP2", "COpenSSL"]),
         .target(name: "IsletSimulator", dependencies: ["IsletCore", "IsletStore", "IsletHTTP2", "IsletAPNs"]),
         .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP", "IsletDelivery"]),
-        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletDelivery", "IsletAPNs", "IsletHTTP2", "IsletSimulator"]),
+        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQL", "IsletSQLite", "IsletPostgres", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletDelivery", "IsletAPNs", "IsletHTTP2", "IsletSimulator"]),
         .executableTarget(name: "islet", dependencies: ["IsletApp"]),
         .executableTarget(name: "islet-bench", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletHTTP2", "IsletAPNs", "IsletDelivery",
-                                                              "IsletAPI", "IsletApp"], path: "Sources/IsletBenchmarks"),
+                                                              "IsletAPI", "IsletApp", "IsletSQL"], path: "Sources/IsletBenchmarks"),
 
         // `islet serve` with a transport that records to a file: for the crash-and-resume test only.
         .executableTarget(name: "islet-test-server", dependencies: ["IsletApp", "IsletCore", "IsletDelivery", "IsletStore"], path: "Tests/TestServer"),
@@ -39,12 +43,12 @@ let package = Package(
         .target(name: "IsletTestPeers", dependencies: ["IsletCore"], path: "Tests/Peers", exclude: ["h2_apns.py"]),
 
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore", "IsletTestPeers"]),
-        .testTarget(name: "IsletSimulatorTests", dependencies: ["IsletSimulator", "IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletSQLite", "IsletStore", "IsletCore", "IsletCrypto"]),
+        .testTarget(name: "IsletSimulatorTests", dependencies: ["IsletSimulator", "IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletSQL", "IsletSQLite", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletDeliveryTests", dependencies: ["IsletDelivery", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore", "IsletTestPeers"]),
-        .testTarget(name: "IsletSQLiteTests", dependencies: ["IsletSQLite", "IsletStore", "IsletCrypto"]),
-        .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQLite", "IsletStore"], exclude: ["Golden"]),
-        .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQLite", "IsletStore", "IsletHTTP", "IsletDelivery",
+        .testTarget(name: "IsletSQLTests", dependencies: ["IsletSQL", "IsletSQLite", "IsletPostgres", "IsletStore", "IsletCore", "IsletCrypto", "IsletTestPeers"]),
+        .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQL", "IsletSQLite", "IsletStore"], exclude: ["Golden"]),
+        .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQL", "IsletSQLite", "IsletPostgres", "IsletStore", "IsletHTTP", "IsletDelivery",
                                                             "IsletHTTP2", "IsletCrypto", "IsletTestPeers"],
                     exclude: ["Fixtures"]),
     ],

@@ -34,12 +34,12 @@ public struct AuditLog: Sendable {
     public static let disabled = AuditLog(path: nil)
 
     /// The log a setting (`--audit-log`, `ISLET_AUDIT_LOG`) names: "off" for none, a file, or, unset,
-    /// `audit.log` beside the database, where `islet serve` and the CLI both find it.
-    public init(setting: String?, database: String) {
+    /// `audit.log` in `directory` (beside an SQLite database), where `islet serve` and the CLI both find it.
+    public init(setting: String?, directory: String) {
         switch setting {
         case "off"?: self.init(path: nil)
         case let path? where !path.isEmpty: self.init(path: path)
-        default: self.init(path: URL(fileURLWithPath: database).deletingLastPathComponent().appendingPathComponent("audit.log").path)
+        default: self.init(path: URL(fileURLWithPath: directory).appendingPathComponent("audit.log").path)
         }
     }
 

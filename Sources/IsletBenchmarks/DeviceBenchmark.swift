@@ -1,10 +1,11 @@
 import Foundation
+import IsletApp
 import IsletCore
-import IsletSQLite
+import IsletSQL
 import IsletStore
 
-/// Issue 3's benchmark: register N devices in SQLite, resolve a filter matching about half of them,
-/// and measure the database size per device.
+/// Issue 3's benchmark: register N devices in SQLite (a path) or PostgreSQL (a URL), resolve a filter
+/// matching about half of them, and measure the database size per device.
 struct DeviceBenchmark {
     let count: Int
     let path: String
@@ -12,14 +13,23 @@ struct DeviceBenchmark {
     var sharedPrefix = false
 
     func run() throws {
-        try? FileManager.default.removeItem(atPath: path)
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        let database = try SQLiteDatabase(path: path)
-        let applications = SQLiteApplicationStore(database: database)
+        let location = StorageLocation(path)
+        if case .sqlite = location {
+            try? FileManager.default.removeItem(atPath: path)
+            for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        let storage = try Storage(location)
+        let database = storage.database
+        if case .postgresql = location {
+            guard try database.withConnection({ (c) throws(StoreError) in try c.query("SELECT 1 AS one FROM applications") }).isEmpty else {
+                throw StoreError(.conflict, "\(location) already holds applications; give the benchmark an empty database")
+            }
+        }
+        let applications = storage.applications(masterKey: nil)
         let code = ApplicationCode("BENCH-00001")!
         try applications.createApplication(Application(code: code, name: "bench", bundleID: "com.example.bench", createdAt: Date()),
                                            tokens: [], apnsKey: nil)
-        let devices = SQLiteDeviceStore(database: database)
+        let devices = storage.devices
         let versions = ["16.4", "17.2", "17.5", "18.1"]
 
         // 1. Registration: one registerDevice per device, each its own transaction, as the API does.
@@ -65,14 +75,16 @@ struct DeviceBenchmark {
             }
         }
 
-        // 3. Size: checkpoint the WAL so the main file holds everything, then count pages.
-        let pages = try database.withConnection { (c) throws(StoreError) -> (Int64, Int64) in
+        // 3. Size: SQLite's file after a WAL checkpoint (page count × page size); PostgreSQL's database size.
+        let bytes = try database.withConnection { (c) throws(StoreError) -> Double in
+            if case .postgresql = location {
+                return Double(try c.query("SELECT pg_database_size(current_database()) AS size")[0]["size"].int ?? 0)
+            }
             try c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            let count = try c.query("PRAGMA page_count")[0][0].int ?? 0
-            let size = try c.query("PRAGMA page_size")[0][0].int ?? 0
-            return (count, size)
+            let count = try c.query("PRAGMA page_count")[0]["page_count"].int ?? 0
+            let size = try c.query("PRAGMA page_size")[0]["page_size"].int ?? 0
+            return Double(count * size)
         }
-        let bytes = Double(pages.0 * pages.1)
 
         print("""
 

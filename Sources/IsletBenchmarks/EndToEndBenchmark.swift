@@ -28,7 +28,7 @@ struct EndToEndBenchmark {
         print("machine: \(ProcessInfo.processInfo.processorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB")
 
         let configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0),
-                                                databasePath: directory.appendingPathComponent("islet.sqlite").path,
+                                                database: directory.appendingPathComponent("islet.sqlite").path,
                                                 apns: .apple, apnsURL: "https://127.0.0.1:\(nginx.port)", apnsCA: certificate)
         let server = try IsletServer(configuration: configuration, logger: .discard)
         let pem = try String(contentsOfFile: key, encoding: .utf8)

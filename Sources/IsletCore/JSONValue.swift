@@ -10,6 +10,25 @@ public enum JSONValue: Sendable, Hashable {
     case array([JSONValue])
     case object(JSONObject)
 
+    /// The path (`request.tags.City`, `request.devices[2]`) of the first string or key holding U+0000, which
+    /// no storage engine keeps alike (PostgreSQL text cannot hold it): the API refuses it by name.
+    public func pathOfNUL(_ path: String) -> String? {
+        switch self {
+        case .string(let s): return s.utf8.contains(0) ? path : nil
+        case .array(let items):
+            for (index, item) in items.enumerated() { if let found = item.pathOfNUL("\(path)[\(index)]") { return found } }
+            return nil
+        case .object(let object):
+            for (key, value) in object.entries {
+                let child = path.isEmpty ? key : "\(path).\(key)"
+                if key.utf8.contains(0) { return child }
+                if let found = value.pathOfNUL(child) { return found }
+            }
+            return nil
+        default: return nil
+        }
+    }
+
     /// The JSON type name used in error messages ("string", "object", ...).
     public var typeName: String {
         switch self {

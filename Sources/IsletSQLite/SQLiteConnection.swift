@@ -1,38 +1,14 @@
 import CSQLite
+import IsletSQL
 import IsletStore
-
-/// A value bound to or read from an SQLite statement.
-public enum SQLValue: Sendable, Equatable {
-    case null
-    case int(Int64)
-    case double(Double)
-    case text(String)
-    case blob([UInt8])
-
-    public var int: Int64? { if case .int(let v) = self { v } else { nil } }
-    public var text: String? { if case .text(let v) = self { v } else { nil } }
-    public var blob: [UInt8]? {
-        switch self {
-        case .blob(let v): v
-        case .text(let s): Array(s.utf8)
-        default: nil
-        }
-    }
-}
-
-/// One result row; columns by position, in SELECT order.
-public struct SQLRow: Sendable {
-    public let values: [SQLValue]
-    public subscript(index: Int) -> SQLValue { values[index] }
-}
 
 /// One SQLite connection with its prepared-statement cache.
 ///
 /// `@unchecked Sendable`: a connection is only ever used by the thread that checked it out of
 /// `SQLiteDatabase`'s pool, under that pool's mutex; it is never shared while in use.
-public final class SQLiteConnection: @unchecked Sendable {
+public final class SQLiteConnection: SQLConnection, @unchecked Sendable {
     private let handle: OpaquePointer
-    private var statements: [String: OpaquePointer] = [:]
+    private var statements: [String: (statement: OpaquePointer, columns: SQLColumns)] = [:]
     private let path: String
 
     init(path: String) throws(StoreError) {
@@ -48,16 +24,18 @@ public final class SQLiteConnection: @unchecked Sendable {
         handle = db
         sqlite3_extended_result_codes(db, 1)
         // WAL lets readers (the server) and a writer (the CLI) work at once; foreign keys are off by default.
+        // synchronous = FULL: a commit (an answered 200) is on disk before it returns, power loss included
+        // (docs/ARCHITECTURE.md, "Durable acceptance").
         try execute("""
             PRAGMA busy_timeout = 10000;
             PRAGMA journal_mode = WAL;
-            PRAGMA synchronous = NORMAL;
+            PRAGMA synchronous = FULL;
             PRAGMA foreign_keys = ON;
             """)
     }
 
     deinit {
-        for statement in statements.values { sqlite3_finalize(statement) }
+        for cached in statements.values { sqlite3_finalize(cached.statement) }
         sqlite3_close_v2(handle)
     }
 
@@ -81,20 +59,20 @@ public final class SQLiteConnection: @unchecked Sendable {
 
     /// Runs one statement and returns how many rows it changed.
     @discardableResult
-    public func run(_ sql: String, _ parameters: [SQLValue] = []) throws(StoreError) -> Int {
+    public func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int {
         _ = try step(sql, parameters, collect: false)
         return Int(sqlite3_changes(handle))
     }
 
     /// Runs one query and returns all of its rows.
-    public func query(_ sql: String, _ parameters: [SQLValue] = []) throws(StoreError) -> [SQLRow] {
+    public func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [SQLRow] {
         try step(sql, parameters, collect: true)
     }
 
     /// Runs `body` in a write transaction (BEGIN IMMEDIATE, so it never fails half-way on a lock upgrade).
     ///
     /// Any error `body` throws rolls the transaction back and is rethrown as it is.
-    public func transaction<T>(rethrowing body: () throws -> T) throws -> T {
+    public func inTransaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -106,33 +84,23 @@ public final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
-    /// `transaction(rethrowing:)` for bodies that throw only `StoreError`.
-    public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        do {
-            return try transaction(rethrowing: body)
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            preconditionFailure("only StoreError can come out of a StoreError transaction: \(error)")
-        }
-    }
-
-    private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
-        if let statement = statements[sql] { return statement }
+    private func prepared(_ sql: String) throws(StoreError) -> (statement: OpaquePointer, columns: SQLColumns) {
+        if let cached = statements[sql] { return cached }
         // Filter SQL varies with its conditions: keep the cache bounded by starting over when it is full.
         if statements.count >= 256 {
-            for cached in statements.values { sqlite3_finalize(cached) }
+            for cached in statements.values { sqlite3_finalize(cached.statement) }
             statements = [:]
         }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard status == SQLITE_OK, let statement else { throw failure(status, "preparing \(sql)") }
-        statements[sql] = statement
-        return statement
+        let columns = SQLColumns((0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) })
+        statements[sql] = (statement, columns)
+        return (statement, columns)
     }
 
     private func step(_ sql: String, _ parameters: [SQLValue], collect: Bool) throws(StoreError) -> [SQLRow] {
-        let statement = try prepared(sql)
+        let (statement, columns) = try prepared(sql)
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
@@ -182,7 +150,7 @@ public final class SQLiteConnection: @unchecked Sendable {
                 default: values.append(.null)
                 }
             }
-            rows.append(SQLRow(values: values))
+            rows.append(SQLRow(columns: columns, values: values))
         }
     }
 }

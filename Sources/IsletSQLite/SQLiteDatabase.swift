@@ -1,10 +1,12 @@
 import Foundation
+import IsletSQL
 import IsletStore
 import Synchronization
 
 /// A pool of connections to one SQLite file, migrated to the current schema on open.
-public final class SQLiteDatabase: Sendable {
+public final class SQLiteDatabase: SQLDatabase {
     public let path: String
+    public let dialect = SQLDialect(.sqlite)
     private let idle = Mutex<[SQLiteConnection]>([])
     private let maximumIdle: Int
     /// SQLite allows one writer. Writers of this process queue here, woken in turn, instead of meeting
@@ -34,7 +36,7 @@ public final class SQLiteDatabase: Sendable {
             close(fd)
         }
         let connection = try SQLiteConnection(path: path)
-        try SQLiteMigrations.migrate(connection, upTo: migrateUpTo)
+        try SQLMigrations.migrate(connection, dialect: dialect, upTo: migrateUpTo)
         idle.withLock { $0.append(connection) }
     }
 
@@ -61,26 +63,14 @@ public final class SQLiteDatabase: Sendable {
     }
 
     /// Runs `body` with a connection of its own; connections are reused, one thread at a time.
-    @discardableResult
-    public func withConnection<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+    public func withConnection<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         let connection = try checkOut()
         defer { checkIn(connection) }
         return try body(connection)
     }
 
-    /// Runs `body` inside one write transaction.
-    @discardableResult
-    public func write<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        try withConnection { (connection) throws(StoreError) -> T in
-            writer.lock()
-            defer { writer.unlock() }
-            return try connection.transaction { () throws(StoreError) -> T in try body(connection) }
-        }
-    }
-
     /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
-    @discardableResult
-    public func write<T>(rethrowing body: (SQLiteConnection) throws -> T) throws -> T {
+    public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         let connection = try checkOut()
         defer { checkIn(connection) }
         writer.lock()
@@ -101,8 +91,8 @@ public final class SQLiteDatabase: Sendable {
         fchmod(fd, 0o600)   // an empty file that existed keeps its mode otherwise
         close(fd)
         do {
-            try withConnection { (connection) throws(StoreError) in
-                _ = try connection.run("VACUUM INTO ?", [.text(destination)])
+            _ = try withConnection { (connection) throws(StoreError) in
+                try connection.run("VACUUM INTO ?", [.text(destination)])
             }
         } catch {
             try? FileManager.default.removeItem(atPath: destination)
@@ -111,10 +101,12 @@ public final class SQLiteDatabase: Sendable {
     }
 
     /// The newest schema version this build knows (it migrates older files up to it).
-    public static var latestSchemaVersion: Int { SQLiteMigrations.latestVersion }
+    public static var latestSchemaVersion: Int { SQLMigrations.latestVersion }
 
     /// The schema version the file is at.
     public func schemaVersion() throws(StoreError) -> Int {
-        try withConnection { (connection) throws(StoreError) -> Int in try SQLiteMigrations.currentVersion(connection) }
+        let connection = try checkOut()
+        defer { checkIn(connection) }
+        return try SQLMigrations.currentVersion(connection)
     }
 }

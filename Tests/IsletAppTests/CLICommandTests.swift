@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import IsletCore
+import IsletSQL
 import IsletSQLite
 import IsletStore
 @testable import IsletApp
@@ -22,7 +23,7 @@ struct CLICommandTests {
         #expect(ApplicationCode(code) != nil)
         let api = try #require(object["api_token"]?.stringValue), device = try #require(object["device_token"]?.stringValue)
         #expect(api.count == 40 && device.count == 40 && api != device)
-        let store = SQLiteApplicationStore(database: try SQLiteDatabase(path: workspace.database))
+        let store = SQLApplicationStore(database: try SQLiteDatabase(path: workspace.database))
         #expect(try store.tokens(of: ApplicationCode(code)!).map(\.kind) == [.api, .device])
     }
 
@@ -76,7 +77,7 @@ struct CLICommandTests {
                          "--environment", "sandbox", "--database", workspace.database])
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.output == "Set APNs key KEY1234567 (team TEAM123456, sandbox) for \(code).\n")
-        let store = SQLiteApplicationStore(database: try SQLiteDatabase(path: workspace.database))
+        let store = SQLApplicationStore(database: try SQLiteDatabase(path: workspace.database))
         #expect(try store.apnsKey(for: ApplicationCode(code)!)?.pem == TestKeys.p256)
 
         let open = workspace.file("open.p8", TestKeys.p256, mode: 0o644)
@@ -139,9 +140,9 @@ struct CLICommandTests {
         #expect(device["ios_version"] == "18.0")
         #expect(device["push_to_start_tokens"]?.objectValue?.count == 1)
         // Registered with Islet as the SDK would: the device and its push-to-start token.
-        let store = SQLiteDeviceStore(database: try SQLiteDatabase(path: workspace.database))
+        let store = SQLDeviceStore(database: try SQLiteDatabase(path: workspace.database))
         #expect(try store.device(hwid: "phone", in: ApplicationCode(code)!)?.osVersion == "18.0")
-        #expect(try SQLiteApplicationStore(database: try SQLiteDatabase(path: workspace.database)).apnsKey(for: ApplicationCode(code)!) != nil,
+        #expect(try SQLApplicationStore(database: try SQLiteDatabase(path: workspace.database)).apnsKey(for: ApplicationCode(code)!) != nil,
                 "a simulated application gets a key of its own")
 
         #expect(islet(["simulator", "device", "set", "phone", "--application", code, "--state", "locked", "--database", workspace.database]).output == "phone is now locked.\n")
@@ -160,7 +161,7 @@ struct CLICommandTests {
         #expect(fromEnvironment.listen == ListenAddress(host: "127.0.0.1", port: 9999))
         #expect(fromEnvironment.apns == .apple)
         #expect(fromEnvironment.apnsURL == "https://127.0.0.1:2197")
-        #expect(fromEnvironment.databasePath == "/tmp/x.sqlite")
+        #expect(fromEnvironment.database == "/tmp/x.sqlite")
         let flags = try ParsedArguments(["--listen", "127.0.0.1:1234", "--apns", "simulator"], spec: ServeCommand.spec,
                                         commandPath: "islet serve", environment: env)
         let overridden = try ServeCommand(flags, context: .process).configuration

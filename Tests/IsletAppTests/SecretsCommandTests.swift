@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import IsletCore
 import IsletCrypto
+import IsletSQL
 import IsletSQLite
 import IsletStore
 @testable import IsletApp
@@ -12,7 +13,7 @@ struct SecretsCommandTests {
     let workspace = Workspace()
 
     func storedPEMs() throws -> [String] {
-        try SQLiteDatabase(path: workspace.database).withConnection { (c) throws(StoreError) -> [String] in try c.query("SELECT pem FROM apns_keys").compactMap { $0[0].text } }
+        try SQLiteDatabase(path: workspace.database).withConnection { (c) throws(StoreError) -> [String] in try c.query("SELECT pem FROM apns_keys").compactMap { $0["pem"].text } }
     }
 
     func auditEntries() throws -> [JSONObject] {
@@ -33,7 +34,7 @@ struct SecretsCommandTests {
         let rotated = islet(["app", "rotate-master-key", "--new-key-file", newKeyFile, "--database", workspace.database], environment: environment)
         #expect(rotated.status == 0, "\(rotated.errors)")
         #expect(rotated.output == "Sealed 1 APNs key with master key \(second.fingerprint). Start Islet with this key from now on.\n")
-        let store = SQLiteApplicationStore(database: try SQLiteDatabase(path: workspace.database), masterKey: second)
+        let store = SQLApplicationStore(database: try SQLiteDatabase(path: workspace.database), masterKey: second)
         #expect(try store.checkAPNsKeys() == (1, 0) ? true : false)
 
         let wrong = islet(["app", "rotate-master-key", "--new-key-file", newKeyFile, "--database", workspace.database], environment: environment)
@@ -67,7 +68,7 @@ struct SecretsCommandTests {
         let keyFile = workspace.file("AuthKey_KEY1234567.p8", TestKeys.p256)
         _ = islet(["app", "create", "--name", "Shop", "--bundle-id", "com.example.shop", "--team-id", "TEAM123456", "--key-id", "KEY1234567",
                    "--key-file", keyFile, "--database", workspace.database], environment: ["ISLET_MASTER_KEY": master.hexText])
-        var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), databasePath: workspace.database, apns: .apple)
+        var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), database: workspace.database, apns: .apple)
         configuration.apnsURL = "https://127.0.0.1:9"
         let locked = try IsletServer(configuration: configuration, logger: .discard)
         do {

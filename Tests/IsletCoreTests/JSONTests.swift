@@ -120,4 +120,11 @@ struct ApplicationCodeTests {
         #expect(codes.allSatisfy { ApplicationCode($0.rawValue) != nil })
         #expect(Set(codes).count == 50)
     }
+
+    @Test func findsTheFirstNULByPath() {
+        let value: JSONValue = ["a": "x", "list": ["ok", "b\u{0}d"], "deep": ["k": "v\u{0}"]]
+        #expect(value.pathOfNUL("") == "list[1]")
+        #expect(JSONValue.object(["de\u{0}ep": 1]).pathOfNUL("request") == "request.de\u{0}ep")
+        #expect(JSONValue.object(["a": ["b": "clean"], "n": 1, "s": "🙂"]).pathOfNUL("") == nil)
+    }
 }

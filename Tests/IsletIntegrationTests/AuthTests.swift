@@ -76,7 +76,7 @@ struct AuthTests {
         #expect(tokens.count == 2)
         #expect(tokens.allSatisfy { $0.hash.count == 32 })
         for suffix in ["", "-wal"] {
-            let bytes = FileManager.default.contents(atPath: running.databasePath + suffix) ?? Data()
+            let bytes = FileManager.default.contents(atPath: running.database + suffix) ?? Data()
             #expect(!bytes.isEmpty || suffix == "-wal")
             #expect(bytes.range(of: Data("SECRET_API_TOKEN".utf8)) == nil, "the token itself is never written")
         }

@@ -96,6 +96,17 @@ struct DeviceAPITests {
         #expect(try running.server.devices.tags(hwid: "hwid-2", in: app.application.code) == ["city": .string("Faro")])
     }
 
+    /// Issue 13: U+0000 is refused by name before anything is stored, whatever the engine (PostgreSQL text
+    /// cannot hold it, SQLite can): the same request gets the same answer on both.
+    @Test func aNULCharacterIsRefusedByNameAndNothingIsStored() throws {
+        let response = try register("hw\u{0}id-9", extra: ["tags": ["city": "Faro"]])
+        #expect(response.status == 400)
+        #expect(response.message == "hwid: must not contain the NUL character (\\u0000)")
+        let tagged = try register(extra: ["tags": ["city": "Fa\u{0}ro"]])
+        #expect(tagged.message == "tags.city: must not contain the NUL character (\\u0000)")
+        #expect(try running.server.devices.device(hwid: "hwid-1", in: app.application.code) == nil, "nothing half-applied")
+    }
+
     @Test func callsForAnUnregisteredHWIDSayWhatToDo() throws {
         for (method, fields) in [("setTags", ["tags": ["a": "b"]] as JSONObject), ("getTags", [:]),
                                  ("setActivityPushToStartToken", ["activity_push_to_start_token": .string(pushToken)]),

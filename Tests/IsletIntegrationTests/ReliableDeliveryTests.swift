@@ -3,6 +3,7 @@ import Testing
 import IsletCore
 import IsletDelivery
 import IsletStore
+import IsletSQL
 import IsletSQLite
 import Synchronization
 
@@ -189,9 +190,9 @@ struct ShardedFanOutTests {
         #expect(details.targeted == 5 && details.sent == 3, "\(details)")
         let tokens = transport.pushes.map(\.deviceToken)
         #expect(tokens.count == Set(tokens).count && tokens.count == 3, "each target once: \(tokens)")
-        let shards = try SQLiteDatabase(path: world.running.databasePath).withConnection { (c) throws(StoreError) in
-            try c.query("SELECT COUNT(*), SUM(state = 'done') FROM message_shards")[0]
+        let shards = try SQLiteDatabase(path: world.running.database).withConnection { (c) throws(StoreError) in
+            try c.query("SELECT COUNT(*) AS shards, SUM(state = 'done') AS done FROM message_shards")[0]
         }
-        #expect(shards[0].int ?? 0 > 1 && shards[0].int == shards[1].int, "split into shards, all done")
+        #expect(shards["shards"].int ?? 0 > 1 && shards["shards"].int == shards["done"].int, "split into shards, all done")
     }
 }

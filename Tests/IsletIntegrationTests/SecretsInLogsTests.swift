@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import IsletAPI
 import IsletCore
+import IsletSQL
 import IsletSQLite
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +15,7 @@ struct SecretsInLogsTests {
     @Test func aFullRunLogsNoSecretAndAuditsAdminCalls() throws {
         let serve = try ServeProcess(arguments: ["--apns", "simulator"])
         let database = serve.directory.appendingPathComponent("islet.sqlite").path
-        let admin = ApplicationAdmin(store: SQLiteApplicationStore(database: try SQLiteDatabase(path: database)))
+        let admin = ApplicationAdmin(store: SQLApplicationStore(database: try SQLiteDatabase(path: database)))
         let code = ApplicationCode("XXXXX-XXXXX")!
         let server = try admin.issueToken(for: code, kind: .api, label: "backend").secret
         let device = try admin.issueToken(for: code, kind: .device, label: "app").secret

@@ -116,10 +116,10 @@ struct ServeProcessTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("islet.sqlite").path
         // Built but never started: tests bind to 127.0.0.1 only.
-        let exposed = try IsletServer(configuration: ServerConfiguration(listen: ListenAddress("0.0.0.0:0")!, databasePath: database),
+        let exposed = try IsletServer(configuration: ServerConfiguration(listen: ListenAddress("0.0.0.0:0")!, database: database),
                                       logger: .discard)
         #expect(try exposed.createDemoIfEligible() == nil)
-        let local = try IsletServer(configuration: ServerConfiguration(listen: ListenAddress("127.0.0.1:0")!, databasePath: database),
+        let local = try IsletServer(configuration: ServerConfiguration(listen: ListenAddress("127.0.0.1:0")!, database: database),
                                     logger: .discard)
         #expect(try local.createDemoIfEligible() != nil)
         #expect(try local.createDemoIfEligible() == nil, "only into an empty database")

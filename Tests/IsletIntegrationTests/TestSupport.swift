@@ -3,6 +3,7 @@ import IsletAPI
 import IsletApp
 import IsletCore
 import IsletDelivery
+import IsletSQL
 import IsletSQLite
 import Synchronization
 import IsletStore
@@ -95,7 +96,7 @@ final class RunningServer {
     let directory: URL
     let server: IsletServer
     var port: Int { server.port }
-    var databasePath: String { directory.appendingPathComponent("islet.sqlite").path }
+    var database: String { directory.appendingPathComponent("islet.sqlite").path }
 
     /// `transport` receives every push; `clock` is the server's time.
     /// `apns`: send through the real APNs client to this URL, trusting this CA file (no `transport`).
@@ -105,7 +106,7 @@ final class RunningServer {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("islet-it-\(UUID().uuidString)")
         var configuration = ServerConfiguration(
             listen: ListenAddress(host: "127.0.0.1", port: 0),
-            databasePath: self.directory.appendingPathComponent("islet.sqlite").path,
+            database: self.directory.appendingPathComponent("islet.sqlite").path,
             apns: apns == nil ? .simulator : .apple, apnsURL: apns?.url, apnsCA: apns?.ca)
         configuration.rateLimits = rateLimits
         configure(&configuration)
@@ -120,7 +121,7 @@ final class RunningServer {
 
     /// What `islet app …` does from another process: its own handle on the same file.
     func admin() throws -> ApplicationAdmin {
-        ApplicationAdmin(store: SQLiteApplicationStore(database: try SQLiteDatabase(path: databasePath)))
+        ApplicationAdmin(store: SQLApplicationStore(database: try SQLiteDatabase(path: database)))
     }
 
     /// Stops without removing the database, to start another server on it.

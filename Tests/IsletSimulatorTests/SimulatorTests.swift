@@ -5,6 +5,7 @@ import IsletCore
 import IsletDelivery
 import IsletHTTP2
 import IsletSimulator
+import IsletSQL
 import IsletSQLite
 import IsletStore
 import Synchronization
@@ -76,7 +77,7 @@ final class SimulatorWorld: @unchecked Sendable {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-sim-\(UUID().uuidString)")
     let app = ApplicationCode("SIMAP-00001")!
     let other = ApplicationCode("OTHER-00002")!
-    let store: SQLiteSimulatorStore
+    let store: SQLSimulatorStore
     let simulator: APNsSimulator
     let key: SigningKey
     let otherKey: SigningKey
@@ -89,12 +90,12 @@ final class SimulatorWorld: @unchecked Sendable {
         let keyFile = directory.appendingPathComponent("key.pem").path
         try TLSContext.writeSelfSigned(certificate: certificate, key: keyFile)
         let database = try SQLiteDatabase(path: directory.appendingPathComponent("islet.sqlite").path)
-        let applications = SQLiteApplicationStore(database: database)
+        let applications = SQLApplicationStore(database: database)
         for code in [app, other] {
             try applications.createApplication(Application(code: code, name: "x", bundleID: "com.example.\(code == app ? "food" : "other")",
                                                            createdAt: Date()), tokens: [], apnsKey: nil)
         }
-        store = SQLiteSimulatorStore(database: database)
+        store = SQLSimulatorStore(database: database)
         let signing = APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both),
                                      pem: try String(contentsOfFile: keyFile, encoding: .utf8))
         let otherSigning = APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM654321", keyID: "KEY7654321", environment: .both),

@@ -98,7 +98,7 @@ public final class PythonH2Peer: Sendable {
     }
 }
 
-public struct PeerError: Error, CustomStringConvertible {
+public struct PeerError: Error, Sendable, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
 }

@@ -53,7 +53,7 @@ sigprocmask(SIG_SETMASK, &unblocked, nil)
 
 do {
     let transport = try FileRecordingTransport(path: record, delay: Double(option("--batch-delay-ms") ?? "20")! / 1000)
-    let configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), databasePath: database)
+    let configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), database: database)
     let delivery = DeliveryConfiguration(workers: Int(option("--workers") ?? "1")!, batchSize: Int(option("--batch-size") ?? "10")!,
                                          sharding: ShardPolicy(span: Int64(option("--shard-span") ?? "50000")!))
     let logger = Logger(label: "islet-test-server")

@@ -275,9 +275,9 @@ struct RotateMasterKeyCommand: CLICommand {
     }
 
     func run(_ context: CLIContext) throws -> Int32 {
-        let database = Common.databasePath(arguments)
-        guard FileManager.default.fileExists(atPath: database) else {
-            throw CLIError.failure("no database at \(database); set --database or ISLET_DATABASE (nothing was sealed)")
+        let database = Common.location(arguments)
+        if case .sqlite(let path) = database, !FileManager.default.fileExists(atPath: path) {
+            throw CLIError.failure("no database at \(path); set --database or ISLET_DATABASE (nothing was sealed)")
         }
         let store = try Common.openStore(arguments)
         let count: Int

@@ -1,4 +1,5 @@
 import Foundation
+import IsletSQL
 import IsletSQLite
 import IsletStore
 
@@ -16,19 +17,23 @@ struct DatabaseBackupCommand: CLICommand {
             The copy is one snapshot of every table (SQLite's VACUUM INTO): the server keeps accepting and sending
             meanwhile. It holds the APNs keys, so it is created readable by its owner only (0600). To restore, stop
             the server and put the copy in place of the database file (removing any -wal and -shm files beside it).
+            On PostgreSQL, back up with PostgreSQL's own tools (pg_dump, or your provider's snapshots).
             """,
         arguments: [ArgumentSpec(name: "file", help: "The new file; it must not exist, or be empty.")],
         options: [Common.database])
 
-    let database: String
+    let location: StorageLocation
     let destination: String
 
     init(_ arguments: ParsedArguments, context: CLIContext) throws {
-        database = Common.databasePath(arguments)
+        location = Common.location(arguments)
         destination = arguments.argument(0)
     }
 
     func run(_ context: CLIContext) throws -> Int32 {
+        guard case .sqlite(let database) = location else {
+            throw CLIError.failure("\(location) is PostgreSQL: back it up with pg_dump (or your provider's snapshots); islet db backup copies SQLite files")
+        }
         guard FileManager.default.fileExists(atPath: database) else {
             throw CLIError.failure("no database at \(database); set --database or ISLET_DATABASE")
         }
@@ -50,16 +55,16 @@ struct DatabaseVersionCommand: CLICommand {
         discussion: "Shows the file as it is (this command migrates nothing); islet serve applies the migrations it lacks, and refuses a database from a newer Islet.",
         options: [Common.database])
 
-    let database: String
+    let location: StorageLocation
 
     init(_ arguments: ParsedArguments, context: CLIContext) throws {
-        database = Common.databasePath(arguments)
+        location = Common.location(arguments)
     }
 
     func run(_ context: CLIContext) throws -> Int32 {
         do {
-            let version = try SQLiteDatabase(existingAt: database).schemaVersion()
-            context.print("schema version \(version) (this Islet: \(SQLiteDatabase.latestSchemaVersion))")
+            let version = try Storage.schemaVersion(of: location)
+            context.print("schema version \(version) (this Islet: \(SQLMigrations.latestVersion))")
         } catch {
             throw CLIError.failure(error.message)
         }

@@ -2,6 +2,7 @@ import Foundation
 import IsletAPI
 import IsletCore
 import IsletCrypto
+import IsletSQL
 import IsletSQLite
 import IsletStore
 
@@ -17,15 +18,19 @@ struct IsletCommand: CLIGroup {
 /// Options and helpers several commands share.
 enum Common {
     static let database = OptionSpec(
-        name: "--database", valueName: "path", help: "SQLite database file.",
+        name: "--database", valueName: "path|url", help: "SQLite database file, or postgresql://user:password@host:port/database.",
         environment: "ISLET_DATABASE", defaultValue: ServerConfiguration.defaultDatabase)
     static let json = OptionSpec.flag("--json", "Print JSON instead of text.")
 
-    static func openStore(_ arguments: ParsedArguments) throws -> SQLiteApplicationStore {
-        let path = Common.databasePath(arguments)
+    static func openStore(_ arguments: ParsedArguments) throws -> SQLApplicationStore {
         let masterKey = try masterKey(arguments.environment)
+        return try openStorage(arguments).applications(masterKey: masterKey)
+    }
+
+    /// The database a command works on, opened and migrated.
+    static func openStorage(_ arguments: ParsedArguments) throws -> Storage {
         do {
-            return SQLiteApplicationStore(database: try SQLiteDatabase(path: path), masterKey: masterKey)
+            return try Storage(location(arguments), maximumIdleConnections: 1)
         } catch {
             throw CLIError.failure(error.message)
         }
@@ -33,13 +38,15 @@ enum Common {
 
     /// The audit log the CLI appends to: the one `islet serve` writes, as `ISLET_AUDIT_LOG` names it.
     static func audit(_ arguments: ParsedArguments) -> AuditLog {
-        AuditLog(setting: arguments.environment["ISLET_AUDIT_LOG"], database: databasePath(arguments))
+        AuditLog(setting: arguments.environment["ISLET_AUDIT_LOG"], directory: location(arguments).localDirectory)
     }
 
-    /// The database a command works on: `--database`, `ISLET_DATABASE`, or the default.
-    static func databasePath(_ arguments: ParsedArguments) -> String {
+    /// The database a command works on, as given: `--database`, `ISLET_DATABASE`, or the default.
+    static func databaseSetting(_ arguments: ParsedArguments) -> String {
         arguments.value("--database") ?? ServerConfiguration.defaultDatabase
     }
+
+    static func location(_ arguments: ParsedArguments) -> StorageLocation { StorageLocation(databaseSetting(arguments)) }
 
     /// The master key APNs keys are sealed with: `ISLET_MASTER_KEY` (64 hex digits or base64 of 32 bytes),
     /// or the file `ISLET_MASTER_KEY_FILE` (or `file`) names, readable by its owner only. Nil when neither is set.

@@ -1,6 +1,7 @@
 import Foundation
 import IsletAPI
 import IsletCore
+import IsletSQL
 import IsletSQLite
 import IsletStore
 
@@ -11,12 +12,8 @@ struct SchemaCommand: CLIGroup {
         subcommands: [SchemaSetCommand.self, SchemaGetCommand.self, SchemaListCommand.self, SchemaDeleteCommand.self, SchemaInferCommand.self])
 }
 
-private func schemaStore(_ arguments: ParsedArguments) throws -> SQLiteSchemaStore {
-    do {
-        return SQLiteSchemaStore(database: try SQLiteDatabase(path: Common.databasePath(arguments)))
-    } catch {
-        throw CLIError.failure(error.message)
-    }
+private func schemaStore(_ arguments: ParsedArguments) throws -> SQLSchemaStore {
+    try Common.openStorage(arguments).schemas
 }
 
 private let codeArgument = ArgumentSpec(name: "code", help: "The application code.")
@@ -49,8 +46,7 @@ struct SchemaSetCommand: ApplicationCodeCommand {
             _ = try LiveActivitySchema.parseFields(state, path: "content_state")
             let attributes = document.value("attributes") ?? [:]
             _ = try LiveActivitySchema.parseFields(attributes, path: "attributes")
-            guard try SQLiteApplicationStore(database: try SQLiteDatabase(path: Common.databasePath(arguments)))
-                .application(code) != nil else { throw CLIError.failure("application \(code) does not exist") }
+            guard try Common.openStorage(arguments).applications(masterKey: nil).application(code) != nil else { throw CLIError.failure("application \(code) does not exist") }
             let type = arguments.argument(1)
             let version = try schemaStore(arguments).saveSchema(state, attributes: attributes, description: arguments.value("--description"),
                                                                 attributesType: type, in: code, at: Date())

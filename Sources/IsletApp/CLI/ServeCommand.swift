@@ -67,7 +67,7 @@ struct ServeCommand: CLICommand {
             throw CLIError.usage("--apns: '\(apnsText)' is not one of simulator, apple")
         }
         var configuration = ServerConfiguration(
-            listen: listen, databasePath: Common.databasePath(arguments), apns: apns)
+            listen: listen, database: Common.databaseSetting(arguments), apns: apns)
         if let url = arguments.value("--apns-url") {
             guard let components = URLComponents(string: url), components.scheme == "https", components.host?.isEmpty == false,
                   components.path.isEmpty || components.path == "/" else {

@@ -16,14 +16,9 @@ struct SimulatorCommand: CLIGroup {
 
 /// What simulator commands share: the database and the wiring to Islet's stores.
 private func wiring(_ arguments: ParsedArguments) throws -> SimulatorWiring {
-    let path = Common.databasePath(arguments)
-    do {
-        let database = try SQLiteDatabase(path: path)
-        return SimulatorWiring(applications: SQLiteApplicationStore(database: database), devices: SQLiteDeviceStore(database: database),
-                               simulated: SQLiteSimulatorStore(database: database), schemas: SQLiteSchemaStore(database: database))
-    } catch {
-        throw CLIError.failure(error.message)
-    }
+    let storage = try Common.openStorage(arguments)
+    return SimulatorWiring(applications: storage.applications(masterKey: nil), devices: storage.devices,
+                           simulated: storage.simulated, schemas: storage.schemas)
 }
 
 struct SimulatorRunCommand: CLICommand {
@@ -76,7 +71,7 @@ struct SimulatorRunCommand: CLICommand {
         let logger = Logger(label: "islet.simulator", sink: { context.standardError($0 + "\n") })
         let stop = SignalWaiter(signals: [SIGTERM, SIGINT])
         let wiring = try wiring(arguments)
-        let configuration = ServerConfiguration(listen: listen, databasePath: Common.databasePath(arguments))
+        let configuration = ServerConfiguration(listen: listen, database: Common.databaseSetting(arguments))
         let simulator: APNsSimulator
         do {
             simulator = try IsletServer.startSimulator(configuration, wiring: wiring, logger: logger, port: listen.port, sink: arguments.flag("--sink"),

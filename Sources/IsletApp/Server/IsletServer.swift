@@ -38,14 +38,13 @@ public final class IsletServer: Sendable {
                 clock: @escaping @Sendable () -> Date = { Date() }) throws {
         self.configuration = configuration
         self.logger = logger
-        let database = try SQLiteDatabase(path: configuration.databasePath)
-        let store = SQLiteApplicationStore(database: database, masterKey: configuration.masterKey)
-        let devices = SQLiteDeviceStore(database: database)
-        let messages = SQLiteMessageStore(database: database), schemas = SQLiteSchemaStore(database: database)
+        let storage = try Storage(StorageLocation(configuration.database))
+        let store = storage.applications(masterKey: configuration.masterKey)
+        let devices = storage.devices, messages = storage.messages, schemas = storage.schemas
         self.store = store
         self.devices = devices
         self.messages = messages
-        let wiring = SimulatorWiring(applications: store, devices: devices, simulated: SQLiteSimulatorStore(database: database), schemas: schemas)
+        let wiring = SimulatorWiring(applications: store, devices: devices, simulated: storage.simulated, schemas: schemas)
         self.simulatorWiring = wiring
 
         var simulator: APNsSimulator?
@@ -99,7 +98,7 @@ public final class IsletServer: Sendable {
     static func startSimulator(_ configuration: ServerConfiguration, wiring: SimulatorWiring, logger: Logger, port: Int = 0,
                                sink: Bool = false, faults: SimulatorFaults = SimulatorFaults()) throws
         -> (simulator: APNsSimulator, certificate: String) {
-        let directory = URL(fileURLWithPath: configuration.databasePath).deletingLastPathComponent().appendingPathComponent("simulator")
+        let directory = URL(fileURLWithPath: StorageLocation(configuration.database).localDirectory).appendingPathComponent("simulator")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let certificate = directory.appendingPathComponent("apns-simulator.crt").path
         let key = directory.appendingPathComponent("apns-simulator.key").path

@@ -51,7 +51,8 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
 /// Everything `islet serve` runs with. Built from flags and environment in the CLI, nowhere else.
 public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var listen: ListenAddress
-    public var databasePath: String
+    /// An SQLite file's path or a PostgreSQL URL (`StorageLocation`).
+    public var database: String
     public var apns: APNsMode
     /// Replaces both Apple hosts (tests, the simulator).
     public var apnsURL: String?
@@ -67,20 +68,20 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var phoneStartedActivities = PhoneStartedActivities.allow
     /// Seals APNs keys at rest; nil stores them plain (a warning with Apple's APNs).
     public var masterKey: MasterKey?
-    /// Where admin actions are logged: a file, "off", or unset for `audit.log` beside the database.
+    /// Where admin actions are logged: a file, "off", or unset for `audit.log` beside an SQLite database.
     public var auditLogSetting: String?
 
     /// The audit log this configuration writes to.
-    public var auditLog: AuditLog { AuditLog(setting: auditLogSetting, database: databasePath) }
+    public var auditLog: AuditLog { AuditLog(setting: auditLogSetting, directory: StorageLocation(database).localDirectory) }
 
     public static let defaultListen = "127.0.0.1:8080"
     public static let defaultDatabase = "var/islet.sqlite"
 
     public init(listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080),
-                databasePath: String = ServerConfiguration.defaultDatabase, apns: APNsMode = .simulator,
+                database: String = ServerConfiguration.defaultDatabase, apns: APNsMode = .simulator,
                 apnsURL: String? = nil, apnsCA: String? = nil, shutdownGracePeriod: Duration = .seconds(10)) {
         self.listen = listen
-        self.databasePath = databasePath
+        self.database = database
         self.apns = apns
         self.apnsURL = apnsURL
         self.apnsCA = apnsCA
@@ -93,7 +94,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
 
     public var summary: JSONValue {
         var object: JSONObject = [
-            "listen": .string(listen.description), "database": .string(databasePath), "apns": .string(apns.rawValue),
+            "listen": .string(listen.description), "database": .string(StorageLocation(database).description), "apns": .string(apns.rawValue),
             "max_body_bytes": .int(Int64(http.maximumBodyBytes)), "threads": .int(Int64(http.threads)),
             "phone_started_activities": .string(phoneStartedActivities.rawValue),
             "audit_log": auditLog.path.map { .string($0) } ?? .string("off"),

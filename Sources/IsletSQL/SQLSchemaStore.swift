@@ -2,17 +2,17 @@ import Foundation
 import IsletCore
 import IsletStore
 
-/// Live Activity schemas in SQLite, every version kept.
-public struct SQLiteSchemaStore: SchemaStore {
-    let database: SQLiteDatabase
+/// Live Activity schemas, every version kept, in either engine.
+public struct SQLSchemaStore: SchemaStore {
+    let database: any SQLDatabase
 
-    public init(database: SQLiteDatabase) { self.database = database }
+    public init(database: any SQLDatabase) { self.database = database }
 
     public func saveSchema(_ contentState: JSONValue, attributes: JSONValue, description: String?, attributesType: String,
                            in application: ApplicationCode, at date: Date) throws(StoreError) -> Int {
         try database.write { (c) throws(StoreError) -> Int in
-            let next = Int(try c.query("SELECT COALESCE(MAX(version), 0) + 1 FROM live_activity_schemas WHERE application = ? AND attributes_type = ?",
-                                       [.text(application.rawValue), .text(attributesType)])[0][0].int ?? 1)
+            let next = Int(try c.query("SELECT COALESCE(MAX(version), 0) + 1 AS next FROM live_activity_schemas WHERE application = ? AND attributes_type = ?",
+                                       [.text(application.rawValue), .text(attributesType)])[0]["next"].int ?? 1)
             try c.run("""
                 INSERT INTO live_activity_schemas (application, attributes_type, version, content_state, attributes, description, created_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -55,7 +55,7 @@ public struct SQLiteSchemaStore: SchemaStore {
         try database.withConnection { (c) throws(StoreError) in
             guard let row = try c.query("SELECT attributes_type, schema_version FROM activities WHERE application = ? AND activity_id = ?",
                                         [.text(application.rawValue), .text(activityID)]).first,
-                  let type = row[0].text, let version = row[1].int else { return nil }
+                  let type = row["attributes_type"].text, let version = row["schema_version"].int else { return nil }
             return (type, Int(version))
         }
     }
@@ -64,10 +64,11 @@ public struct SQLiteSchemaStore: SchemaStore {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("SELECT attributes_type, version, content_state, attributes, description, created_at, deleted_at FROM live_activity_schemas"
                         + clause, parameters).map { row in
-                (StoredSchema(attributesType: row[0].text ?? "", version: Int(row[1].int ?? 0),
-                              contentState: (try? JSONParser.parse(row[2].text ?? "")) ?? [:], attributes: (try? JSONParser.parse(row[3].text ?? "")) ?? [:],
-                              description: row[4].text, createdAt: Date(timeIntervalSince1970: Double(row[5].int ?? 0))),
-                 row[6].int != nil)
+                (StoredSchema(attributesType: row["attributes_type"].text ?? "", version: Int(row["version"].int ?? 0),
+                              contentState: (try? JSONParser.parse(row["content_state"].text ?? "")) ?? [:],
+                              attributes: (try? JSONParser.parse(row["attributes"].text ?? "")) ?? [:],
+                              description: row["description"].text, createdAt: Date(timeIntervalSince1970: Double(row["created_at"].int ?? 0))),
+                 !row["deleted_at"].isNull)
             }
         }
     }

@@ -3,20 +3,20 @@ import IsletCore
 import IsletCrypto
 import IsletStore
 
-/// Applications, tokens and APNs keys in SQLite. With a master key, APNs keys are sealed (AES-256-GCM)
+/// Applications, tokens and APNs keys, in either engine. With a master key, APNs keys are sealed (AES-256-GCM)
 /// before they are written and opened when read; keys written without one stay readable.
-public struct SQLiteApplicationStore: ApplicationStore {
-    let database: SQLiteDatabase
+public struct SQLApplicationStore: ApplicationStore {
+    let database: any SQLDatabase
     let masterKey: MasterKey?
 
-    public init(database: SQLiteDatabase, masterKey: MasterKey? = nil) {
+    public init(database: any SQLDatabase, masterKey: MasterKey? = nil) {
         self.database = database
         self.masterKey = masterKey
     }
 
     public func hasNoApplications() throws(StoreError) -> Bool {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT NOT EXISTS (SELECT 1 FROM applications)")[0][0].int == 1
+            try c.query("SELECT NOT EXISTS (SELECT 1 FROM applications) AS empty")[0]["empty"].bool
         }
     }
 
@@ -65,7 +65,7 @@ public struct SQLiteApplicationStore: ApplicationStore {
 
     public func tokens(of application: ApplicationCode) throws(StoreError) -> [TokenRecord] {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query(Self.selectToken + " WHERE application = ? ORDER BY created_at, rowid", [.text(application.rawValue)]).compactMap(Self.token)
+            try c.query(Self.selectToken + " WHERE application = ? ORDER BY created_at, \(database.dialect.insertionOrder)", [.text(application.rawValue)]).compactMap(Self.token)
         }
     }
 
@@ -78,11 +78,11 @@ public struct SQLiteApplicationStore: ApplicationStore {
     private static let selectToken = "SELECT id, application, kind, hash, label, created_at, revoked_at FROM tokens"
 
     private static func token(_ row: SQLRow) -> TokenRecord? {
-        guard let application = ApplicationCode(row[1].text ?? ""), let kind = TokenKind(rawValue: row[2].text ?? "") else { return nil }
+        guard let application = ApplicationCode(row["application"].text ?? ""), let kind = TokenKind(rawValue: row["kind"].text ?? "") else { return nil }
         return TokenRecord(
-            id: row[0].text ?? "", application: application, kind: kind, hash: row[3].blob ?? [], label: row[4].text ?? "",
-            createdAt: Date(timeIntervalSince1970: Double(row[5].int ?? 0)),
-            revokedAt: row[6].int.map { Date(timeIntervalSince1970: Double($0)) })
+            id: row["id"].text ?? "", application: application, kind: kind, hash: row["hash"].blob ?? [], label: row["label"].text ?? "",
+            createdAt: Date(timeIntervalSince1970: Double(row["created_at"].int ?? 0)),
+            revokedAt: row["revoked_at"].int.map { Date(timeIntervalSince1970: Double($0)) })
     }
 
     public func setAPNsKey(_ key: APNsSigningKey, for application: ApplicationCode) throws(StoreError) {
@@ -99,9 +99,9 @@ public struct SQLiteApplicationStore: ApplicationStore {
             try c.query("SELECT team_id, key_id, environment, pem FROM apns_keys WHERE application = ?",
                         [.text(application.rawValue)]).first.map { row in
                 APNsSigningKey(
-                    info: APNsKeyInfo(teamID: row[0].text ?? "", keyID: row[1].text ?? "",
-                                      environment: APNsEnvironment(rawValue: row[2].text ?? "") ?? .production),
-                    pem: row[3].text ?? "")
+                    info: APNsKeyInfo(teamID: row["team_id"].text ?? "", keyID: row["key_id"].text ?? "",
+                                      environment: APNsEnvironment(rawValue: row["environment"].text ?? "") ?? .production),
+                    pem: row["pem"].text ?? "")
             }.map { (key) throws(StoreError) -> APNsSigningKey in
                 APNsSigningKey(info: key.info, pem: try open(key.pem, application: application))
             }
@@ -134,9 +134,9 @@ public struct SQLiteApplicationStore: ApplicationStore {
     }
 
     /// Every stored APNs key as written: sealed text or a plain PEM.
-    private func storedKeys(_ c: SQLiteConnection) throws(StoreError) -> [(application: ApplicationCode, stored: String)] {
+    private func storedKeys(_ c: any SQLConnection) throws(StoreError) -> [(application: ApplicationCode, stored: String)] {
         try c.query("SELECT application, pem FROM apns_keys ORDER BY application").compactMap { row in
-            ApplicationCode(row[0].text ?? "").map { ($0, row[1].text ?? "") }
+            ApplicationCode(row["application"].text ?? "").map { ($0, row["pem"].text ?? "") }
         }
     }
 
@@ -161,15 +161,15 @@ public struct SQLiteApplicationStore: ApplicationStore {
 
     private static func application(_ row: SQLRow) -> Application {
         var key: APNsKeyInfo?
-        if let team = row[4].text, let keyID = row[5].text {
-            key = APNsKeyInfo(teamID: team, keyID: keyID, environment: APNsEnvironment(rawValue: row[6].text ?? "") ?? .production)
+        if let team = row["team_id"].text, let keyID = row["key_id"].text {
+            key = APNsKeyInfo(teamID: team, keyID: keyID, environment: APNsEnvironment(rawValue: row["environment"].text ?? "") ?? .production)
         }
         return Application(
-            code: ApplicationCode(row[0].text ?? "")!, name: row[1].text ?? "", bundleID: row[2].text ?? "",
-            createdAt: Date(timeIntervalSince1970: Double(row[3].int ?? 0)), apnsKey: key)
+            code: ApplicationCode(row["code"].text ?? "")!, name: row["name"].text ?? "", bundleID: row["bundle_id"].text ?? "",
+            createdAt: Date(timeIntervalSince1970: Double(row["created_at"].int ?? 0)), apnsKey: key)
     }
 
-    private func insert(_ token: TokenRecord, _ c: SQLiteConnection) throws(StoreError) {
+    private func insert(_ token: TokenRecord, _ c: any SQLConnection) throws(StoreError) {
         do throws(StoreError) {
             try c.run("""
                 INSERT INTO tokens (id, application, kind, hash, label, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -183,7 +183,7 @@ public struct SQLiteApplicationStore: ApplicationStore {
         }
     }
 
-    private func upsert(_ key: APNsSigningKey, _ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) {
+    private func upsert(_ key: APNsSigningKey, _ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) {
         // One master key for the whole file: never a key in clear beside sealed ones, nor one sealed with a
         // master key that cannot open the others.
         for key in try storedKeys(c) where MasterKey.isSealed(key.stored) {

@@ -2,16 +2,16 @@ import Foundation
 import IsletCore
 import IsletStore
 
-/// Messages, their delivery jobs, activities and per-device deliveries in SQLite.
+/// Messages, their delivery jobs, activities and per-device deliveries, in either engine.
 ///
 /// A job is a `messages` row: `state`, `due_at`, and `cursor` (the last device id done). Accepting
 /// writes the message and its job in one transaction; each batch of a fan-out writes its results
 /// and the new cursor in one transaction, so a crash loses nothing and a resumed job repeats at most
 /// one batch, with the same stored payload bytes.
-public struct SQLiteMessageStore: MessageStore {
-    let database: SQLiteDatabase
+public struct SQLMessageStore: MessageStore {
+    let database: any SQLDatabase
 
-    public init(database: SQLiteDatabase) { self.database = database }
+    public init(database: any SQLDatabase) { self.database = database }
 
     // MARK: - Accepting
 
@@ -49,7 +49,7 @@ public struct SQLiteMessageStore: MessageStore {
                         """, [.text(application.rawValue), .text(message.activityID), .text(state.rawValue),
                               Self.optional(message.attributesType), Self.optional(message.name),
                               .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date),
-                              message.schemaVersion.map { .int(Int64($0)) } ?? .null])[0][0].int ?? 0
+                              message.schemaVersion.map { .int(Int64($0)) } ?? .null])[0]["id"].int ?? 0
                 }
                 try insert(message, activity: activity, application: application, at: date, c)
             }
@@ -60,14 +60,14 @@ public struct SQLiteMessageStore: MessageStore {
     /// fan-out of one under way stops at its next batch; pushes of older updates and ends still owed
     /// to devices are settled as superseded. Starts are never superseded by an update: the device
     /// needs the start, and is caught up with the latest state when it reports its token.
-    private func supersedeOlder(than id: Int64, activity: Int64, at date: Date, _ c: SQLiteConnection) throws(StoreError) {
+    private func supersedeOlder(than id: Int64, activity: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
         try c.run("""
             UPDATE messages SET superseded_by = ?1, state = CASE WHEN state = 'pending' AND claimed = 0 THEN 'done' ELSE state END,
                 finished_at = CASE WHEN state = 'pending' AND claimed = 0 THEN ?3 ELSE finished_at END
             WHERE activity = ?2 AND id < ?1 AND event = 'update' AND state IN ('pending', 'sending') AND superseded_by IS NULL
             """, [.int(id), .int(activity), Self.seconds(date)])
         try c.run("""
-            UPDATE deliveries INDEXED BY deliveries_owed SET state = 'superseded', next_at = NULL, reason = 'a newer update or end of the activity went instead'
+            UPDATE deliveries \(database.dialect.indexedBy("deliveries_owed")) SET state = 'superseded', next_at = NULL, reason = 'a newer update or end of the activity went instead'
             WHERE state IN ('retrying', 'unconfirmed')
               AND message IN (SELECT id FROM messages WHERE activity = ?2 AND id < ?1 AND event IN ('update', 'end'))
             """, [.int(id), .int(activity)])
@@ -91,7 +91,7 @@ public struct SQLiteMessageStore: MessageStore {
     }
 
     /// Runs `body` in one write transaction, rolled back when only validating.
-    private func accept(validateOnly: Bool, _ body: (SQLiteConnection) throws -> Void) throws {
+    private func accept(validateOnly: Bool, _ body: (any SQLConnection) throws -> Void) throws {
         struct RollBack: Error {}
         do {
             try database.write(rethrowing: { c in
@@ -105,7 +105,7 @@ public struct SQLiteMessageStore: MessageStore {
 
     @discardableResult
     private func insert(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
-                        _ c: SQLiteConnection) throws(StoreError) -> Int64 {
+                        _ c: any SQLConnection) throws(StoreError) -> Int64 {
         try c.query("""
             INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, fallback_payload,
                                   priority, state, due_at, created_at, expires_at)
@@ -115,7 +115,7 @@ public struct SQLiteMessageStore: MessageStore {
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, Self.optional(message.attributesType),
             .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
             Self.milliseconds(message.dueAt), Self.seconds(date), Self.milliseconds(message.expiresAt),
-        ])[0][0].int ?? 0
+        ])[0]["id"].int ?? 0
     }
 
     // MARK: - Jobs
@@ -127,25 +127,26 @@ public struct SQLiteMessageStore: MessageStore {
             // First a shard of a fan-out under way, so a large message is sent by several workers at once.
             if let shard = try c.query("""
                 UPDATE message_shards SET state = 'sending', claimed = 1
-                WHERE rowid = (SELECT s.rowid FROM message_shards s JOIN messages m ON m.id = s.message
+                WHERE (message, shard) = (SELECT s.message, s.shard FROM message_shards s JOIN messages m ON m.id = s.message
                                WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
                                ORDER BY m.due_at, s.message, s.shard LIMIT 1)
                 RETURNING message, shard, up_to, cursor
-                """).first, let message = shard[0].int {
+                """).first, let message = shard["message"].int {
                 var job = try loadJob(message, at: date, c)
-                job?.shard = (Int(shard[1].int ?? 0), shard[2].int ?? .max)
-                return job.map { MessageJob(copying: $0, cursor: shard[3].int ?? 0) }
+                job?.shard = (Int(shard["shard"].int ?? 0), shard["up_to"].int ?? .max)
+                return job.map { MessageJob(copying: $0, cursor: shard["cursor"].int ?? 0) }
             }
             guard let id = try c.query("""
                 UPDATE messages SET state = 'sending', claimed = 1
                 WHERE id = (SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
                             \(Self.fanOutsNotIn(shardsExcluding)) ORDER BY m.due_at, m.id LIMIT 1)
                 RETURNING id
-                """, [Self.milliseconds(date)]).first?[0].int, let job = try loadJob(id, at: date, c) else { return nil }
+                """, [Self.milliseconds(date)]).first?["id"].int, let job = try loadJob(id, at: date, c) else { return nil }
             // A start to a large audience, claimed for the first time: split it, and take the first shard.
             guard job.event == .start, job.target != nil, job.cursor == 0,
-                  let range = try c.query("SELECT MIN(id), MAX(id) FROM devices WHERE application = ?", [.text(job.application.rawValue)]).first,
-                  let lowest = range[0].int, let highest = range[1].int else { return job }
+                  let range = try c.query("SELECT MIN(id) AS lowest, MAX(id) AS highest FROM devices WHERE application = ?",
+                                          [.text(job.application.rawValue)]).first,
+                  let lowest = range["lowest"].int, let highest = range["highest"].int else { return job }
             let shards = sharding.shards(lowest: lowest, highest: highest)
             guard let first = shards.first else { return job }
             for (number, shard) in shards.enumerated() {
@@ -161,25 +162,25 @@ public struct SQLiteMessageStore: MessageStore {
     }
 
     /// A message's job as a worker needs it; a start marks its scheduled activity active.
-    private func loadJob(_ id: Int64, at date: Date, _ c: SQLiteConnection) throws(StoreError) -> MessageJob? {
+    private func loadJob(_ id: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) -> MessageJob? {
         guard let row = try c.query("""
             SELECT id, code, application, event, activity, target, attributes_type, payload, fallback_payload, priority, cursor,
-                   expires_at, due_at
+                   expires_at
             FROM messages WHERE id = ?
-            """, [.int(id)]).first, let application = ApplicationCode(row[2].text ?? "") else { return nil }
-        let activity = SQLValue.int(row[4].int ?? 0)
-        if row[3].text == LiveActivityEvent.start.rawValue {
+            """, [.int(id)]).first, let application = ApplicationCode(row["application"].text ?? "") else { return nil }
+        let activity = row["activity"]
+        if row["event"].text == LiveActivityEvent.start.rawValue {
             try c.run("UPDATE activities SET state = 'active', updated_at = ? WHERE id = ? AND state = 'scheduled'",
                       [Self.seconds(date), activity])
         }
-        let activityID = try c.query("SELECT activity_id FROM activities WHERE id = ?", [activity]).first?[0].text ?? ""
-        let target = try row[5].text.map { (text) throws(StoreError) in try Self.decodeTarget(text, application, c) }
+        let activityID = try c.query("SELECT activity_id FROM activities WHERE id = ?", [activity]).first?["activity_id"].text ?? ""
+        let target = try row["target"].text.map { (text) throws(StoreError) in try Self.decodeTarget(text, application, c) }
         return MessageJob(
-            id: row[0].int ?? 0, code: row[1].text ?? "", application: application,
-            event: LiveActivityEvent(rawValue: row[3].text ?? "") ?? .update, activity: row[4].int ?? 0, activityID: activityID,
-            target: target, attributesType: row[6].text, payload: row[7].blob ?? [], fallbackPayload: row[8].blob,
-            priority: Int(row[9].int ?? 5), cursor: row[10].int ?? 0,
-            expiresAt: Self.date(milliseconds: row[11].int ?? ((row[12].int ?? 0) + 3_600_000)))
+            id: row["id"].int ?? 0, code: row["code"].text ?? "", application: application,
+            event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: activity.int ?? 0, activityID: activityID,
+            target: target, attributesType: row["attributes_type"].text, payload: row["payload"].blob ?? [],
+            fallbackPayload: row["fallback_payload"].blob, priority: Int(row["priority"].int ?? 5), cursor: row["cursor"].int ?? 0,
+            expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0))
     }
 
     /// `AND column NOT IN ('A', 'B')` for application codes (their syntax admits no quote).
@@ -219,21 +220,21 @@ public struct SQLiteMessageStore: MessageStore {
         // Only jobs a worker could take when due: not those claimed, nor those waiting behind their activity.
         try database.withConnection { (c) throws(StoreError) in
             let job = try c.query("""
-                SELECT MIN(m.due_at) FROM messages m
+                SELECT MIN(m.due_at) AS due FROM messages m
                 WHERE ((m.state = 'pending') OR (m.state = 'sending' AND m.claimed = 0))
                   AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
                   AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
                   \(Self.notIn(excluding, column: "m.application")) \(Self.fanOutsNotIn(shardsExcluding))
-                """)[0][0].int
+                """)[0]["due"].int
             let shard = try c.query("""
-                SELECT MIN(m.due_at) FROM message_shards s JOIN messages m ON m.id = s.message
+                SELECT MIN(m.due_at) AS due FROM message_shards s JOIN messages m ON m.id = s.message
                 WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
-                """)[0][0].int
+                """)[0]["due"].int
             // Applications at their share of workers are left out: their due work must not wake idle workers.
-            let delivery = try c.query(excluding.isEmpty ? "SELECT MIN(next_at) FROM deliveries WHERE state IN ('retrying', 'unconfirmed')" : """
-                SELECT MIN(d.next_at) FROM deliveries d JOIN messages m ON m.id = d.message
+            let delivery = try c.query(excluding.isEmpty ? "SELECT MIN(next_at) AS due FROM deliveries WHERE state IN ('retrying', 'unconfirmed')" : """
+                SELECT MIN(d.next_at) AS due FROM deliveries d JOIN messages m ON m.id = d.message
                 WHERE d.state IN ('retrying', 'unconfirmed') \(Self.notIn(excluding, column: "m.application"))
-                """)[0][0].int
+                """)[0]["due"].int
             return [job, shard, delivery].compactMap { $0 }.min().map { Self.date(milliseconds: $0) }
         }
     }
@@ -241,7 +242,7 @@ public struct SQLiteMessageStore: MessageStore {
     public func pruneFinished(before cutoff: Date, limit: Int) throws(StoreError) -> (deliveries: Int, messages: Int) {
         try database.write { (c) throws(StoreError) -> (deliveries: Int, messages: Int) in
             guard let message = try c.query("""
-                SELECT m.id FROM messages m INDEXED BY messages_finished JOIN activities a ON a.id = m.activity
+                SELECT m.id FROM messages m \(database.dialect.indexedBy("messages_finished")) JOIN activities a ON a.id = m.activity
                 WHERE m.state IN ('done', 'cancelled') AND m.finished_at < ?1
                   AND (a.state = 'ended' OR a.updated_at < ?1
                        -- a live activity keeps its current start (D5) and its latest update or end (catch-up)
@@ -249,7 +250,7 @@ public struct SQLiteMessageStore: MessageStore {
                            AND m.id != COALESCE((SELECT MAX(id) FROM messages WHERE activity = m.activity AND event IN ('update', 'end')
                                                  AND state != 'cancelled'), 0)))
                 ORDER BY m.finished_at LIMIT 1
-                """, [Self.seconds(cutoff)]).first?[0] else { return (0, 0) }
+                """, [Self.seconds(cutoff)]).first?["id"] else { return (0, 0) }
             let deleted = try c.run("""
                 DELETE FROM deliveries WHERE message = ?1 AND device IN (SELECT device FROM deliveries WHERE message = ?1 LIMIT ?2)
                 """, [message, .int(Int64(limit))])
@@ -266,20 +267,21 @@ public struct SQLiteMessageStore: MessageStore {
             var statistics = DeliveryQueueStatistics()
             let now = Self.milliseconds(date)
             let jobs = try c.query("""
-                SELECT COUNT(*) FILTER (WHERE due_at <= ?1), MIN(due_at) FILTER (WHERE due_at <= ?1), COUNT(*) FILTER (WHERE due_at > ?1)
-                FROM messages INDEXED BY messages_waiting WHERE state IN ('pending', 'sending')
+                SELECT COUNT(*) FILTER (WHERE due_at <= ?1) AS due, MIN(due_at) FILTER (WHERE due_at <= ?1) AS oldest,
+                       COUNT(*) FILTER (WHERE due_at > ?1) AS scheduled
+                FROM messages \(database.dialect.indexedBy("messages_waiting")) WHERE state IN ('pending', 'sending')
                 """, [now])[0]
-            statistics.jobsDue = Int(jobs[0].int ?? 0)
-            statistics.oldestDueAt = jobs[1].int.map(Self.date(milliseconds:))
-            statistics.jobsScheduled = Int(jobs[2].int ?? 0)
+            statistics.jobsDue = Int(jobs["due"].int ?? 0)
+            statistics.oldestDueAt = jobs["oldest"].int.map(Self.date(milliseconds:))
+            statistics.jobsScheduled = Int(jobs["scheduled"].int ?? 0)
             for row in try c.query("""
                 SELECT state, COUNT(*) AS owed, MIN(next_at) FILTER (WHERE next_at <= ?) AS oldest
-                FROM deliveries INDEXED BY deliveries_due WHERE state IN ('retrying', 'unconfirmed') GROUP BY state
+                FROM deliveries \(database.dialect.indexedBy("deliveries_due")) WHERE state IN ('retrying', 'unconfirmed') GROUP BY state
                 """, [now]) {
-                let owed = Int(row[1].int ?? 0)
-                if row[0].text == DeliveryState.retrying.rawValue {
+                let owed = Int(row["owed"].int ?? 0)
+                if row["state"].text == DeliveryState.retrying.rawValue {
                     statistics.retrying = owed
-                    statistics.oldestRetryDueAt = row[2].int.map(Self.date(milliseconds:))
+                    statistics.oldestRetryDueAt = row["oldest"].int.map(Self.date(milliseconds:))
                 } else {
                     statistics.unconfirmed = owed
                 }
@@ -289,6 +291,7 @@ public struct SQLiteMessageStore: MessageStore {
     }
 
     public func releaseClaims() throws(StoreError) {
+        let inAMinute = Self.milliseconds(Date().addingTimeInterval(60))
         try database.write { (c) throws(StoreError) in
             try c.run("UPDATE messages SET claimed = 0 WHERE state = 'sending' AND claimed = 1")
             try c.run("UPDATE message_shards SET claimed = 0 WHERE claimed = 1")
@@ -296,16 +299,17 @@ public struct SQLiteMessageStore: MessageStore {
             // and waits for its device's token like any start whose answer was lost.
             try c.run("""
                 UPDATE deliveries SET state = \(Self.backToWaiting),
-                    next_at = CASE WHEN copies > 0 THEN CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 60000 ELSE 0 END
+                    next_at = CASE WHEN copies > 0 THEN ? ELSE 0 END
                 WHERE state = 'sending'
-                """)
+                """, [inAMinute])
         }
     }
 
     public func updateTargets(activity: Int64, afterID: Int64, limit: Int) throws(StoreError) -> [UpdateTarget] {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("""
-                SELECT \(SQLiteDeviceStore.deviceColumns), NULL, d.application, t.token, t.device IS NOT NULL, ad.state
+                SELECT \(SQLDeviceStore.deviceColumns), NULL AS push_to_start, d.application, t.token, t.device IS NOT NULL AS reported,
+                       ad.state
                 FROM activity_devices ad
                 JOIN devices d ON d.id = ad.device
                 JOIN activities a ON a.id = ad.activity
@@ -313,10 +317,10 @@ public struct SQLiteMessageStore: MessageStore {
                 WHERE ad.activity = ? AND ad.device > ?
                 ORDER BY ad.device LIMIT ?
                 """, [.int(activity), .int(afterID), .int(Int64(limit))]).map { row in
-                let device = SQLiteDeviceStore.device(row, ApplicationCode(row[9].text ?? "") ?? ApplicationCode("XXXXX-XXXXX")!)
-                let token = row[10].text
-                return UpdateTarget(device: device, updateToken: token, endedOnDevice: row[11].int == 1 && token == nil,
-                                    tokenDead: row[12].text == "token-dead")
+                let device = SQLDeviceStore.device(row, ApplicationCode(row["application"].text ?? "") ?? ApplicationCode("XXXXX-XXXXX")!)
+                let token = row["token"].text
+                return UpdateTarget(device: device, updateToken: token, endedOnDevice: row["reported"].bool && token == nil,
+                                    tokenDead: row["state"].text == "token-dead")
             }
         }
     }
@@ -334,20 +338,20 @@ public struct SQLiteMessageStore: MessageStore {
         }
     }
 
-    static func write(_ record: DeliveryRecord, message: Int64, at date: Date, _ c: SQLiteConnection) throws(StoreError) {
+    static func write(_ record: DeliveryRecord, message: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
         try c.run("""
             INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
             ON CONFLICT (message, device) DO UPDATE SET push_type = excluded.push_type, status = excluded.status,
-                reason = excluded.reason, apns_id = excluded.apns_id, attempts = attempts + excluded.attempts, at = excluded.at,
-                state = excluded.state, next_at = excluded.next_at, token = COALESCE(excluded.token, token), copies = excluded.copies
+                reason = excluded.reason, apns_id = excluded.apns_id, attempts = deliveries.attempts + excluded.attempts, at = excluded.at,
+                state = excluded.state, next_at = excluded.next_at, token = COALESCE(excluded.token, deliveries.token), copies = excluded.copies
             """, [.int(message), .int(record.device), optional(record.pushType), .int(Int64(record.status)),
                   optional(record.reason), optional(record.apnsID), .int(Int64(record.attempts)), seconds(date),
                   .text(record.state.rawValue), record.nextAttemptAt.map { milliseconds($0) } ?? .null, optional(record.token),
                   .int(Int64(record.uncertainCopies))])
     }
 
-    static func started(activity: Int64, device: Int64, _ c: SQLiteConnection) throws(StoreError) {
+    static func started(activity: Int64, device: Int64, _ c: any SQLConnection) throws(StoreError) {
         try c.run("""
             INSERT INTO activity_devices (activity, device, state) VALUES (?, ?, 'active')
             ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
@@ -360,12 +364,12 @@ public struct SQLiteMessageStore: MessageStore {
                                    verdict: (DueDelivery, Date) -> DueVerdict) throws(StoreError) -> [DueDelivery] {
         try database.write { (c) throws(StoreError) -> [DueDelivery] in
             let rows = try c.query("""
-                SELECT d.message, m.code, m.application, m.event, m.activity, d.device, dev.sandbox, d.state, COALESCE(d.push_type, 'liveactivity'),
-                       d.token, m.payload, m.fallback_payload, m.priority, COALESCE(d.expires_at, m.expires_at, m.due_at + 3600000), d.attempts, d.copies,
-                       d.catch_up, a.state = 'ended',
+                SELECT d.message, m.code, m.application, m.event, m.activity, d.device, dev.sandbox, d.state,
+                       COALESCE(d.push_type, 'liveactivity') AS push_type, d.token, m.payload, m.fallback_payload, m.priority,
+                       COALESCE(d.expires_at, m.expires_at) AS expires_at, d.attempts, d.copies, d.catch_up, a.state = 'ended' AS ended,
                        EXISTS (SELECT 1 FROM messages n WHERE n.activity = m.activity AND n.id > m.id AND n.event IN ('update', 'end')
-                               AND n.state != 'cancelled'),
-                       EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity = m.activity AND ad.device = d.device)
+                               AND n.state != 'cancelled') AS newer,
+                       EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity = m.activity AND ad.device = d.device) AS running
                 FROM deliveries d
                 JOIN messages m ON m.id = d.message
                 JOIN activities a ON a.id = m.activity
@@ -375,30 +379,31 @@ public struct SQLiteMessageStore: MessageStore {
                 """, [Self.milliseconds(date), .int(Int64(limit))])
             var claimed: [DueDelivery] = []
             for row in rows {
-                guard let application = ApplicationCode(row[2].text ?? ""), let token = row[9].text else {
+                guard let application = ApplicationCode(row["application"].text ?? ""), let token = row["token"].text else {
                     try c.run("UPDATE deliveries SET state = 'failed', next_at = NULL, reason = 'no device token stored' WHERE message = ? AND device = ?",
-                              [row[0], row[5]])
+                              [row["message"], row["device"]])
                     continue
                 }
-                let pushType = row[8].text ?? "liveactivity"
+                let pushType = row["push_type"].text ?? "liveactivity"
                 let due = DueDelivery(
-                    message: row[0].int ?? 0, code: row[1].text ?? "", application: application,
-                    event: LiveActivityEvent(rawValue: row[3].text ?? "") ?? .update, activity: row[4].int ?? 0, device: row[5].int ?? 0,
-                    gateway: row[6].int == 1 ? .sandbox : .production, state: DeliveryState(rawValue: row[7].text ?? "") ?? .retrying,
-                    pushType: pushType, token: token, payload: (pushType == "alert" ? row[11].blob : row[10].blob) ?? [],
-                    priority: Int(row[12].int ?? 10), expiresAt: Self.date(milliseconds: row[13].int ?? 0), attempts: Int(row[14].int ?? 0),
-                    uncertainCopies: Int(row[15].int ?? 0), catchUp: row[16].int == 1, activityEnded: row[17].int == 1,
-                    newerMessage: row[18].int == 1, tokenReportedSince: row[19].int == 1)
+                    message: row["message"].int ?? 0, code: row["code"].text ?? "", application: application,
+                    event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: row["activity"].int ?? 0,
+                    device: row["device"].int ?? 0, gateway: row["sandbox"].bool ? .sandbox : .production,
+                    state: DeliveryState(rawValue: row["state"].text ?? "") ?? .retrying, pushType: pushType, token: token,
+                    payload: (pushType == "alert" ? row["fallback_payload"].blob : row["payload"].blob) ?? [],
+                    priority: Int(row["priority"].int ?? 10), expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0),
+                    attempts: Int(row["attempts"].int ?? 0), uncertainCopies: Int(row["copies"].int ?? 0), catchUp: row["catch_up"].bool,
+                    activityEnded: row["ended"].bool, newerMessage: row["newer"].bool, tokenReportedSince: row["running"].bool)
                 switch verdict(due, date) {
                 case .settle(let state, let reason):
                     try c.run("UPDATE deliveries SET state = ?, next_at = NULL, reason = ?, at = ?, status = CASE WHEN ? = 'sent' THEN 200 ELSE status END WHERE message = ? AND device = ?",
-                              [.text(state.rawValue), .text(reason), Self.seconds(date), .text(state.rawValue), row[0], row[5]])
+                              [.text(state.rawValue), .text(reason), Self.seconds(date), .text(state.rawValue), row["message"], row["device"]])
                     if state == .sent && due.event == .start { try Self.started(activity: due.activity, device: due.device, c) }
                 case .send:
                     // Every send of a start counts as a possible copy before it goes, so a crash cannot make a third;
                     // an answer that proves it did not land gives the count back (`DeliveryDecisions.record`).
                     try c.run("UPDATE deliveries SET state = 'sending', next_at = NULL, copies = copies + ? WHERE message = ? AND device = ?",
-                              [.int(due.event == .start && due.pushType == "liveactivity" ? 1 : 0), row[0], row[5]])
+                              [.int(due.event == .start && due.pushType == "liveactivity" ? 1 : 0), row["message"], row["device"]])
                     claimed.append(due)
                 }
             }
@@ -413,7 +418,7 @@ public struct SQLiteMessageStore: MessageStore {
         }
     }
 
-    static func apply(_ effects: DeliveryEffects, _ c: SQLiteConnection) throws(StoreError) {
+    static func apply(_ effects: DeliveryEffects, _ c: any SQLConnection) throws(StoreError) {
         for (activity, device) in effects.startedOn { try started(activity: activity, device: device, c) }
         // A token registered again after APNs found it invalid (the 410's timestamp) is alive: keep it.
         let notRenewed = "(?3 IS NULL OR updated_at * 1000 <= ?3)"
@@ -445,7 +450,7 @@ public struct SQLiteMessageStore: MessageStore {
 
     public func supersededBy(_ job: MessageJob) throws(StoreError) -> Int64? {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT superseded_by FROM messages WHERE id = ?", [.int(job.id)]).first?[0].int
+            try c.query("SELECT superseded_by FROM messages WHERE id = ?", [.int(job.id)]).first?["superseded_by"].int
         }
     }
 
@@ -479,14 +484,14 @@ public struct SQLiteMessageStore: MessageStore {
         try database.write { (c) throws(StoreError) -> CancelResult in
             guard let row = try c.query("SELECT id, state, event, activity FROM messages WHERE code = ? AND application = ?",
                                         [.text(code), .text(application.rawValue)]).first else { return .notFound }
-            let state = MessageState(rawValue: row[1].text ?? "") ?? .done
-            let event = LiveActivityEvent(rawValue: row[2].text ?? "") ?? .update
+            let state = MessageState(rawValue: row["state"].text ?? "") ?? .done
+            let event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
             // Updates and ends changed the activity when accepted: only a start that has not fired can be taken back.
             guard state == .pending, event == .start else { return .notCancellable(state: state, event: event) }
-            try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [Self.seconds(date), .int(row[0].int ?? 0)])
+            try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [Self.seconds(date), row["id"]])
             // The activity never started: its id is free again.
             try c.run("UPDATE activities SET state = 'ended', updated_at = ? WHERE id = ? AND state IN ('scheduled', 'active')",
-                      [Self.seconds(date), .int(row[3].int ?? 0)])
+                      [Self.seconds(date), row["activity"]])
             return .cancelled
         }
     }
@@ -495,32 +500,35 @@ public struct SQLiteMessageStore: MessageStore {
         try database.withConnection { (c) throws(StoreError) -> MessageDetails? in
             guard let row = try c.query("""
                 SELECT m.id, m.event, a.activity_id, m.state, m.created_at, m.due_at, m.finished_at, m.expires_at,
-                       (SELECT s.code FROM messages s WHERE s.id = m.superseded_by)
+                       (SELECT s.code FROM messages s WHERE s.id = m.superseded_by) AS superseded_by
                 FROM messages m JOIN activities a ON a.id = m.activity WHERE m.code = ? AND m.application = ?
                 """, [.text(code), .text(application.rawValue)]).first else { return nil }
-            let id = SQLValue.int(row[0].int ?? 0)
+            let id = row["id"]
             var skipped: [String: Int] = [:], reasons: [String: Int] = [:], byState: [DeliveryState: Int] = [:]
             var targeted = 0
-            for group in try c.query("SELECT state, COALESCE(reason, ''), COUNT(*) FROM deliveries WHERE message = ? GROUP BY 1, 2", [id]) {
-                let state = DeliveryState(rawValue: group[0].text ?? "") ?? .failed, count = Int(group[2].int ?? 0)
+            for group in try c.query("""
+                SELECT state, COALESCE(reason, '') AS reason, COUNT(*) AS count FROM deliveries WHERE message = ? GROUP BY 1, 2
+                """, [id]) {
+                let state = DeliveryState(rawValue: group["state"].text ?? "") ?? .failed, count = Int(group["count"].int ?? 0)
                 targeted += count
                 byState[state, default: 0] += count
-                if state == .skipped { skipped[group[1].text ?? "", default: 0] += count }
-                if state == .failed { reasons[group[1].text ?? "", default: 0] += count }
+                if state == .skipped { skipped[group["reason"].text ?? "", default: 0] += count }
+                if state == .failed { reasons[group["reason"].text ?? "", default: 0] += count }
             }
             let extra = try c.query("""
-                SELECT MIN(next_at) FILTER (WHERE state IN ('retrying', 'unconfirmed')), COALESCE(SUM(catch_up), 0)
+                SELECT MIN(next_at) FILTER (WHERE state IN ('retrying', 'unconfirmed')) AS next_at, COALESCE(SUM(catch_up), 0) AS caught_up
                 FROM deliveries WHERE message = ?
                 """, [id])[0]
             return MessageDetails(
-                code: code, event: LiveActivityEvent(rawValue: row[1].text ?? "") ?? .update, activityID: row[2].text ?? "",
-                state: MessageState(rawValue: row[3].text ?? "") ?? .pending,
-                createdAt: Date(timeIntervalSince1970: Double(row[4].int ?? 0)),
-                dueAt: Date(timeIntervalSince1970: Double(row[5].int ?? 0) / 1000),
-                finishedAt: row[6].int.map { Date(timeIntervalSince1970: Double($0)) },
+                code: code, event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activityID: row["activity_id"].text ?? "",
+                state: MessageState(rawValue: row["state"].text ?? "") ?? .pending,
+                createdAt: Date(timeIntervalSince1970: Double(row["created_at"].int ?? 0)),
+                dueAt: Date(timeIntervalSince1970: Double(row["due_at"].int ?? 0) / 1000),
+                finishedAt: row["finished_at"].int.map { Date(timeIntervalSince1970: Double($0)) },
                 targeted: targeted, sent: byState[.sent] ?? 0, failed: byState[.failed] ?? 0, skipped: skipped, reasons: reasons,
-                pending: byState.filter { ![.sent, .failed, .skipped].contains($0.key) }, nextAttemptAt: extra[0].int.map { Self.date(milliseconds: $0) },
-                caughtUp: Int(extra[1].int ?? 0), supersededBy: row[8].text, expiresAt: row[7].int.map { Self.date(milliseconds: $0) })
+                pending: byState.filter { ![.sent, .failed, .skipped].contains($0.key) }, nextAttemptAt: extra["next_at"].int.map { Self.date(milliseconds: $0) },
+                caughtUp: Int(extra["caught_up"].int ?? 0), supersededBy: row["superseded_by"].text,
+                expiresAt: row["expires_at"].int.map { Self.date(milliseconds: $0) })
         }
     }
 
@@ -533,7 +541,7 @@ public struct SQLiteMessageStore: MessageStore {
         // however many devices and messages the activity has.
         try database.withConnection { (c) throws(StoreError) in
             try c.query("""
-                SELECT d.id, d.hwid, ad.state, dl.status, dl.reason, m.code, dl.state, dl.catch_up, a.state
+                SELECT d.id, d.hwid, ad.state, dl.status, dl.reason, m.code, dl.state AS delivery_state, dl.catch_up, a.state AS activity_state
                 FROM activity_devices ad JOIN devices d ON d.id = ad.device JOIN activities a ON a.id = ad.activity
                 LEFT JOIN deliveries dl ON dl.device = ad.device AND dl.message = (
                     SELECT MAX(x.message) FROM deliveries x JOIN messages y ON y.id = x.message WHERE x.device = ad.device AND y.activity = ?1)
@@ -541,11 +549,12 @@ public struct SQLiteMessageStore: MessageStore {
                 WHERE ad.activity = ?1 AND ad.device > ?2 ORDER BY ad.device LIMIT ?3
                 """, [.int(activity), .int(after), .int(Int64(limit))]).map { row in
                 // After the end, a device where it ran shows "ended", not "active".
-                let state = row[2].text == "active" && row[8].text == ActivityState.ended.rawValue ? "ended" : row[2].text ?? ""
-                var device = ActivityDevice(hwid: row[1].text ?? "", state: state, lastStatus: row[3].int.map { Int($0) },
-                                            lastReason: row[4].text, lastMessage: row[5].text,
-                                            lastState: row[6].text.flatMap(DeliveryState.init(rawValue:)), caughtUp: row[7].int == 1)
-                device.id = row[0].int ?? 0
+                let joined = row["state"].text ?? ""
+                let state = joined == "active" && row["activity_state"].text == ActivityState.ended.rawValue ? "ended" : joined
+                var device = ActivityDevice(hwid: row["hwid"].text ?? "", state: state, lastStatus: row["status"].int.map { Int($0) },
+                                            lastReason: row["reason"].text, lastMessage: row["code"].text,
+                                            lastState: row["delivery_state"].text.flatMap(DeliveryState.init(rawValue:)), caughtUp: row["catch_up"].bool)
+                device.id = row["id"].int ?? 0
                 return device
             }
         }
@@ -553,29 +562,29 @@ public struct SQLiteMessageStore: MessageStore {
 
     public func activityDeviceCount(activity: Int64) throws(StoreError) -> Int {
         try database.withConnection { (c) throws(StoreError) -> Int in
-            Int(try c.query("SELECT COUNT(*) FROM activity_devices WHERE activity = ?", [.int(activity)])[0][0].int ?? 0)
+            Int(try c.query("SELECT COUNT(*) AS count FROM activity_devices WHERE activity = ?", [.int(activity)])[0]["count"].int ?? 0)
         }
     }
 
     // MARK: - Rows
 
-    private func activityRow(_ activityID: String, _ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> ActivityRecord? {
+    private func activityRow(_ activityID: String, _ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> ActivityRecord? {
         try c.query("""
             SELECT id, activity_id, state, attributes_type, name, content_state, updated_at FROM activities
             WHERE application = ? AND activity_id = ?
             """, [.text(application.rawValue), .text(activityID)]).first.map { row in
             ActivityRecord(
-                id: row[0].int ?? 0, activityID: row[1].text ?? "", state: ActivityState(rawValue: row[2].text ?? "") ?? .ended,
-                attributesType: row[3].text, name: row[4].text,
-                contentState: row[5].text.flatMap { try? JSONParser.parse($0).objectValue },
-                updatedAt: Date(timeIntervalSince1970: Double(row[6].int ?? 0)))
+                id: row["id"].int ?? 0, activityID: row["activity_id"].text ?? "", state: ActivityState(rawValue: row["state"].text ?? "") ?? .ended,
+                attributesType: row["attributes_type"].text, name: row["name"].text,
+                contentState: row["content_state"].text.flatMap { try? JSONParser.parse($0).objectValue },
+                updatedAt: Date(timeIntervalSince1970: Double(row["updated_at"].int ?? 0)))
         }
     }
 
-    static func tagTypes(_ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> [String: TagType] {
+    static func tagTypes(_ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> [String: TagType] {
         var types: [String: TagType] = [:]
         for row in try c.query("SELECT name, type FROM tag_types WHERE application = ?", [.text(application.rawValue)]) {
-            types[row[0].text ?? ""] = TagType(rawValue: row[1].text ?? "")
+            types[row["name"].text ?? ""] = TagType(rawValue: row["type"].text ?? "")
         }
         return types
     }
@@ -589,7 +598,7 @@ public struct SQLiteMessageStore: MessageStore {
         }
     }
 
-    static func decodeTarget(_ text: String, _ application: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> TargetSelection {
+    static func decodeTarget(_ text: String, _ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> TargetSelection {
         do {
             let object = try JSONParser.parse(text).objectValue ?? [:]
             if let filter = object["filter"]?.objectValue {

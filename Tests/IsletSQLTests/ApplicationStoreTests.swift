@@ -3,19 +3,8 @@ import Testing
 import IsletCore
 import IsletCrypto
 import IsletStore
+@testable import IsletSQL
 @testable import IsletSQLite
-
-/// A fresh database file in its own temporary directory, removed at the end of the test.
-final class TemporaryDatabase {
-    let directory: URL
-    var path: String { directory.appendingPathComponent("islet.sqlite").path }
-
-    init() {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-test-\(UUID().uuidString)")
-    }
-
-    deinit { try? FileManager.default.removeItem(at: directory) }
-}
 
 private func application(_ code: String, name: String = "Shop") -> Application {
     Application(code: ApplicationCode(code)!, name: name, bundleID: "com.example.shop", createdAt: Date(timeIntervalSince1970: 1_700_000_000))
@@ -26,25 +15,20 @@ private func token(_ id: String, _ code: String, _ kind: TokenKind, secret: Stri
                 createdAt: Date(timeIntervalSince1970: 1_700_000_000))
 }
 
-@Suite("SQLite application store")
-struct SQLiteApplicationStoreTests {
-    let temporary = TemporaryDatabase()
-
-    func store() throws -> SQLiteApplicationStore {
-        SQLiteApplicationStore(database: try SQLiteDatabase(path: temporary.path))
-    }
-
-    @Test func theDatabaseHoldingKeysIsReadableByItsOwnerOnly() throws {
-        let store = try store()
-        try store.createApplication(application("APPAA-00001"), tokens: [], apnsKey: nil)
+@Suite("Application store, on both engines")
+struct ApplicationStoreTests {
+    @Test func theSQLiteFileHoldingKeysIsReadableByItsOwnerOnly() throws {
+        let db = try Engine.sqlite.open()
+        try db.applications().createApplication(application("APPAA-00001"), tokens: [], apnsKey: nil)
         for suffix in ["", "-wal"] {
-            let attributes = try FileManager.default.attributesOfItem(atPath: temporary.path + suffix)
-            #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o077 } == 0, "\(temporary.path + suffix) is open to others")
+            let attributes = try FileManager.default.attributesOfItem(atPath: db.location + suffix)
+            #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o077 } == 0, "\(db.location + suffix) is open to others")
         }
     }
 
-    @Test func createsAndReadsApplicationsWithTokensAndKey() throws {
-        let store = try store()
+    @Test(arguments: Engine.allCases) func createsAndReadsApplicationsWithTokensAndKey(_ engine: Engine) throws {
+        let db = try engine.open()
+        let store = db.applications()
         #expect(try store.hasNoApplications())
         let key = APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .sandbox), pem: "PEM")
         try store.createApplication(application("ABCDE-12345"), tokens: [
@@ -61,8 +45,9 @@ struct SQLiteApplicationStoreTests {
         #expect(try store.application(ApplicationCode("ZZZZZ-99999")!) == nil)
     }
 
-    @Test func creationIsAllOrNothing() throws {
-        let store = try store()
+    @Test(arguments: Engine.allCases) func creationIsAllOrNothing(_ engine: Engine) throws {
+        let db = try engine.open()
+        let store = db.applications()
         try store.createApplication(application("ABCDE-12345"), tokens: [token("tk_1", "ABCDE-12345", .api, secret: "a")], apnsKey: nil)
         // The second application's token reuses the first one's secret: the unique hash fails the whole creation.
         #expect(throws: StoreError.self) {
@@ -75,8 +60,9 @@ struct SQLiteApplicationStoreTests {
         }
     }
 
-    @Test func revokesOnceAndOnlyWithinTheApplication() throws {
-        let store = try store()
+    @Test(arguments: Engine.allCases) func revokesOnceAndOnlyWithinTheApplication(_ engine: Engine) throws {
+        let db = try engine.open()
+        let store = db.applications()
         try store.createApplication(application("ABCDE-12345"), tokens: [token("tk_1", "ABCDE-12345", .api, secret: "a")], apnsKey: nil)
         try store.createApplication(application("FGHIJ-67890"), tokens: [], apnsKey: nil)
         let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -86,8 +72,9 @@ struct SQLiteApplicationStoreTests {
         #expect(try store.tokens(of: ApplicationCode("ABCDE-12345")!).first?.revokedAt == now)
     }
 
-    @Test func refusesTokensAndKeysForUnknownApplications() throws {
-        let store = try store()
+    @Test(arguments: Engine.allCases) func refusesTokensAndKeysForUnknownApplications(_ engine: Engine) throws {
+        let db = try engine.open()
+        let store = db.applications()
         #expect(throws: StoreError(.notFound, "application ABCDE-12345 does not exist")) {
             try store.addToken(token("tk_1", "ABCDE-12345", .api, secret: "a"))
         }
@@ -95,8 +82,9 @@ struct SQLiteApplicationStoreTests {
         #expect(throws: StoreError.self) { try store.setAPNsKey(key, for: ApplicationCode("ABCDE-12345")!) }
     }
 
-    @Test func replacesTheAPNsKey() throws {
-        let store = try store()
+    @Test(arguments: Engine.allCases) func replacesTheAPNsKey(_ engine: Engine) throws {
+        let db = try engine.open()
+        let store = db.applications()
         try store.createApplication(application("ABCDE-12345"), tokens: [], apnsKey: nil)
         let code = ApplicationCode("ABCDE-12345")!
         for keyID in ["KEY0000001", "KEY0000002"] {
@@ -106,17 +94,19 @@ struct SQLiteApplicationStoreTests {
         #expect(try store.application(code)?.apnsKey?.keyID == "KEY0000002")
     }
 
-    @Test func aSecondHandleOnTheSameFileSeesWritesAtOnce() throws {
-        // The CLI and a running server open the same file: the server must see new applications (issue 2).
-        let server = try store()
-        let cli = try store()
+    @Test(arguments: Engine.allCases) func aSecondHandleOnTheSameDatabaseSeesWritesAtOnce(_ engine: Engine) throws {
+        // The CLI and a running server open the same database: the server must see new applications (issue 2).
+        let db = try engine.open()
+        let server = db.applications()
+        let cli = SQLApplicationStore(database: try db.reopen())
         #expect(try server.application(ApplicationCode("ABCDE-12345")!) == nil)
         try cli.createApplication(application("ABCDE-12345"), tokens: [], apnsKey: nil)
         #expect(try server.application(ApplicationCode("ABCDE-12345")!) != nil)
     }
 
-    @Test func concurrentWritersAllSucceed() async throws {
-        let store = try store()
+    @Test(arguments: Engine.allCases) func concurrentWritersAllSucceed(_ engine: Engine) async throws {
+        let db = try engine.open()
+        let store = db.applications()
         try store.createApplication(application("ABCDE-12345"), tokens: [], apnsKey: nil)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<40 {
@@ -128,49 +118,52 @@ struct SQLiteApplicationStoreTests {
     }
 }
 
-@Suite("SQLite migrations")
-struct SQLiteMigrationTests {
-    let temporary = TemporaryDatabase()
-
-    @Test func aFreshFileIsAtTheLatestVersion() throws {
-        let database = try SQLiteDatabase(path: temporary.path)
-        #expect(try database.schemaVersion() == SQLiteMigrations.latestVersion)
-        // Opening again applies nothing and keeps the version.
-        #expect(try SQLiteDatabase(path: temporary.path).schemaVersion() == SQLiteMigrations.latestVersion)
+@Suite("Migrations, on both engines")
+struct MigrationTests {
+    func version(_ database: any SQLDatabase) throws -> Int {
+        try database.withConnection { (c) throws(StoreError) in try SQLMigrations.currentVersion(c) }
     }
 
-    @Test func upgradesAnExistingVersionOneDatabaseKeepingItsData() throws {
-        let old = try SQLiteDatabase(path: temporary.path, migrateUpTo: 1)
-        #expect(try old.schemaVersion() == 1)
-        try SQLiteApplicationStore(database: old).createApplication(
+    @Test(arguments: Engine.allCases) func aFreshDatabaseIsAtTheLatestVersion(_ engine: Engine) throws {
+        let db = try engine.open()
+        #expect(try version(db.database) == SQLMigrations.latestVersion)
+        // Opening again applies nothing and keeps the version.
+        #expect(try version(try db.reopen()) == SQLMigrations.latestVersion)
+    }
+
+    @Test(arguments: Engine.allCases) func upgradesAnExistingVersionOneDatabaseKeepingItsData(_ engine: Engine) throws {
+        let db = try engine.open(migrateUpTo: 1)
+        let old = db.database
+        #expect(try version(old) == 1)
+        try SQLApplicationStore(database: old).createApplication(
             application("ABCDE-12345"), tokens: [token("tk_1", "ABCDE-12345", .api, secret: "a")], apnsKey: nil)
         #expect(throws: StoreError.self) {
             try old.withConnection { (c) throws(StoreError) in try c.query("SELECT * FROM apns_keys") }
         }
 
-        let upgraded = try SQLiteDatabase(path: temporary.path)
-        #expect(try upgraded.schemaVersion() == SQLiteMigrations.latestVersion)
-        let store = SQLiteApplicationStore(database: upgraded)
+        let upgraded = try db.reopen()
+        #expect(try version(upgraded) == SQLMigrations.latestVersion)
+        let store = SQLApplicationStore(database: upgraded)
         let code = ApplicationCode("ABCDE-12345")!
         #expect(try store.application(code)?.name == "Shop")
         #expect(try store.tokens(of: code).map(\.id) == ["tk_1"])
         try store.setAPNsKey(APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both), pem: "P"), for: code)
         #expect(try store.application(code)?.apnsKey?.keyID == "KEY1234567")
         let names = try upgraded.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT version, name FROM schema_migrations ORDER BY version").map { $0[1].text ?? "" }
+            try c.query("SELECT version, name FROM schema_migrations ORDER BY version").map { $0["name"].text ?? "" }
         }
-        #expect(names == SQLiteMigrations.all.map(\.name))
+        #expect(names == SQLMigrations.all.map(\.name))
     }
 
-    @Test func refusesADatabaseFromANewerIslet() throws {
-        let database = try SQLiteDatabase(path: temporary.path)
-        try database.withConnection { (c) throws(StoreError) in
+    @Test(arguments: Engine.allCases) func refusesADatabaseFromANewerIslet(_ engine: Engine) throws {
+        let db = try engine.open()
+        _ = try db.database.withConnection { (c) throws(StoreError) in
             try c.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)")
         }
         #expect {
-            _ = try SQLiteDatabase(path: temporary.path)
+            _ = try db.reopen()
         } throws: { error in
-            (error as? StoreError)?.code == .newerSchema
+            (error as? StoreError)?.code == .newerSchema && (error as? StoreError)?.message.contains("upgrade Islet") == true
         }
     }
 

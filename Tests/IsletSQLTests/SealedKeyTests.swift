@@ -3,54 +3,56 @@ import Testing
 import IsletCore
 import IsletCrypto
 import IsletStore
-@testable import IsletSQLite
+import IsletSQL
 
 /// Issue 12: APNs signing keys sealed at rest with a master key (AES-256-GCM).
 @Suite("APNs keys sealed at rest")
 struct SealedKeyTests {
-    let temporary = TemporaryDatabase()
     static let code = ApplicationCode("SHOPA-00001")!
     static let pem = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n"
     static let key = APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both), pem: pem)
 
-    func store(_ masterKey: MasterKey?) throws -> SQLiteApplicationStore {
-        SQLiteApplicationStore(database: try SQLiteDatabase(path: temporary.path), masterKey: masterKey)
+    /// The application store on `db` as a process started with `masterKey` sees it.
+    func store(_ db: EngineDatabase, _ masterKey: MasterKey?) throws -> SQLApplicationStore {
+        SQLApplicationStore(database: try db.reopen(), masterKey: masterKey)
     }
 
-    func storedText() throws -> String {
-        try SQLiteDatabase(path: temporary.path).withConnection { (c) throws(StoreError) -> String in
-            try c.query("SELECT pem FROM apns_keys")[0][0].text ?? ""
+    func storedText(_ db: EngineDatabase) throws -> String {
+        try db.database.withConnection { (c) throws(StoreError) -> String in
+            try c.query("SELECT pem FROM apns_keys")[0]["pem"].text ?? ""
         }
     }
 
-    @Test func aSealedKeyIsUnreadableOnDiskAndOpensOnlyWithItsMasterKey() throws {
+    @Test(arguments: Engine.allCases) func aSealedKeyIsUnreadableOnDiskAndOpensOnlyWithItsMasterKey(_ engine: Engine) throws {
+        let db = try engine.open()
         let master = MasterKey.generate()
-        let sealed = try store(master)
+        let sealed = try store(db, master)
         try sealed.createApplication(Application(code: Self.code, name: "x", bundleID: "com.example.x", createdAt: Date()), tokens: [], apnsKey: Self.key)
-        let onDisk = try storedText()
+        let onDisk = try storedText(db)
         #expect(onDisk.hasPrefix("islet-sealed:v1:") && !onDisk.contains("PRIVATE KEY") && !onDisk.contains("MIGHAgEA"))
         #expect(try sealed.apnsKey(for: Self.code)?.pem == Self.pem)
         #expect(try sealed.checkAPNsKeys() == (1, 0) ? true : false)
 
-        #expect(throws: StoreError.self, "no master key: refused, with the reason") { _ = try store(nil).apnsKey(for: Self.code) }
+        #expect(throws: StoreError.self, "no master key: refused, with the reason") { _ = try store(db, nil).apnsKey(for: Self.code) }
         do {
-            _ = try store(MasterKey.generate()).checkAPNsKeys()
+            _ = try store(db, MasterKey.generate()).checkAPNsKeys()
             Issue.record("another master key must not open it")
         } catch let error as StoreError {
             #expect(error.code == .locked && error.message.contains("sealed with another master key"))
         }
     }
 
-    @Test func keysAreResealedWithANewMasterKeyInOneGo() throws {
-        let plain = try store(nil)
+    @Test(arguments: Engine.allCases) func keysAreResealedWithANewMasterKeyInOneGo(_ engine: Engine) throws {
+        let db = try engine.open()
+        let plain = try store(db, nil)
         try plain.createApplication(Application(code: Self.code, name: "x", bundleID: "com.example.x", createdAt: Date()), tokens: [], apnsKey: Self.key)
-        #expect(try storedText() == Self.pem, "without a master key the key is stored as given")
+        #expect(try storedText(db) == Self.pem, "without a master key the key is stored as given")
         let first = MasterKey.generate(), second = MasterKey.generate()
         #expect(try plain.resealAPNsKeys(with: first) == 1)
-        #expect(try store(first).apnsKey(for: Self.code)?.pem == Self.pem)
-        #expect(try store(first).resealAPNsKeys(with: second) == 1)
-        #expect(try store(second).apnsKey(for: Self.code)?.pem == Self.pem)
-        #expect(throws: StoreError.self) { _ = try store(first).apnsKey(for: Self.code) }
+        #expect(try store(db, first).apnsKey(for: Self.code)?.pem == Self.pem)
+        #expect(try store(db, first).resealAPNsKeys(with: second) == 1)
+        #expect(try store(db, second).apnsKey(for: Self.code)?.pem == Self.pem)
+        #expect(throws: StoreError.self) { _ = try store(db, first).apnsKey(for: Self.code) }
     }
 
     @Test func sealingIsAuthenticatedAndNeverRepeatsItself() throws {

@@ -1,16 +1,16 @@
 import IsletCore
 import IsletStore
 
-/// Simulated devices in SQLite, one JSON document each.
-public struct SQLiteSimulatorStore: SimulatorStore {
-    let database: SQLiteDatabase
+/// Simulated devices, one JSON document each, in either engine.
+public struct SQLSimulatorStore: SimulatorStore {
+    let database: any SQLDatabase
 
-    public init(database: SQLiteDatabase) { self.database = database }
+    public init(database: any SQLDatabase) { self.database = database }
 
     public func simulatedDevices() throws(StoreError) -> [(application: ApplicationCode, hwid: String, state: String)] {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("SELECT application, hwid, state FROM simulated_devices ORDER BY application, hwid").compactMap { row in
-                ApplicationCode(row[0].text ?? "").map { ($0, row[1].text ?? "", row[2].text ?? "") }
+                ApplicationCode(row["application"].text ?? "").map { ($0, row["hwid"].text ?? "", row["state"].text ?? "") }
             }
         }
     }
@@ -18,7 +18,7 @@ public struct SQLiteSimulatorStore: SimulatorStore {
     public func simulatedDevice(application: ApplicationCode, hwid: String) throws(StoreError) -> String? {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("SELECT state FROM simulated_devices WHERE application = ? AND hwid = ?",
-                        [.text(application.rawValue), .text(hwid)]).first?[0].text
+                        [.text(application.rawValue), .text(hwid)]).first?["state"].text
         }
     }
 

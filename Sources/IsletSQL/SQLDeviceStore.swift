@@ -2,33 +2,35 @@ import Foundation
 import IsletCore
 import IsletStore
 
-/// Devices, tags, tokens and filters in SQLite. Filters are compiled to SQL, so audiences are
+/// Devices, tags, tokens and filters, in either engine. Filters are compiled to SQL, so audiences are
 /// selected by the database with its indexes and read page by page (issue 3).
-public struct SQLiteDeviceStore: DeviceStore {
-    let database: SQLiteDatabase
+public struct SQLDeviceStore: DeviceStore {
+    let database: any SQLDatabase
 
-    public init(database: SQLiteDatabase) { self.database = database }
+    public init(database: any SQLDatabase) { self.database = database }
 
     // MARK: - Devices
 
     /// Takes a push token from the application's other HWIDs: one lookup in the whole-token index.
-    static let releasePushToken = "UPDATE devices SET push_token = NULL WHERE push_token = ?1 AND +application = ?2 AND hwid != ?3"
+    var releasePushToken: String {
+        "UPDATE devices SET push_token = NULL WHERE push_token = ?1 AND \(database.dialect.unindexed("application")) = ?2 AND hwid != ?3"
+    }
 
     public func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, value: TagValue?)],
                                in application: ApplicationCode, at date: Date) throws(StoreError) -> (device: Device, skipped: [SkippedTag]) {
         try database.write { (c) throws(StoreError) -> (device: Device, skipped: [SkippedTag]) in
             let app = SQLValue.text(application.rawValue)
             // A push token belongs to one app install: a device that re-registers under a new HWID takes it over.
-            try c.run(Self.releasePushToken, [.text(registration.pushToken), app, .text(registration.hwid)])
+            try c.run(releasePushToken, [.text(registration.pushToken), app, .text(registration.hwid)])
             try c.run("""
                 INSERT INTO devices (application, hwid, push_token, sandbox, language, timezone, os_version, os_version_key, user_id, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (application, hwid) DO UPDATE SET
                     push_token = excluded.push_token, sandbox = excluded.sandbox,
-                    language = COALESCE(excluded.language, language), timezone = COALESCE(excluded.timezone, timezone),
-                    os_version = COALESCE(excluded.os_version, os_version),
-                    os_version_key = CASE WHEN excluded.os_version IS NULL THEN os_version_key ELSE excluded.os_version_key END,
-                    user_id = COALESCE(excluded.user_id, user_id), updated_at = excluded.updated_at
+                    language = COALESCE(excluded.language, devices.language), timezone = COALESCE(excluded.timezone, devices.timezone),
+                    os_version = COALESCE(excluded.os_version, devices.os_version),
+                    os_version_key = CASE WHEN excluded.os_version IS NULL THEN devices.os_version_key ELSE excluded.os_version_key END,
+                    user_id = COALESCE(excluded.user_id, devices.user_id), updated_at = excluded.updated_at
                 """, [
                 app, .text(registration.hwid), .text(registration.pushToken), .int(registration.gateway == .sandbox ? 1 : 0),
                 Self.optional(registration.language), Self.optional(registration.timezone), Self.optional(registration.osVersion),
@@ -79,12 +81,12 @@ public struct SQLiteDeviceStore: DeviceStore {
                 """, [.text(application.rawValue), .int(device.id)])
             var tags: [String: TagValue] = [:]
             for row in rows {
-                let name = row[0].text ?? ""
-                switch row[2].text {
-                case "integer": tags[name] = .integer(row[1].int ?? 0)
+                let name = row["name"].text ?? "", value = row["value"]
+                switch row["type"].text {
+                case "integer": tags[name] = .integer(value.int ?? 0)
                 case "list":
-                    if case .list(let existing)? = tags[name] { tags[name] = .list(existing + [row[1].text ?? ""]) } else { tags[name] = .list([row[1].text ?? ""]) }
-                default: tags[name] = .string(row[1].text ?? "")
+                    if case .list(let existing)? = tags[name] { tags[name] = .list(existing + [value.text ?? ""]) } else { tags[name] = .list([value.text ?? ""]) }
+                default: tags[name] = .string(value.text ?? "")
                 }
             }
             return tags
@@ -95,7 +97,7 @@ public struct SQLiteDeviceStore: DeviceStore {
         try database.withConnection { (c) throws(StoreError) in
             var types: [String: TagType] = [:]
             for row in try c.query("SELECT name, type FROM tag_types WHERE application = ?", [.text(application.rawValue)]) {
-                types[row[0].text ?? ""] = TagType(rawValue: row[1].text ?? "")
+                types[row["name"].text ?? ""] = TagType(rawValue: row["type"].text ?? "")
             }
             return types
         }
@@ -104,11 +106,11 @@ public struct SQLiteDeviceStore: DeviceStore {
     /// Replaces each named tag's values; a tag's type is fixed by the first value ever set for it, and a
     /// value of another type is skipped (the device keeps its old value) and returned.
     private func applyTags(_ tags: [(name: String, value: TagValue?)], device: Int64, application: ApplicationCode,
-                           _ c: SQLiteConnection) throws(StoreError) -> [SkippedTag] {
+                           _ c: any SQLConnection) throws(StoreError) -> [SkippedTag] {
         var skipped: [SkippedTag] = []
         for (name, value) in tags {
             let existing = try c.query("SELECT type FROM tag_types WHERE application = ? AND name = ?",
-                                       [.text(application.rawValue), .text(name)]).first?[0].text.flatMap(TagType.init(rawValue:))
+                                       [.text(application.rawValue), .text(name)]).first?["type"].text.flatMap(TagType.init(rawValue:))
             if let value, let clash = SkippedTag.check(tag: name, given: value.type, existing: existing) {
                 skipped.append(clash)
                 continue
@@ -126,7 +128,8 @@ public struct SQLiteDeviceStore: DeviceStore {
             case .list(let list): values = Array(Set(list)).sorted().map { .text($0) }
             }
             for stored in values {
-                try c.run("INSERT INTO device_tags (device, name, value) VALUES (?, ?, ?)", [.int(device), .text(name), stored])
+                let insert = database.dialect.insertTag(stored)
+                try c.run(insert.sql, [.int(device), .text(name)] + insert.value)
             }
         }
         return skipped
@@ -177,26 +180,26 @@ public struct SQLiteDeviceStore: DeviceStore {
 
     /// The facts D5 decides on, read in the reporting transaction: primary-key and index lookups only.
     private func joinFacts(_ activityID: String, device: Device, application: ApplicationCode,
-                           _ c: SQLiteConnection) throws(StoreError) -> ActivityJoinFacts {
+                           _ c: any SQLConnection) throws(StoreError) -> ActivityJoinFacts {
         guard let activity = try c.query("SELECT id FROM activities WHERE application = ? AND activity_id = ?",
-                                         [.text(application.rawValue), .text(activityID)]).first?[0] else { return ActivityJoinFacts() }
+                                         [.text(application.rawValue), .text(activityID)]).first?["id"] else { return ActivityJoinFacts() }
         // The current session's start: a restart after an end addresses its own devices, not the last session's.
         let row = try c.query("""
-            SELECT \(SQLiteMessageStore.currentStart(of: "?1")),
-                   EXISTS (SELECT 1 FROM activity_devices WHERE activity = ?1 AND device = ?2)
+            SELECT \(SQLMessageStore.currentStart(of: "?1")) AS start,
+                   EXISTS (SELECT 1 FROM activity_devices WHERE activity = ?1 AND device = ?2) AS member
             """, [activity, .int(device.id)])[0]
-        guard let start = row[0].int else { return ActivityJoinFacts(known: true, isMember: row[1].int == 1) }
-        var targeted = try c.query("SELECT EXISTS (SELECT 1 FROM deliveries WHERE message = ? AND device = ?)",
-                                   [.int(start), .int(device.id)])[0][0].int == 1
+        guard let start = row["start"].int else { return ActivityJoinFacts(known: true, isMember: row["member"].bool) }
+        var targeted = try c.query("SELECT EXISTS (SELECT 1 FROM deliveries WHERE message = ? AND device = ?) AS targeted",
+                                   [.int(start), .int(device.id)])[0]["targeted"].bool
         // A fan-out still under way has not recorded every device yet: a phone that got its push early may
         // report before its batch is recorded. Then the start's target itself says whether it is addressed.
         if !targeted, let pending = try c.query("SELECT target FROM messages WHERE id = ? AND state IN ('pending', 'sending')",
-                                                [.int(start)]).first, let text = pending[0].text {
-            let (condition, parameters) = Self.sql(for: try SQLiteMessageStore.decodeTarget(text, application, c), app: .text(application.rawValue))
-            targeted = try c.query("SELECT EXISTS (SELECT 1 FROM devices d WHERE d.id = ? AND d.application = ? AND (\(condition)))",
-                                   [.int(device.id), .text(application.rawValue)] + parameters)[0][0].int == 1
+                                                [.int(start)]).first, let text = pending["target"].text {
+            let (condition, parameters) = sql(for: try SQLMessageStore.decodeTarget(text, application, c), app: .text(application.rawValue))
+            targeted = try c.query("SELECT EXISTS (SELECT 1 FROM devices d WHERE d.id = ? AND d.application = ? AND (\(condition))) AS targeted",
+                                   [.int(device.id), .text(application.rawValue)] + parameters)[0]["targeted"].bool
         }
-        return ActivityJoinFacts(known: true, startedByIslet: true, isMember: row[1].int == 1, targeted: targeted)
+        return ActivityJoinFacts(known: true, startedByIslet: true, isMember: row["member"].bool, targeted: targeted)
     }
 
     /// A device that reports an update token takes part in that activity: updates reach it (S8, U2).
@@ -204,12 +207,12 @@ public struct SQLiteDeviceStore: DeviceStore {
     /// an ended one stays ended, since ids are unique per session (reference docs).
     @discardableResult
     private func linkActivity(_ activityID: String, device: Int64, application: ApplicationCode, at date: Date,
-                              _ c: SQLiteConnection) throws(StoreError) -> Int64 {
+                              _ c: any SQLConnection) throws(StoreError) -> Int64 {
         let activity = try c.query("""
             INSERT INTO activities (application, activity_id, state, updated_at) VALUES (?, ?, 'active', ?)
             ON CONFLICT (application, activity_id) DO UPDATE SET updated_at = excluded.updated_at
             RETURNING id
-            """, [.text(application.rawValue), .text(activityID), Self.seconds(date)])[0][0]
+            """, [.text(application.rawValue), .text(activityID), Self.seconds(date)])[0]["id"]
         try c.run("""
             INSERT INTO activity_devices (activity, device, state) VALUES (?, ?, 'active')
             ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
@@ -220,21 +223,21 @@ public struct SQLiteDeviceStore: DeviceStore {
     /// A reported update token proves the activity runs on the device: its start is confirmed, and if it
     /// missed the latest update or end (the token came late, or changed), that is sent again now,
     /// alert-free, with its original timestamp (issue 10).
-    private func catchUp(activity: Int64, device: Int64, token: String, at date: Date, _ c: SQLiteConnection) throws(StoreError) {
+    private func catchUp(activity: Int64, device: Int64, token: String, at date: Date, _ c: any SQLConnection) throws(StoreError) {
         try c.run("""
             UPDATE deliveries SET state = 'sent', status = 200, next_at = NULL, reason = 'confirmed: the device reported its update token'
             WHERE device = ?1 AND state IN ('unconfirmed', 'retrying')
               AND message IN (SELECT id FROM messages WHERE activity = ?2 AND event = 'start')
             """, [.int(device), .int(activity)])
-        let start = try c.query("SELECT \(SQLiteMessageStore.currentStart(of: "?1"))", [.int(activity)])[0][0].int ?? 0
+        let start = try c.query("SELECT \(SQLMessageStore.currentStart(of: "?1")) AS start", [.int(activity)])[0]["start"].int ?? 0
         guard let latest = try c.query("""
             SELECT id, state FROM messages WHERE activity = ? AND id > ? AND event IN ('update', 'end') AND state != 'cancelled'
             ORDER BY id DESC LIMIT 1
-            """, [.int(activity), .int(start)]).first, let message = latest[0].int else { return }
+            """, [.int(activity), .int(start)]).first, let message = latest["id"].int else { return }
         let delivery = try c.query("SELECT state, token FROM deliveries WHERE message = ? AND device = ?", [.int(message), .int(device)]).first
         let needed = CatchUpRule.needed(
-            latest: MessageState(rawValue: latest[1].text ?? "") ?? .done,
-            delivery: delivery.map { (DeliveryState(rawValue: $0[0].text ?? "") ?? .failed, $0[1].text) }, token: token)
+            latest: MessageState(rawValue: latest["state"].text ?? "") ?? .done,
+            delivery: delivery.map { (DeliveryState(rawValue: $0["state"].text ?? "") ?? .failed, $0["token"].text) }, token: token)
         guard needed else { return }
         let now = Int64((date.timeIntervalSince1970 * 1000).rounded())
         try c.run("""
@@ -251,7 +254,8 @@ public struct SQLiteDeviceStore: DeviceStore {
                 SELECT a.activity_id, a.token, a.updated_at FROM activity_tokens a JOIN devices d ON d.id = a.device
                 WHERE d.application = ? AND d.hwid = ? ORDER BY a.activity_id
                 """, [.text(application.rawValue), .text(hwid)]).map { row in
-                ActivityToken(activityID: row[0].text ?? "", token: row[1].text, updatedAt: Date(timeIntervalSince1970: Double(row[2].int ?? 0)))
+                ActivityToken(activityID: row["activity_id"].text ?? "", token: row["token"].text,
+                              updatedAt: Date(timeIntervalSince1970: Double(row["updated_at"].int ?? 0)))
             }
         }
     }
@@ -292,11 +296,11 @@ public struct SQLiteDeviceStore: DeviceStore {
         let types = try tagTypes(in: application)
         var filters: [FilterDefinition] = []
         for row in rows {
-            let name = row[0].text ?? ""
+            let name = row["name"].text ?? ""
             // Stored definitions were validated when created; tag types never change, so they parse again.
             do {
-                let conditions = try JSONParser.parse(row[2].text ?? "")
-                filters.append(try FilterDefinition.parse(name: name, join: FilterJoin(rawValue: row[1].text ?? "") ?? .and,
+                let conditions = try JSONParser.parse(row["conditions"].text ?? "")
+                filters.append(try FilterDefinition.parse(name: name, join: FilterJoin(rawValue: row["operator"].text ?? "") ?? .and,
                                                           conditions: conditions, tagTypes: types))
             } catch {
                 throw StoreError(.io, "stored filter '\(name)' is unreadable: \(error)")
@@ -311,16 +315,16 @@ public struct SQLiteDeviceStore: DeviceStore {
                         afterID: Int64, limit: Int) throws(StoreError) -> [Device] {
         let app = SQLValue.text(application.rawValue)
         var parameters: [SQLValue] = []
-        var pushToStart = "NULL"
+        var pushToStart = "NULL AS push_to_start"
         if let attributesType {
             // A token registered for this attributes type wins over the generic one ("").
             pushToStart = """
                 (SELECT p.token FROM push_to_start_tokens p WHERE p.device = d.id AND p.attributes_type IN (?, '')
-                 ORDER BY p.attributes_type = '' LIMIT 1)
+                 ORDER BY p.attributes_type = '' LIMIT 1) AS push_to_start
                 """
             parameters.append(.text(attributesType))
         }
-        let (condition, conditionParameters) = Self.sql(for: selection, app: app)
+        let (condition, conditionParameters) = sql(for: selection, app: app)
         parameters += [app, .int(afterID)] + conditionParameters + [.int(Int64(limit))]
         // A filter's audience is registered devices; devices or users named outright come back even when
         // unregistered, so a start can count them with their reason (S7).
@@ -337,19 +341,23 @@ public struct SQLiteDeviceStore: DeviceStore {
     }
 
     /// The WHERE clause (over `devices d`) that picks a selection's devices, with its parameters.
-    static func sql(for selection: TargetSelection, app: SQLValue) -> (String, [SQLValue]) {
+    func sql(for selection: TargetSelection, app: SQLValue) -> (String, [SQLValue]) {
+        let dialect = database.dialect
         switch selection {
         case .devices(let entries):
             // Each entry is a HWID or a push token; tokens are compared lowercased (D4).
             let list = SQLValue.text(JSONValue.array(entries.map { .string($0) }).jsonText)
             return ("""
-                d.id IN (SELECT id FROM devices WHERE application = ? AND hwid IN (SELECT value FROM json_each(?))
+                d.id IN (SELECT id FROM devices WHERE application = ? AND hwid IN (SELECT value FROM \(dialect.elements(ofJSONArray: "?")))
                          UNION SELECT id FROM devices
-                         WHERE push_token IN (SELECT lower(value) FROM json_each(?)) AND +application = ?)
+                         WHERE push_token IN (SELECT lower(value) FROM \(dialect.elements(ofJSONArray: "?"))) AND \(dialect.unindexed("application")) = ?)
                 """, [app, list, list, app])
         case .users(let users):
             let list = SQLValue.text(JSONValue.array(users.map { .string($0) }).jsonText)
-            return ("d.id IN (SELECT id FROM devices WHERE user_id IN (SELECT value FROM json_each(?)) AND +application = ?)", [list, app])
+            return ("""
+                d.id IN (SELECT id FROM devices WHERE user_id IN (SELECT value FROM \(dialect.elements(ofJSONArray: "?")))
+                         AND \(dialect.unindexed("application")) = ?)
+                """, [list, app])
         case .filter(let filter):
             var clauses: [String] = []
             var parameters: [SQLValue] = []
@@ -363,7 +371,7 @@ public struct SQLiteDeviceStore: DeviceStore {
     }
 
     /// One condition as SQL. Built-in tags are device columns; custom tags are rows of `device_tags`.
-    static func sql(for condition: FilterCondition) -> (String, [SQLValue]) {
+    func sql(for condition: FilterCondition) -> (String, [SQLValue]) {
         let values = condition.values.map { scalar -> SQLValue in
             switch scalar {
             case .text(let s): .text(s)
@@ -393,7 +401,8 @@ public struct SQLiteDeviceStore: DeviceStore {
             return negated ? ("\(column) IS NULL OR \(column) NOT IN (\(placeholders))", values) : ("\(column) \(comparison)", values)
         }
         // Correlated, so each candidate device costs one primary-key probe, whatever the page.
-        let subquery = "SELECT 1 FROM device_tags t WHERE t.device = d.id AND t.name = ? AND t.value \(comparison)"
+        let integer = condition.values.contains { if case .text = $0 { false } else { true } }
+        let subquery = "SELECT 1 FROM device_tags t WHERE t.device = d.id AND t.name = ? AND \(database.dialect.tagValue(integer: integer)) \(comparison)"
         return ("\(negated ? "NOT EXISTS" : "EXISTS") (\(subquery))", [.text(condition.tag)] + values)
     }
 
@@ -401,15 +410,15 @@ public struct SQLiteDeviceStore: DeviceStore {
 
     static let deviceColumns = "d.id, d.hwid, d.push_token, d.sandbox, d.language, d.timezone, d.os_version, d.user_id"
 
-    static func device(hwid: String, app: ApplicationCode, _ c: SQLiteConnection) throws(StoreError) -> Device? {
-        try c.query("SELECT \(deviceColumns), NULL FROM devices d WHERE d.application = ? AND d.hwid = ?",
+    static func device(hwid: String, app: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> Device? {
+        try c.query("SELECT \(deviceColumns), NULL AS push_to_start FROM devices d WHERE d.application = ? AND d.hwid = ?",
                     [.text(app.rawValue), .text(hwid)]).first.map { device($0, app) }
     }
 
     static func device(_ row: SQLRow, _ application: ApplicationCode) -> Device {
-        Device(id: row[0].int ?? 0, application: application, hwid: row[1].text ?? "", pushToken: row[2].text,
-               gateway: row[3].int == 1 ? .sandbox : .production, language: row[4].text, timezone: row[5].text,
-               osVersion: row[6].text, userID: row[7].text, pushToStartToken: row[8].text)
+        Device(id: row["id"].int ?? 0, application: application, hwid: row["hwid"].text ?? "", pushToken: row["push_token"].text,
+               gateway: row["sandbox"].bool ? .sandbox : .production, language: row["language"].text, timezone: row["timezone"].text,
+               osVersion: row["os_version"].text, userID: row["user_id"].text, pushToStartToken: row["push_to_start"].text)
     }
 
     static func optional(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }

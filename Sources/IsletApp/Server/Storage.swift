@@ -1,0 +1,63 @@
+import Foundation
+import IsletCrypto
+import IsletPostgres
+import IsletSQL
+import IsletSQLite
+import IsletStore
+
+/// Where Islet keeps its data, as `--database` (or `ISLET_DATABASE`) names it: a PostgreSQL URL
+/// (`postgresql://…` or `postgres://…`) or else the path of an SQLite file.
+public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
+    case sqlite(path: String)
+    case postgresql(url: String)
+
+    public init(_ setting: String) {
+        self = PostgresDatabase.isURL(setting) ? .postgresql(url: setting) : .sqlite(path: setting)
+    }
+
+    /// Safe to print and log: a URL's password is replaced by `***`.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): path
+        case .postgresql(let url): PostgresDatabase.redacted(url)
+        }
+    }
+
+    /// Where this machine's own files go (the simulator's certificate, the audit log): beside an SQLite
+    /// file, or for PostgreSQL the folder the default SQLite file would be in.
+    public var localDirectory: String {
+        switch self {
+        case .sqlite(let path): URL(fileURLWithPath: path).deletingLastPathComponent().path
+        case .postgresql: URL(fileURLWithPath: ServerConfiguration.defaultDatabase).deletingLastPathComponent().path
+        }
+    }
+}
+
+/// An opened database of either engine, and the stores over it.
+public struct Storage: Sendable {
+    public let location: StorageLocation
+    public let database: any SQLDatabase
+
+    /// Opens (creating an SQLite file if needed) and migrates the database.
+    public init(_ location: StorageLocation, maximumIdleConnections: Int = 8) throws(StoreError) {
+        self.location = location
+        switch location {
+        case .sqlite(let path): database = try SQLiteDatabase(path: path, maximumIdleConnections: maximumIdleConnections)
+        case .postgresql(let url): database = try PostgresDatabase(url: url, maximumIdleConnections: maximumIdleConnections)
+        }
+    }
+
+    public func applications(masterKey: MasterKey?) -> SQLApplicationStore { SQLApplicationStore(database: database, masterKey: masterKey) }
+    public var devices: SQLDeviceStore { SQLDeviceStore(database: database) }
+    public var messages: SQLMessageStore { SQLMessageStore(database: database) }
+    public var schemas: SQLSchemaStore { SQLSchemaStore(database: database) }
+    public var simulated: SQLSimulatorStore { SQLSimulatorStore(database: database) }
+
+    /// The schema version of the database as it is, without migrating it (`islet db version`).
+    public static func schemaVersion(of location: StorageLocation) throws(StoreError) -> Int {
+        switch location {
+        case .sqlite(let path): try SQLiteDatabase(existingAt: path).schemaVersion()
+        case .postgresql(let url): try PostgresDatabase(url: url, migrate: false).schemaVersion()
+        }
+    }
+}

@@ -1,0 +1,248 @@
+import CPostgres
+import Foundation
+import IsletSQL
+import IsletStore
+
+/// One libpq connection with its prepared statements.
+///
+/// `@unchecked Sendable`: a connection is only ever used by the thread that checked it out of
+/// `PostgresDatabase`'s pool; it is never shared while in use.
+final class PostgresConnection: SQLConnection, @unchecked Sendable {
+    private let handle: OpaquePointer
+    /// Statement names by SQL text and parameter types (PostgreSQL fixes the types when preparing).
+    private var statements: [String: String] = [:]
+    /// Translated SQL by the SQL the stores write.
+    private var translations: [String: (sql: String, parameters: Int)] = [:]
+    private let origin: String
+
+    /// Every write transaction holds this advisory lock to its commit: writers of every process are
+    /// serialized, as SQLite's single writer is, so both engines decide on the same facts.
+    static let writerLock: Int64 = 0x4953_4C45_5400   // "ISLET\0"
+
+    /// Connects to `url` (`postgresql://user:password@host:port/database?sslmode=…`); `origin` names the
+    /// server in messages, without the password.
+    init(url: String, origin: String) throws(StoreError) {
+        self.origin = origin
+        // URL values win over these defaults, which come before it.
+        let keywords = ["connect_timeout", "application_name", "dbname"]
+        let values = ["5", "islet", url]
+        let connection = keywords.withCStrings { keywordPointers in
+            values.withCStrings { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
+        }
+        guard let connection else { throw StoreError(.io, "cannot connect to PostgreSQL at \(origin): out of memory") }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.trimmed(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw StoreError(.io, "cannot connect to PostgreSQL at \(origin): \(message)")
+        }
+        handle = connection
+        islet_pq_quiet(connection)
+        try execute("SET TIME ZONE 'UTC'")
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// False once the server went away; the pool then drops the connection.
+    var isUsable: Bool { PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE }
+
+    func execute(_ sql: String) throws(StoreError) {
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        try check(result, sql)
+    }
+
+    @discardableResult
+    func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int {
+        let result = try perform(sql, parameters)
+        defer { PQclear(result) }
+        return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [SQLRow] {
+        let result = try perform(sql, parameters)
+        defer { PQclear(result) }
+        let rowCount = PQntuples(result), columnCount = PQnfields(result)
+        let columns = SQLColumns((0..<columnCount).map { String(cString: PQfname(result, $0)) })
+        let types = (0..<columnCount).map { PQftype(result, $0) }
+        var rows: [SQLRow] = []
+        rows.reserveCapacity(Int(rowCount))
+        for row in 0..<rowCount {
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(columnCount))
+            for column in 0..<columnCount {
+                if PQgetisnull(result, row, column) == 1 {
+                    values.append(.null)
+                } else {
+                    values.append(Self.decode(PQgetvalue(result, row, column), length: Int(PQgetlength(result, row, column)),
+                                              type: types[Int(column)]))
+                }
+            }
+            rows.append(SQLRow(columns: columns, values: values))
+        }
+        return rows
+    }
+
+    func inTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN; SELECT pg_advisory_xact_lock(\(Self.writerLock))")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    // MARK: - Statements
+
+    /// Prepares (once) and runs `sql` with `parameters`; the caller clears the result.
+    private func perform(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> OpaquePointer? {
+        let translated = translation(of: sql)
+        let types = parameters.map(Self.type)
+        let key = translated.sql + "\u{0}" + types.map(String.init).joined(separator: ",")
+        let name: String
+        if let known = statements[key] {
+            name = known
+        } else {
+            // Filter SQL varies with its conditions: keep the server's statements bounded by starting over.
+            if statements.count >= 256 {
+                try execute("DEALLOCATE ALL")
+                statements = [:]
+            }
+            name = "islet_\(statements.count + 1)"
+            let prepared = PQprepare(handle, name, translated.sql, Int32(types.count), types)
+            defer { PQclear(prepared) }
+            try check(prepared, sql)
+            statements[key] = name
+        }
+        var buffers: [UnsafeMutablePointer<CChar>?] = []
+        var lengths: [Int32] = [], formats: [Int32] = []
+        defer { buffers.forEach { free($0) } }
+        for value in parameters {
+            switch value {
+            case .null:
+                buffers.append(nil); lengths.append(0); formats.append(0)
+            case .int(let v):
+                buffers.append(strdup(String(v))); lengths.append(0); formats.append(0)
+            case .double(let v):
+                buffers.append(strdup(String(v))); lengths.append(0); formats.append(0)
+            case .text(let v):
+                guard !v.utf8.contains(0) else {
+                    throw StoreError(.io, "PostgreSQL cannot store text with a NUL character")
+                }
+                buffers.append(strdup(v)); lengths.append(0); formats.append(0)
+            case .blob(let v):
+                let bytes = malloc(max(v.count, 1))!.assumingMemoryBound(to: CChar.self)
+                v.withUnsafeBytes { source in
+                    if let base = source.baseAddress { memcpy(bytes, base, v.count) }
+                }
+                buffers.append(bytes); lengths.append(Int32(v.count)); formats.append(1)
+            }
+        }
+        let values = buffers.map { UnsafePointer($0) }
+        let result = PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
+        do {
+            try check(result, sql)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        return result
+    }
+
+    /// `?` and `?N` placeholders (as SQLite numbers them: a bare `?` is one more than the largest so far)
+    /// as PostgreSQL's `$N`, leaving quoted text alone.
+    private func translation(of sql: String) -> (sql: String, parameters: Int) {
+        if let known = translations[sql] { return known }
+        var output = "", largest = 0, quoted = false
+        var characters = sql.makeIterator(), pending: Character? = nil
+        while let character = pending ?? characters.next() {
+            pending = nil
+            if character == "'" { quoted.toggle() }
+            guard character == "?", !quoted else { output.append(character); continue }
+            var digits = ""
+            while let next = characters.next() {
+                if next.isASCII && next.isNumber { digits.append(next) } else { pending = next; break }
+            }
+            let number = Int(digits) ?? largest + 1
+            largest = max(largest, number)
+            output += "$\(number)"
+        }
+        translations[sql] = (output, largest)
+        return (output, largest)
+    }
+
+    private static func type(_ value: SQLValue) -> Oid {
+        switch value {
+        case .null: 0          // inferred from where it is used
+        case .int: 20          // int8
+        case .double: 701      // float8
+        case .text: 25         // text
+        case .blob: 17         // bytea
+        }
+    }
+
+    private static func decode(_ pointer: UnsafeMutablePointer<CChar>?, length: Int, type: Oid) -> SQLValue {
+        guard let pointer else { return .null }
+        let text = String(cString: pointer)
+        switch type {
+        case 16: return .int(text == "t" ? 1 : 0)                                  // bool
+        case 20, 21, 23, 26: return Int64(text).map(SQLValue.int) ?? .text(text)   // integers, oid
+        case 700, 701: return Double(text).map(SQLValue.double) ?? .text(text)
+        case 1700: return Int64(text).map(SQLValue.int) ?? Double(text).map(SQLValue.double) ?? .text(text)   // numeric
+        case 17: return .blob(hexBytes(text))                                      // bytea, hex output
+        default: return .text(text)
+        }
+    }
+
+    /// bytea's text output: `\x` then two hex digits a byte.
+    private static func hexBytes(_ text: String) -> [UInt8] {
+        let digits = Array(text.utf8.dropFirst(2))
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        var index = 0
+        while index + 1 < digits.count {
+            bytes.append(nibble(digits[index]) << 4 | nibble(digits[index + 1]))
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8 {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        default: digit - UInt8(ascii: "A") + 10
+        }
+    }
+
+    // MARK: - Errors
+
+    private func check(_ result: OpaquePointer?, _ sql: String) throws(StoreError) {
+        let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+        guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else { return }
+        let message = Self.trimmed(result.map(PQresultErrorMessage) ?? PQerrorMessage(handle))
+        let state = result.flatMap(islet_pq_sqlstate).map { String(cString: $0) } ?? ""
+        // Class 23: integrity constraint violation (a unique value taken).
+        if state.hasPrefix("23") { throw StoreError(.conflict, message) }
+        if PQstatus(handle) != CONNECTION_OK {
+            throw StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(message)")
+        }
+        throw StoreError(.io, "PostgreSQL (\(origin)): \(message) (SQLSTATE \(state)) running \(sql.prefix(200))")
+    }
+
+    private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+        message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "unknown error"
+    }
+}
+
+extension Array where Element == String {
+    /// The strings as a NULL-terminated array of C strings, for the length of `body`.
+    func withCStrings<R>(_ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let copies = map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers = copies.map { UnsafePointer($0) } + [nil]
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}

@@ -1,0 +1,164 @@
+import IsletStore
+
+/// A value bound to or read from a statement, in either engine.
+public enum SQLValue: Sendable, Equatable {
+    case null
+    case int(Int64)
+    case double(Double)
+    case text(String)
+    case blob([UInt8])
+
+    public var int: Int64? {
+        switch self {
+        case .int(let v): v
+        // PostgreSQL answers NUMERIC (SUM of BIGINT) and custom tags as text.
+        case .text(let s): Int64(s)
+        case .double(let d): d.rounded(.towardZero) == d ? Int64(exactly: d) : nil
+        default: nil
+        }
+    }
+    public var text: String? { if case .text(let v) = self { v } else if case .int(let v) = self { String(v) } else { nil } }
+    public var blob: [UInt8]? {
+        switch self {
+        case .blob(let v): v
+        case .text(let s): Array(s.utf8)
+        default: nil
+        }
+    }
+    public var bool: Bool { int.map { $0 != 0 } ?? false }
+    public var isNull: Bool { self == .null }
+}
+
+/// The names of a result's columns, shared by its rows.
+public final class SQLColumns: Sendable {
+    public let names: [String]
+    private let positions: [String: Int]
+
+    public init(_ names: [String]) {
+        self.names = names
+        var positions: [String: Int] = [:]
+        for (index, name) in names.enumerated() {
+            // Two columns of one name would make a read by name ambiguous: alias one of them.
+            precondition(positions[name] == nil, "result has two columns named '\(name)': \(names)")
+            positions[name] = index
+        }
+        self.positions = positions
+    }
+
+    func position(_ name: String) -> Int {
+        guard let position = positions[name] else { preconditionFailure("result has no column '\(name)': \(names)") }
+        return position
+    }
+}
+
+/// One result row, read by column name (an expression needs an `AS` alias).
+public struct SQLRow: Sendable {
+    public let columns: SQLColumns
+    public let values: [SQLValue]
+
+    public init(columns: SQLColumns, values: [SQLValue]) {
+        self.columns = columns
+        self.values = values
+    }
+
+    public subscript(name: String) -> SQLValue { values[columns.position(name)] }
+}
+
+/// One connection of an engine. A connection is used by one thread at a time, the one that checked it
+/// out of its database's pool.
+public protocol SQLConnection: AnyObject {
+    /// Runs statements without parameters or results (schema, settings).
+    func execute(_ sql: String) throws(StoreError)
+    /// Runs one statement (`?` or `?N` placeholders) and returns how many rows it changed.
+    @discardableResult
+    func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int
+    /// Runs one query and returns all of its rows.
+    func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [SQLRow]
+    /// Runs `body` in a write transaction that no other writer of the database interleaves with (SQLite:
+    /// BEGIN IMMEDIATE; PostgreSQL: an advisory lock held to the commit). Any error `body` throws rolls
+    /// the transaction back and is rethrown as it is.
+    func inTransaction<T>(_ body: () throws -> T) throws -> T
+}
+
+extension SQLConnection {
+    public func transaction<T>(rethrowing body: () throws -> T) throws -> T { try inTransaction(body) }
+
+    /// `transaction(rethrowing:)` for bodies that throw only `StoreError`.
+    public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        do {
+            return try inTransaction(body)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            preconditionFailure("only StoreError can come out of a StoreError transaction: \(error)")
+        }
+    }
+
+    @discardableResult
+    public func run(_ sql: String) throws(StoreError) -> Int { try run(sql, []) }
+    public func query(_ sql: String) throws(StoreError) -> [SQLRow] { try query(sql, []) }
+}
+
+/// A database of either engine: connections from a pool, and write transactions that are serialized
+/// (one writer at a time, as SQLite allows), so both engines make the same decisions on the same facts.
+public protocol SQLDatabase: Sendable {
+    var dialect: SQLDialect { get }
+    /// Runs `body` with a connection of its own, outside a transaction (each statement commits alone).
+    func withConnection<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T
+    /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
+    func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T
+}
+
+extension SQLDatabase {
+    /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
+    @discardableResult
+    public func write<T>(rethrowing body: (any SQLConnection) throws -> T) throws -> T {
+        try inWriteTransaction(body)
+    }
+
+    /// Runs `body` inside one write transaction.
+    @discardableResult
+    public func write<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        do {
+            return try inWriteTransaction { (c) throws -> T in try body(c) }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            preconditionFailure("only StoreError can come out of a StoreError transaction: \(error)")
+        }
+    }
+}
+
+/// The few places where SQLite and PostgreSQL spell the same statement differently. Everything else
+/// the stores say is SQL both engines run as it is.
+public struct SQLDialect: Sendable {
+    public enum Engine: String, Sendable { case sqlite, postgresql }
+    public let engine: Engine
+
+    public init(_ engine: Engine) { self.engine = engine }
+
+    /// SQLite picks a partial index only when told; PostgreSQL's planner finds it alone.
+    public func indexedBy(_ index: String) -> String { engine == .sqlite ? "INDEXED BY \(index)" : "" }
+
+    /// A column that must not drive the index choice (SQLite's unary `+`): another condition has the better index.
+    public func unindexed(_ column: String) -> String { engine == .sqlite ? "+\(column)" : column }
+
+    /// The strings of a JSON array parameter as a one-column (`value`) table.
+    public func elements(ofJSONArray placeholder: String) -> String {
+        engine == .sqlite ? "json_each(\(placeholder))" : "json_array_elements_text(CAST(\(placeholder) AS json))"
+    }
+
+    /// The column that orders tokens as they were inserted.
+    public var insertionOrder: String { engine == .sqlite ? "rowid" : "seq" }
+
+    /// A custom tag's value in `device_tags` (alias `t`): SQLite keeps integers and strings in one column,
+    /// PostgreSQL keeps integers in a column of their own (`number`), beside their text.
+    public func tagValue(integer: Bool) -> String { engine == .postgresql && integer ? "t.number" : "t.value" }
+
+    /// Inserts one tag value: parameters (device, name, value).
+    public func insertTag(_ value: SQLValue) -> (sql: String, value: [SQLValue]) {
+        guard engine == .postgresql else { return ("INSERT INTO device_tags (device, name, value) VALUES (?, ?, ?)", [value]) }
+        let number: SQLValue = if case .int = value { value } else { .null }
+        return ("INSERT INTO device_tags (device, name, value, number) VALUES (?, ?, ?, ?)", [.text(value.text ?? ""), number])
+    }
+}

@@ -1,0 +1,256 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletStore
+@testable import IsletSQL
+import IsletSQLite
+
+private let shop = ApplicationCode("SHOPA-00001")!
+private let other = ApplicationCode("OTHER-00002")!
+private let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+private func token(_ n: Int) -> String { String(format: "%064x", n) }
+
+/// One test's database with two applications, and the helpers the device tests share.
+struct DeviceFixture {
+    let db: EngineDatabase
+    let devices: SQLDeviceStore
+
+    init(_ engine: Engine) throws {
+        db = try engine.open()
+        for code in [shop, other] {
+            try db.applications().createApplication(Application(code: code, name: "x", bundleID: "com.example.x", createdAt: now),
+                                                    tokens: [], apnsKey: nil)
+        }
+        devices = db.devices
+    }
+
+    @discardableResult
+    func register(_ hwid: String, _ n: Int, app: ApplicationCode = shop, language: String? = "en", os: String? = nil,
+                  user: String? = nil, tags: [(name: String, value: TagValue?)] = []) throws -> Device {
+        try devices.registerDevice(DeviceRegistration(hwid: hwid, pushToken: token(n), language: language, osVersion: os, userID: user),
+                                   tags: tags, in: app, at: now).device
+    }
+
+    func hwids(_ selection: TargetSelection, app: ApplicationCode = shop) throws -> Set<String> {
+        Set(try devices.targets(selection, in: app, attributesType: nil, afterID: 0, limit: 1000).map(\.hwid))
+    }
+
+    func filter(_ conditions: JSONValue, _ join: FilterJoin = .and) throws -> TargetSelection {
+        .filter(try FilterDefinition.parse(name: "f", join: join, conditions: conditions, tagTypes: try devices.tagTypes(in: shop)))
+    }
+
+    func populate() throws {
+        try register("a", 1, language: "en", os: "17.10", user: "u1", tags: [("Level", .integer(5)), ("Sports", .list(["ski", "golf"])), ("City", .string("Lisbon"))])
+        try register("b", 2, language: "pt", os: "17.2", user: "u2", tags: [("Level", .integer(10)), ("Sports", .list(["golf"])), ("City", .string("Porto"))])
+        try register("c", 3, language: "en", os: "16.4", tags: [("Level", .integer(20))])
+        try register("d", 4, language: nil, os: nil)
+    }
+}
+
+@Suite("Devices, tags, tokens and targeting (D1–D4, X1), on both engines")
+struct DeviceStoreTests {
+    @Test(arguments: Engine.allCases) func registrationIsAnUpsertThatKeepsWhatIsNotResent(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        let first = try s.register("h1", 1, language: "en", os: "17.2", user: "u1")
+        let again = try s.devices.registerDevice(DeviceRegistration(hwid: "h1", pushToken: token(9), gateway: .sandbox), tags: [], in: shop, at: now).device
+        #expect(again.id == first.id)
+        #expect(again.pushToken == token(9))
+        #expect(again.gateway == .sandbox)
+        #expect(again.language == "en" && again.osVersion == "17.2" && again.userID == "u1", "the SDK omits os_version; keep it")
+    }
+
+    @Test(arguments: Engine.allCases) func aPushTokenMovesToTheDeviceThatRegistersItLast(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.register("old-install", 1)
+        try s.register("new-install", 1)
+        #expect(try s.devices.device(hwid: "old-install", in: shop)?.pushToken == nil)
+        #expect(try s.hwids(.devices([token(1)])) == ["new-install"])
+    }
+
+    @Test(arguments: Engine.allCases) func unregisterClearsTokensAndTargeting(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.register("h1", 1)
+        #expect(try s.devices.setPushToStartToken(token(100), attributesType: "", hwid: "h1", in: shop, at: now))
+        #expect(try s.devices.setActivityToken(token(200), activityID: "A", hwid: "h1", in: shop, at: now))
+        #expect(try s.devices.unregisterDevice(hwid: "h1", in: shop, at: now))
+        #expect(try !s.devices.unregisterDevice(hwid: "nobody", in: shop, at: now))
+        #expect(try s.devices.targets(.devices(["h1"]), in: shop, attributesType: nil, afterID: 0, limit: 10).map(\.pushToken) == [nil])
+        #expect(try s.hwids(try s.filter([["Language", "EQ", "en"]])).isEmpty, "a filter's audience is registered devices")
+        #expect(try s.devices.activityTokens(hwid: "h1", in: shop).map(\.token) == [nil])
+        try s.register("h1", 1)
+        #expect(try s.devices.targets(.devices(["h1"]), in: shop, attributesType: "T", afterID: 0, limit: 10).first?.pushToStartToken == nil)
+    }
+
+    /// Issue 12: tokens sharing their first digits (these all start with 48 zeros) are found through the
+    /// whole-token index, not by scanning every token with the same prefix.
+    @Test(arguments: Engine.allCases) func pushTokensThatShareAPrefixAreFoundByTheWholeToken(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        for n in 1...40 { try s.register("h\(n)", n) }
+        let plan: [String] = try s.db.database.withConnection { (c) throws(StoreError) -> [String] in
+            switch engine {
+            case .sqlite:
+                return try c.query("EXPLAIN QUERY PLAN " + s.devices.releasePushToken, [.text(token(7)), .text(shop.rawValue), .text("h7")])
+                    .compactMap { $0["detail"].text }
+            case .postgresql:
+                // 40 rows would be read whole; without that option the plan shows whether the index can serve the lookup.
+                try c.execute("SET enable_seqscan = off")
+                return try c.query("EXPLAIN SELECT id FROM devices WHERE push_token = '\(token(7))'").compactMap { $0["QUERY PLAN"].text }
+            }
+        }
+        let index = engine == .sqlite ? "USING INDEX devices_by_push_token (push_token=?)" : "devices_by_push_token"
+        #expect(plan.contains { $0.contains(index) }, "\(plan)")
+        #expect(try s.devices.targets(.devices([token(37).uppercased()]), in: shop, attributesType: nil, afterID: 0, limit: 10).map(\.hwid) == ["h37"])
+        try s.register("new", 37)
+        #expect(try s.devices.device(hwid: "h37", in: shop)?.pushToken == nil, "the token moved to the new HWID")
+        #expect(try s.devices.device(hwid: "h36", in: shop)?.pushToken == token(36))
+    }
+
+    @Test(arguments: Engine.allCases) func tagsMergeRemoveAndKeepTheirType(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.register("h1", 1, tags: [("Level", .integer(3)), ("Sports", .list(["ski", "golf", "ski"]))])
+        #expect(try s.devices.setTags([("City", .string("Lisbon")), ("Level", nil)], hwid: "h1", in: shop, at: now) == [])
+        #expect(try s.devices.tags(hwid: "h1", in: shop) == ["City": .string("Lisbon"), "Sports": .list(["golf", "ski"])])
+        let skipped = try s.devices.setTags([("Other", .string("kept")), ("City", .integer(5))], hwid: "h1", in: shop, at: now)
+        #expect(skipped == [SkippedTag(tag: "City", existing: .string, given: .integer)])
+        #expect(try s.devices.tags(hwid: "h1", in: shop)?["Other"] == .string("kept"), "the rest of the call applies")
+        #expect(try s.devices.tags(hwid: "h1", in: shop)?["City"] == .string("Lisbon"), "the clashing tag keeps its value")
+        #expect(try s.devices.setTags([("City", .string("x"))], hwid: "nobody", in: shop, at: now) == nil)
+        #expect(try s.devices.tags(hwid: "nobody", in: shop) == nil)
+        #expect(try s.devices.tagTypes(in: shop) == ["Level": .integer, "Sports": .list, "City": .string, "Other": .string])
+        #expect(try s.devices.tagTypes(in: other).isEmpty)
+    }
+
+    @Test(arguments: Engine.allCases) func activityTokensRotateEndOneOrEndAll(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.register("h1", 1)
+        _ = try s.devices.setActivityToken(token(1), activityID: "A", hwid: "h1", in: shop, at: now)
+        _ = try s.devices.setActivityToken(token(2), activityID: "A", hwid: "h1", in: shop, at: now)
+        _ = try s.devices.setActivityToken(token(3), activityID: "B", hwid: "h1", in: shop, at: now)
+        #expect(try s.devices.activityTokens(hwid: "h1", in: shop).map(\.token) == [token(2), token(3)])
+        _ = try s.devices.setActivityToken(nil, activityID: "A", hwid: "h1", in: shop, at: now)
+        #expect(try s.devices.activityTokens(hwid: "h1", in: shop).map(\.token) == [nil, token(3)])
+        _ = try s.devices.setActivityToken(nil, activityID: "", hwid: "h1", in: shop, at: now)
+        #expect(try s.devices.activityTokens(hwid: "h1", in: shop).map(\.token) == [nil, nil])
+    }
+
+    @Test(arguments: Engine.allCases) func pushToStartTokenForTheTypeWinsOverTheGenericOne(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.register("typed", 1)
+        try s.register("generic", 2)
+        try s.register("none", 3)
+        _ = try s.devices.setPushToStartToken(token(10), attributesType: "", hwid: "typed", in: shop, at: now)
+        _ = try s.devices.setPushToStartToken(token(11), attributesType: "FoodDeliveryAttributes", hwid: "typed", in: shop, at: now)
+        _ = try s.devices.setPushToStartToken(token(12), attributesType: "", hwid: "generic", in: shop, at: now)
+        _ = try s.devices.setPushToStartToken(token(13), attributesType: "", hwid: "generic", in: shop, at: now)
+        let found = try s.devices.targets(.devices(["typed", "generic", "none"]), in: shop, attributesType: "FoodDeliveryAttributes",
+                                        afterID: 0, limit: 10)
+        #expect(found.map(\.pushToStartToken) == [token(11), token(13), nil])
+        let other = try s.devices.targets(.devices(["typed"]), in: shop, attributesType: "SportsAttributes", afterID: 0, limit: 10)
+        #expect(other.first?.pushToStartToken == token(10))
+    }
+
+    @Test func sqliteKeepsTextWithANulByteWhole() throws {
+        let s = try DeviceFixture(.sqlite)
+        try s.register("a\u{0}b", 1)
+        try s.register("a", 2)
+        #expect(try s.devices.device(hwid: "a\u{0}b", in: shop)?.pushToken == token(1))
+        #expect(try s.devices.device(hwid: "a", in: shop)?.pushToken == token(2))
+    }
+
+    /// PostgreSQL text cannot hold U+0000 (the API refuses it before storage, see JSONValue.nulPath): the
+    /// engine refuses too, rather than cutting the text short, and writes nothing.
+    @Test func postgresqlRefusesTextWithANulByteWhole() throws {
+        let s = try DeviceFixture(.postgresql)
+        #expect(throws: StoreError(.io, "PostgreSQL cannot store text with a NUL character")) { try s.register("a\u{0}b", 1) }
+        #expect(try s.devices.device(hwid: "a", in: shop) == nil)
+    }
+
+    @Test(arguments: Engine.allCases) func devicesAreFoundByHWIDOrByPushTokenInAnyCase(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.register("h1", 0xabc)
+        try s.register("h2", 2)
+        try s.register("h3", 3)
+        #expect(try s.hwids(.devices(["h1", token(2).uppercased(), "missing"])) == ["h1", "h2"])
+    }
+
+    @Test(arguments: Engine.allCases) func usersSelectEveryDeviceOfTheUser(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.register("phone", 1, user: "alice")
+        try s.register("ipad", 2, user: "alice")
+        try s.register("bob", 3, user: "bob")
+        #expect(try s.hwids(.users(["alice"])) == ["phone", "ipad"])
+    }
+
+    @Test(arguments: Engine.allCases) func pagesThroughAnAudienceInIdOrder(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        for n in 0..<25 { try s.register("h\(n)", n + 1) }
+        var seen: [String] = []
+        var after: Int64 = 0
+        while true {
+            let page = try s.devices.targets(try s.filter([["Language", "EQ", "en"]]), in: shop, attributesType: nil, afterID: after, limit: 10)
+            guard let last = page.last else { break }
+            #expect(page.count <= 10)
+            seen += page.map(\.hwid)
+            after = last.id
+        }
+        #expect(seen.count == 25 && Set(seen).count == 25)
+    }
+
+    @Test(arguments: Engine.allCases) func applicationsNeverSeeEachOthersDevices(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.register("h1", 1, app: shop)
+        try s.register("h1", 2, app: other)
+        #expect(try s.hwids(.devices(["h1", token(1)]), app: other) == ["h1"])
+        #expect(try s.devices.targets(.devices([token(1)]), in: other, attributesType: nil, afterID: 0, limit: 10).isEmpty)
+        #expect(try s.devices.device(hwid: "h1", in: other)?.pushToken == token(2))
+    }
+
+    // MARK: Filters
+
+    @Test(arguments: Engine.allCases, [
+        (#"[["Language", "EQ", "en"]]"#, "AND", ["a", "c"]),
+        (#"[["Language", "NOTEQ", "en"]]"#, "AND", ["b", "d"]),
+        (#"[["Language", "IN", ["en", "pt"]]]"#, "AND", ["a", "b", "c"]),
+        (#"[["Language", "NOTIN", ["en"]]]"#, "AND", ["b", "d"]),
+        (#"[["Level", "EQ", 10]]"#, "AND", ["b"]),
+        (#"[["Level", "NOTEQ", 10]]"#, "AND", ["a", "c", "d"]),
+        (#"[["Level", "GTE", 10]]"#, "AND", ["b", "c"]),
+        (#"[["Level", "LTE", 10]]"#, "AND", ["a", "b"]),
+        (#"[["Level", "BETWEEN", [6, 20]]]"#, "AND", ["b", "c"]),
+        (#"[["Level", "IN", [5, 20]]]"#, "AND", ["a", "c"]),
+        (#"[["Level", "NOTIN", [5, 20]]]"#, "AND", ["b", "d"]),
+        (#"[["Sports", "EQ", "ski"]]"#, "AND", ["a"]),
+        (#"[["Sports", "IN", ["golf", "chess"]]]"#, "AND", ["a", "b"]),
+        (#"[["Sports", "NOTIN", ["golf"]]]"#, "AND", ["c", "d"]),
+        (#"[["City", "EQ", "Porto"]]"#, "AND", ["b"]),
+        (#"[["OS Version", "GTE", "17.2"]]"#, "AND", ["a", "b"]),
+        (#"[["OS Version", "GTE", "17.3"]]"#, "AND", ["a"]),
+        (#"[["OS Version", "LTE", "17.2"]]"#, "AND", ["b", "c"]),
+        (#"[["OS Version", "BETWEEN", ["16", "17.5"]]]"#, "AND", ["b", "c"]),
+        (#"[["OS Version", "EQ", "17.10.0"]]"#, "AND", ["a"]),
+        (#"[["User ID", "EQ", "u2"]]"#, "AND", ["b"]),
+        (#"[["Language", "EQ", "en"], ["Level", "GTE", 10]]"#, "AND", ["c"]),
+        (#"[["Language", "EQ", "pt"], ["Level", "GTE", 20]]"#, "OR", ["b", "c"]),
+    ])
+    func filtersSelectWhatTheirConditionsSay(engine: Engine, condition: (conditions: String, join: String, expected: [String])) throws {
+        let (conditions, join, expected) = condition
+        let s = try DeviceFixture(engine)
+        try s.populate()
+        #expect(try s.hwids(try s.filter(try JSONParser.parse(conditions), FilterJoin(rawValue: join)!)) == Set(expected))
+    }
+
+    @Test(arguments: Engine.allCases) func filtersAreStoredPerApplicationByName(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.populate()
+        let filter = try FilterDefinition.parse(name: "English", join: .or, conditions: [["Language", "EQ", "en"], ["Level", "GTE", 10]],
+                                                tagTypes: try s.devices.tagTypes(in: shop))
+        try s.devices.createFilter(filter, in: shop, at: now)
+        #expect(throws: StoreError(.conflict, "a filter named 'English' already exists")) { try s.devices.createFilter(filter, in: shop, at: now) }
+        #expect(try s.devices.filter(named: "English", in: shop) == filter)
+        #expect(try s.devices.filter(named: "English", in: other) == nil)
+        #expect(try s.devices.filters(in: shop).map(\.name) == ["English"])
+        #expect(try s.devices.deleteFilter(named: "English", in: shop))
+        #expect(try !s.devices.deleteFilter(named: "English", in: shop))
+    }
+}

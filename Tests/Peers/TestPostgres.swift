@@ -1,0 +1,127 @@
+import Foundation
+import Synchronization
+
+/// The PostgreSQL server the tests use: `ISLET_TEST_POSTGRES_URL` when set (an existing server whose
+/// user may create databases), else a throwaway cluster this test process starts on first use (initdb in
+/// a temporary folder, a Unix socket there and no TCP port at all) and removes when it exits. As root it
+/// runs as the `postgres` user, since PostgreSQL refuses to run as root.
+public enum TestPostgres {
+    /// A server URL without a database name, or why none could be had.
+    private static let server: Result<Server, PeerError> = Result(catching: { try Server.start() }).mapError { $0 as? PeerError ?? PeerError("\($0)") }
+
+    struct Server: Sendable {
+        /// libpq connection parameters, without a database: `host=… user=…`, or the given URL.
+        let url: String
+        let socketDirectory: String?
+        let binaries: String
+
+        static func start() throws -> Server {
+            let binaries = try binDirectory()
+            if let given = ProcessInfo.processInfo.environment["ISLET_TEST_POSTGRES_URL"], !given.isEmpty {
+                return Server(url: given, socketDirectory: nil, binaries: binaries)
+            }
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-pg-\(UUID().uuidString.prefix(8))").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let asRoot = getuid() == 0
+            if asRoot { try run("/bin/chown", ["postgres:postgres", directory]) }
+            let data = directory + "/data"
+            try run(binaries + "/initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"], asPostgres: asRoot)
+            // Durability of this throwaway cluster is not under test (Islet's own is): fsync off keeps the suite fast.
+            try run(binaries + "/pg_ctl", ["-D", data, "-w", "-s", "-l", directory + "/server.log", "-o",
+                                           "-c listen_addresses='' -k \(directory) -c fsync=off -c max_connections=200", "start"], asPostgres: asRoot)
+            cluster.withLock { $0 = (data, directory, binaries, asRoot) }
+            atexit { TestPostgres.stopCluster() }
+            return Server(url: "postgresql:///postgres?host=\(directory)&user=postgres", socketDirectory: directory, binaries: binaries)
+        }
+    }
+
+    private static let cluster = Mutex<(data: String, directory: String, binaries: String, asRoot: Bool)?>(nil)
+
+    /// Stops the throwaway cluster (immediately: its data is thrown away) and removes its folder.
+    static func stopCluster() {
+        guard let running = cluster.withLock({ $0 }) else { return }
+        try? run(running.binaries + "/pg_ctl", ["-D", running.data, "-m", "immediate", "-s", "stop"], asPostgres: running.asRoot)
+        try? FileManager.default.removeItem(atPath: running.directory)
+    }
+
+    /// A new, empty database; its URL. `Database.drop` removes it (or the cluster goes with it at exit).
+    public static func createDatabase() throws -> Database {
+        let server = try server.get()
+        let name = "islet_test_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
+        try psql(server, "CREATE DATABASE \(name)")
+        return Database(name: name, url: databaseURL(server, name))
+    }
+
+    public struct Database: Sendable {
+        public let name: String
+        public let url: String
+
+        /// Removes the database, closing any connection still open to it.
+        public func drop() {
+            guard let server = try? TestPostgres.server.get() else { return }
+            try? TestPostgres.psql(server, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+    }
+
+    /// Runs one SQL command as the server's administrator.
+    public static func administer(_ sql: String) throws {
+        try psql(try server.get(), sql)
+    }
+
+    private static func databaseURL(_ server: Server, _ name: String) -> String {
+        // `postgresql:///postgres?…` or `postgresql://user@host:port/postgres?…`: swap the database name.
+        guard var components = URLComponents(string: server.url) else { return server.url }
+        components.path = "/" + name
+        return components.string ?? server.url
+    }
+
+    private static func psql(_ server: Server, _ sql: String) throws {
+        try run(server.binaries + "/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", databaseURL(server, "postgres"), "-c", sql])
+    }
+
+    private static func binDirectory() throws -> String {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        guard let newest = versions.compactMap(Int.init).max() else {
+            throw PeerError("no PostgreSQL server in /usr/lib/postgresql: run scripts/install-deps --test (make test does)")
+        }
+        return "/usr/lib/postgresql/\(newest)/bin"
+    }
+
+    /// Runs a PostgreSQL program to its end. Not through Foundation's Process: it sees a child end when an
+    /// inherited descriptor closes, and the server that `pg_ctl start` leaves running would hold it open. The
+    /// child gets only stdin, stdout and stderr (stderr into a file), so the server holds nothing of this process.
+    private static func run(_ executable: String, _ arguments: [String], asPostgres: Bool = false) throws {
+        let argv = asPostgres ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("islet-pg-run-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: errors) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        // Every other descriptor of this process (glibc's closefrom action is not visible to Swift).
+        let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap(Int32.init).filter { $0 > 2 }
+        for descriptor in open { posix_spawn_file_actions_addclose(&actions, descriptor) }
+        var pid: pid_t = 0
+        let status = argv.withCStrings { pointers in
+            posix_spawn(&pid, argv[0], &actions, nil, UnsafeMutablePointer(mutating: pointers), environ)
+        }
+        guard status == 0 else { throw PeerError("cannot start \(argv[0]): \(String(cString: strerror(status)))") }
+        var exit: Int32 = 0
+        while waitpid(pid, &exit, 0) == -1 && errno == EINTR {}
+        guard exit == 0 else {
+            let message = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            throw PeerError("\(argv.joined(separator: " ")) failed (status \(exit)): \(message)")
+        }
+    }
+}
+
+extension Array where Element == String {
+    /// The strings as a NULL-terminated array of C strings, for the length of `body`.
+    func withCStrings<R>(_ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+        let copies = map { strdup($0) } + [nil]
+        defer { copies.forEach { free($0) } }
+        return copies.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}

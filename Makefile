@@ -20,12 +20,15 @@ run: build
 	mkdir -p $(dir $(DATABASE))
 	.build/release/islet serve --listen $(LISTEN) --database $(DATABASE) --apns simulator
 
-# A compiler warning fails the build: the log of a fresh build must not contain one.
+# A compiler warning fails the build: the log of a fresh build must not contain one. Every suite runs on
+# SQLite, the store suites on PostgreSQL too, then the integration suite again on PostgreSQL; the tests start
+# and remove their own throwaway PostgreSQL (or use ISLET_TEST_POSTGRES_URL).
 test:
 	@scripts/install-deps --test
 	set -o pipefail; swift build --build-tests 2>&1 | tee .build-test.log
 	@! grep -E "warning: " .build-test.log || { echo "make test: compiler warnings (above) fail the build" >&2; exit 1; }
 	swift test --skip-build
+	ISLET_TEST_ENGINE=postgresql swift test --skip-build --filter IsletIntegrationTests
 	$(MAKE) --no-print-directory test-packaging
 
 # The production guide's nginx example in front of Islet, and the Debian package installed, run and purged.

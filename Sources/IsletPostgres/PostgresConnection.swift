@@ -15,9 +15,10 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     private var translations: [String: (sql: String, parameters: Int)] = [:]
     private let origin: String
 
-    /// Every write transaction holds this advisory lock to its commit: writers of every process are
-    /// serialized, as SQLite's single writer is, so both engines decide on the same facts.
-    static let writerLock: Int64 = 0x4953_4C45_5400   // "ISLET\0"
+    /// Every write transaction holds this advisory lock, with its schema's hash, to its commit: the writers
+    /// of every process on one Islet database (a schema, `public` by default) are serialized, as SQLite's
+    /// single writer is, so both engines decide on the same facts.
+    static let writerLock: Int32 = 0x4953_4C45   // "ISLE"
 
     /// Connects to `url` (`postgresql://user:password@host:port/database?sslmode=…`); `origin` names the
     /// server in messages, without the password.
@@ -83,7 +84,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     }
 
     func inTransaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN; SELECT pg_advisory_xact_lock(\(Self.writerLock))")
+        try execute("BEGIN; SELECT pg_advisory_xact_lock(\(Self.writerLock), hashtext(current_schema()))")
         do {
             let result = try body()
             try execute("COMMIT")

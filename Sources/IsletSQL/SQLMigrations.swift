@@ -222,33 +222,27 @@ public enum SQLMigrations {
         StoreError(.newerSchema, "the database is at schema version \(current), newer than this Islet knows (\(latestVersion)); upgrade Islet")
     }
 
-    /// Applies every migration above the database's version, each in its own transaction.
+    /// Applies every migration above the database's version, all in one transaction: a database is at one
+    /// version or the next, never half-way, and a fresh one is ready in one commit.
     public static func migrate(_ connection: any SQLConnection, dialect: SQLDialect, upTo target: Int? = nil) throws(StoreError) {
-        try connection.execute(sql(for: dialect, """
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version INTEGER PRIMARY KEY,
-                name TEXT NOT NULL,
-                applied_at INTEGER NOT NULL
-            ) STRICT;
-            """))
         let target = target ?? latestVersion
-        for migration in all where migration.version <= target {
-            // Re-check inside the transaction: another process may be migrating the same file.
-            try connection.transaction { () throws(StoreError) in
-                let current = try currentVersion(connection)
-                if current > latestVersion {
-                    throw newerSchema(current)
-                }
-                guard current < migration.version else { return }
+        try connection.transaction { () throws(StoreError) in
+            // Inside the transaction (after its writer lock): another process may be migrating the same database.
+            try connection.execute(sql(for: dialect, """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    applied_at INTEGER NOT NULL
+                ) STRICT;
+                """))
+            let current = try currentVersion(connection)
+            if current > latestVersion { throw newerSchema(current) }
+            for migration in all where migration.version > current && migration.version <= target {
                 try connection.execute(sql(for: dialect, migration.sql))
                 try connection.run(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                     [.int(Int64(migration.version)), .text(migration.name), .int(Int64(Date().timeIntervalSince1970))])
             }
-        }
-        let current = try currentVersion(connection)
-        if current > latestVersion {
-            throw newerSchema(current)
         }
     }
 

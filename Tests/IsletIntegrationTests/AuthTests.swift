@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import IsletAPI
+import IsletApp
+import IsletSQL
 import IsletCore
 import IsletStore
 
@@ -75,6 +77,14 @@ struct AuthTests {
         let tokens = try store.tokens(of: ApplicationCode("XXXXX-XXXXX")!)
         #expect(tokens.count == 2)
         #expect(tokens.allSatisfy { $0.hash.count == 32 })
+        // The file's bytes on SQLite; on PostgreSQL every token column, read back.
+        if IntegrationEngine.isPostgreSQL {
+            let stored = try Storage(StorageLocation(running.database)).database.withConnection { (c) throws(StoreError) in
+                try c.query("SELECT id, label, encode(hash, 'hex') AS hash FROM tokens")
+            }
+            #expect(stored.count == 2 && !stored.contains { $0.values.contains { $0.text?.contains("SECRET_API_TOKEN") == true } })
+            return
+        }
         for suffix in ["", "-wal"] {
             let bytes = FileManager.default.contents(atPath: running.database + suffix) ?? Data()
             #expect(!bytes.isEmpty || suffix == "-wal")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import IsletAPI
+import IsletApp
 import IsletCore
 import IsletSQL
 import IsletSQLite
@@ -14,8 +15,7 @@ import Glibc
 struct SecretsInLogsTests {
     @Test func aFullRunLogsNoSecretAndAuditsAdminCalls() throws {
         let serve = try ServeProcess(arguments: ["--apns", "simulator"])
-        let database = serve.directory.appendingPathComponent("islet.sqlite").path
-        let admin = ApplicationAdmin(store: SQLApplicationStore(database: try SQLiteDatabase(path: database)))
+        let admin = ApplicationAdmin(store: try Storage(StorageLocation(try IntegrationEngine.database(in: serve.directory))).applications(masterKey: nil))
         let code = ApplicationCode("XXXXX-XXXXX")!
         let server = try admin.issueToken(for: code, kind: .api, label: "backend").secret
         let device = try admin.issueToken(for: code, kind: .device, label: "app").secret

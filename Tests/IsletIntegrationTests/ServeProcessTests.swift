@@ -18,8 +18,10 @@ final class ServeProcess {
 
     convenience init(arguments: [String] = []) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-serve-\(UUID().uuidString)")
+        // The audit log in the test's folder, whatever the engine (with PostgreSQL it would go to ./var).
         try self.init(executable: "islet", arguments: ["serve", "--listen", "127.0.0.1:0", "--database",
-                                                       directory.appendingPathComponent("islet.sqlite").path] + arguments,
+                                                       try IntegrationEngine.database(in: directory),
+                                                       "--audit-log", directory.appendingPathComponent("audit.log").path] + arguments,
                       directory: directory, ownsDirectory: true)
     }
 
@@ -61,7 +63,7 @@ final class ServeProcess {
 
     deinit {
         if process.isRunning { process.terminate() }
-        if ownsDirectory { try? FileManager.default.removeItem(at: directory) }
+        if ownsDirectory { IntegrationEngine.remove(directory) }
     }
 }
 

@@ -5,6 +5,7 @@ import IsletCore
 import IsletDelivery
 import IsletSQL
 import IsletSQLite
+import IsletTestPeers
 import Synchronization
 import IsletStore
 #if canImport(Glibc)
@@ -91,12 +92,39 @@ func request(_ port: Int, method: String = "POST", _ path: String, body: String?
     return try connection.readResponse()
 }
 
-/// The real server on 127.0.0.1, port 0, with a fresh SQLite file; stopped when released.
+/// The engine the integration suite runs on: SQLite, or PostgreSQL with `ISLET_TEST_ENGINE=postgresql`
+/// (`make test` runs the suite once on each).
+enum IntegrationEngine {
+    static let isPostgreSQL = ProcessInfo.processInfo.environment["ISLET_TEST_ENGINE"] == "postgresql"
+
+    /// The database of a test's directory: an SQLite file in it, or a PostgreSQL database made for it and
+    /// recorded in it, so that a server started again on the directory finds the same data.
+    static func database(in directory: URL) throws -> String {
+        guard isPostgreSQL else { return directory.appendingPathComponent("islet.sqlite").path }
+        let record = directory.appendingPathComponent("postgresql-url")
+        if let known = try? String(contentsOf: record, encoding: .utf8) { return known }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let created = try TestPostgres.createDatabase()
+        try created.url.write(to: record, atomically: true, encoding: .utf8)
+        return created.url
+    }
+
+    /// Removes the directory and, on PostgreSQL, the database recorded in it.
+    static func remove(_ directory: URL) {
+        if let url = try? String(contentsOf: directory.appendingPathComponent("postgresql-url"), encoding: .utf8),
+           let name = url.components(separatedBy: "search_path%3D").last, name != url {
+            TestPostgres.Database(name: name, url: url).drop()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// The real server on 127.0.0.1, port 0, with a fresh database; stopped when released.
 final class RunningServer {
     let directory: URL
     let server: IsletServer
     var port: Int { server.port }
-    var database: String { directory.appendingPathComponent("islet.sqlite").path }
+    let database: String
 
     /// `transport` receives every push; `clock` is the server's time.
     /// `apns`: send through the real APNs client to this URL, trusting this CA file (no `transport`).
@@ -104,11 +132,13 @@ final class RunningServer {
          delivery: DeliveryConfiguration? = nil, apns: (url: String, ca: String)? = nil,
          rateLimits: RateLimits = RateLimits(), configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("islet-it-\(UUID().uuidString)")
+        database = try IntegrationEngine.database(in: self.directory)
         var configuration = ServerConfiguration(
             listen: ListenAddress(host: "127.0.0.1", port: 0),
-            database: self.directory.appendingPathComponent("islet.sqlite").path,
+            database: database,
             apns: apns == nil ? .simulator : .apple, apnsURL: apns?.url, apnsCA: apns?.ca)
         configuration.rateLimits = rateLimits
+        configuration.auditLogSetting = self.directory.appendingPathComponent("audit.log").path
         configure(&configuration)
         let delivery = delivery ?? DeliveryConfiguration(workers: 2, batchSize: 3, retry: RetryPolicy(firstDelay: .seconds(1), maximumDelay: .seconds(8)),
                                                          idlePoll: .milliseconds(50))
@@ -121,7 +151,7 @@ final class RunningServer {
 
     /// What `islet app …` does from another process: its own handle on the same file.
     func admin() throws -> ApplicationAdmin {
-        ApplicationAdmin(store: SQLApplicationStore(database: try SQLiteDatabase(path: database)))
+        ApplicationAdmin(store: try Storage(StorageLocation(database)).applications(masterKey: nil))
     }
 
     /// Stops without removing the database, to start another server on it.
@@ -129,7 +159,7 @@ final class RunningServer {
 
     deinit {
         server.shutdown()
-        try? FileManager.default.removeItem(at: directory)
+        IntegrationEngine.remove(directory)
     }
 }
 

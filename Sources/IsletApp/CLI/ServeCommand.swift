@@ -38,7 +38,7 @@ struct ServeCommand: CLICommand {
             OptionSpec(name: "--master-key-file", valueName: "file",
                        help: "Master key sealing APNs keys at rest (or ISLET_MASTER_KEY).", environment: "ISLET_MASTER_KEY_FILE"),
             OptionSpec(name: "--audit-log", valueName: "file|off",
-                       help: "Audit log of admin actions (JSON lines, 0600); default: audit.log beside the database.",
+                       help: "Audit log of admin actions (JSON lines, 0600); default: audit.log beside an SQLite database, var/audit.log with PostgreSQL.",
                        environment: "ISLET_AUDIT_LOG"),
             OptionSpec(name: "--phone-started-activities", valueName: "allow|refuse",
                        help: "Whether a device may define an activity Islet never started (D5).", environment: "ISLET_PHONE_STARTED_ACTIVITIES",

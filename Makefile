@@ -17,7 +17,7 @@ build: deps
 	swift build $(RELEASE_FLAGS) --product islet
 
 run: build
-	mkdir -p $(dir $(DATABASE))
+	@case "$(DATABASE)" in postgres://*|postgresql://*) ;; *) mkdir -p $(dir $(DATABASE)) ;; esac
 	.build/release/islet serve --listen $(LISTEN) --database $(DATABASE) --apns simulator
 
 # A compiler warning fails the build: the log of a fresh build must not contain one. Every suite runs on

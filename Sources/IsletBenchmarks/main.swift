@@ -2,11 +2,13 @@ import Foundation
 
 // `islet-bench devices [--count N] [--database PATH]` and
 // `islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]`:
-// `islet-bench e2e [--devices N] [--clients N]`: see BENCHMARKS.md. `islet-bench apns-sink` is the sink `apns` starts as its child.
+// `islet-bench e2e [--devices N] [--clients N]`, `islet-bench register --database PATH|URL[,PATH|URL…] [--devices N] [--clients N]`:
+// see BENCHMARKS.md. `islet-bench apns-sink` is the sink `apns` starts as its child.
 let usage = """
     usage: islet-bench devices [--count N] [--database PATH] [--tokens varied|shared-prefix]
            islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
            islet-bench e2e [--devices N] [--clients N] [--probes N]
+           islet-bench register --database PATH|URL[,PATH|URL...] [--devices N] [--clients N] [--threads N]
 
     """
 
@@ -16,7 +18,7 @@ func fail(_ message: String, code: Int32) -> Never {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-guard let command = arguments.first, ["devices", "apns", "apns-sink", "e2e"].contains(command) else { fail(usage, code: 64) }
+guard let command = arguments.first, ["devices", "apns", "apns-sink", "e2e", "register"].contains(command) else { fail(usage, code: 64) }
 arguments.removeFirst()
 var options: [String: String] = [:]
 while let option = arguments.first {
@@ -60,6 +62,14 @@ do {
         benchmark.devices = number("--devices", benchmark.devices)
         benchmark.clients = number("--clients", benchmark.clients)
         benchmark.probes = number("--probes", benchmark.probes)
+        if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
+        try benchmark.run()
+    case "register":
+        var benchmark = RegisterBenchmark()
+        benchmark.databases = (take("--database") ?? "var/bench-register.sqlite").split(separator: ",").map(String.init)
+        benchmark.devices = number("--devices", benchmark.devices)
+        benchmark.clients = number("--clients", benchmark.clients)
+        if options["--threads"] != nil { benchmark.threads = number("--threads", 16) }
         if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
         try benchmark.run()
     default:

@@ -11,8 +11,9 @@ public final class PostgresDatabase: SQLDatabase {
     private let url: String
     private let idle = Mutex<[PostgresConnection]>([])
     private let maximumIdle: Int
-    /// Writers of this process queue here rather than on the server's advisory lock, one connection each.
-    private let writer = NSLock()
+    /// Writers of this process join one group at a time (one transaction, one commit for the group) rather
+    /// than queueing on the server's advisory lock a connection each.
+    private let writers = GroupCommit()
     /// After a failed connect, new connects wait (50 ms doubling up to 5 s) so an outage is not hammered.
     private let reconnect = Mutex<(failures: Int, notBefore: ContinuousClock.Instant?, lastError: String)>((0, nil, ""))
 
@@ -81,11 +82,11 @@ public final class PostgresDatabase: SQLDatabase {
     }
 
     public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        let connection = try checkOut()
-        defer { checkIn(connection) }
-        writer.lock()
-        defer { writer.unlock() }
-        return try connection.transaction(rethrowing: { try body(connection) })
+        try writers.write(body) { group in
+            let connection = try checkOut()
+            defer { checkIn(connection) }
+            try connection.transaction(rethrowing: { try group(connection) })
+        }
     }
 
     /// The schema version the database is at.

@@ -148,6 +148,13 @@ public struct SQLDialect: Sendable {
         engine == .sqlite ? "json_each(\(placeholder))" : "json_array_elements_text(CAST(\(placeholder) AS json))"
     }
 
+    /// After rows were copied in with their ids: the statement that moves a table's id sequence past them
+    /// (PostgreSQL's identity columns), nil when the engine needs none.
+    public func identityReset(_ table: String) -> String? {
+        guard engine == .postgresql, ["devices", "activities", "messages"].contains(table) else { return nil }
+        return "SELECT setval(pg_get_serial_sequence('\(table)', 'id'), COALESCE(MAX(id), 0) + 1, false) AS next FROM \(table)"
+    }
+
     /// The column that orders tokens as they were inserted.
     public var insertionOrder: String { engine == .sqlite ? "rowid" : "seq" }
 

@@ -9,10 +9,10 @@ public final class SQLiteDatabase: SQLDatabase {
     public let dialect = SQLDialect(.sqlite)
     private let idle = Mutex<[SQLiteConnection]>([])
     private let maximumIdle: Int
-    /// SQLite allows one writer. Writers of this process queue here, woken in turn, instead of meeting
-    /// SQLITE_BUSY and polling in SQLite's busy handler (which sleeps up to 100 ms a try); other
-    /// processes (the CLI) still meet `busy_timeout`.
-    private let writer = NSLock()
+    /// SQLite allows one writer. Writers of this process join one group at a time, one transaction and one
+    /// sync for the group, instead of meeting SQLITE_BUSY and polling in SQLite's busy handler (which sleeps
+    /// up to 100 ms a try); other processes (the CLI) still meet `busy_timeout`.
+    private let writers = GroupCommit()
 
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     ///
@@ -71,11 +71,11 @@ public final class SQLiteDatabase: SQLDatabase {
 
     /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
     public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        let connection = try checkOut()
-        defer { checkIn(connection) }
-        writer.lock()
-        defer { writer.unlock() }
-        return try connection.transaction(rethrowing: { try body(connection) })
+        try writers.write(body) { group in
+            let connection = try checkOut()
+            defer { checkIn(connection) }
+            try connection.transaction(rethrowing: { try group(connection) })
+        }
     }
 
     /// Writes a consistent copy of the whole database to `destination` while the server keeps running

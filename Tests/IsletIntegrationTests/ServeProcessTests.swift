@@ -143,4 +143,38 @@ struct ServeProcessTests {
         kill(first.process.processIdentifier, SIGTERM)
         #expect(first.waitForExit() == 0)
     }
+
+    /// Issue 13: two servers on one SQLite file would both send some pushes; the second refuses to start and
+    /// names the first, while CLI commands keep working beside it. After the first stops, a server starts.
+    @Test(.enabled(if: !IntegrationEngine.isPostgreSQL, "one server per SQLite file; PostgreSQL takes several"))
+    func aSecondServerOnTheSameSQLiteFileRefusesNamingTheFirst() throws {
+        let first = try ServeProcess()
+        let database = try IntegrationEngine.database(in: first.directory)
+        func serve() throws -> (status: Int32, errors: String) {
+            let process = Process()
+            process.executableURL = try builtExecutable("islet")
+            process.arguments = ["serve", "--listen", "127.0.0.1:0", "--database", database]
+            let errors = first.directory.appendingPathComponent("second-\(UUID().uuidString).log")
+            _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: errors)
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let exited = eventually(20) { !process.isRunning }
+            if !exited { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            return (exited ? process.terminationStatus : -1, (try? String(contentsOf: errors, encoding: .utf8)) ?? "")
+        }
+        let second = try serve()
+        #expect(second.status == 1)
+        #expect(second.errors.contains("another islet serve (pid \(first.process.processIdentifier)) is using \(database)"), "\(second.errors)")
+        let listed = try runProgram(try builtExecutable("islet"), ["app", "list", "--database", database])
+        #expect(listed.status == 0 && listed.output.contains("XXXXX-XXXXX"), "the CLI works beside the server: \(listed.output)")
+        kill(first.process.processIdentifier, SIGTERM)
+        #expect(first.waitForExit() == 0)
+        let third = try ServeProcess(executable: "islet", arguments: ["serve", "--listen", "127.0.0.1:0", "--database", database],
+                                     directory: first.directory)
+        #expect(third.port != 0, "the file is free once the first server stopped")
+        kill(third.process.processIdentifier, SIGTERM)
+        #expect(third.waitForExit() == 0)
+    }
 }

@@ -1,13 +1,65 @@
 import Foundation
+import IsletPostgres
 import IsletSQL
 import IsletSQLite
 import IsletStore
 
-/// `islet db`: the database file itself (backups, schema version).
+/// `islet db`: the database itself (backups, schema version, moving to PostgreSQL).
 struct DatabaseCommand: CLIGroup {
     static let spec = CommandSpec(
-        name: "db", abstract: "Back up the database and show its schema version.",
-        subcommands: [DatabaseBackupCommand.self, DatabaseVersionCommand.self])
+        name: "db", abstract: "Back up the database, show its schema version, or move it to PostgreSQL.",
+        subcommands: [DatabaseBackupCommand.self, DatabaseVersionCommand.self, DatabaseMigrateCommand.self])
+}
+
+struct DatabaseMigrateCommand: CLICommand {
+    static let spec = CommandSpec(
+        name: "migrate-to", abstract: "Copy an SQLite database into an empty PostgreSQL database.",
+        discussion: """
+            Copies everything (applications, tokens, APNs keys, devices, tags, filters, schemas, activities, messages
+            and their deliveries, simulated devices) in one transaction: the PostgreSQL database gets all of it or
+            nothing. Stop islet serve first (the copy refuses to run beside it), then start it with the URL as
+            --database. The SQLite file is left as it was. Row counts of both are compared at the end.
+            """,
+        arguments: [ArgumentSpec(name: "url", help: "postgresql://user:password@host:port/database of an empty database.")],
+        options: [Common.database])
+
+    let source: StorageLocation
+    let url: String
+
+    init(_ arguments: ParsedArguments, context: CLIContext) throws {
+        source = Common.location(arguments)
+        url = arguments.argument(0)
+    }
+
+    func run(_ context: CLIContext) throws -> Int32 {
+        guard case .sqlite(let path) = source else { throw CLIError.failure("--database must be the SQLite file to copy, not \(source)") }
+        guard PostgresDatabase.isURL(url) else { throw CLIError.failure("url: must be postgresql://… or postgres://…, got \(url.prefix(64))") }
+        guard FileManager.default.fileExists(atPath: path) else { throw CLIError.failure("no database at \(path); set --database or ISLET_DATABASE") }
+        do {
+            // No server may write to the file meanwhile: the copy would miss what it accepts.
+            let lock = try SQLiteServerLock(databasePath: path)
+            defer { lock.release() }
+            let from = try SQLiteDatabase(path: path, maximumIdleConnections: 1)
+            let to = try PostgresDatabase(url: url, maximumIdleConnections: 1)
+            let terminal = isatty(STDERR_FILENO) == 1
+            let counts = try DatabaseCopy.copy(from: from, to: to) { table, copied, total in
+                guard terminal else { return }
+                let width = 30, done = total == 0 ? width : width * copied / total
+                context.standardError("\r\(table.padding(toLength: 22, withPad: " ", startingAt: 0)) [\(String(repeating: "#", count: done))\(String(repeating: ".", count: width - done))] \(copied)/\(total)")
+            }
+            if terminal { context.standardError("\r" + String(repeating: " ", count: 80) + "\r") }
+            var mismatched: [String] = []
+            for count in counts {
+                context.print("\(count.table.padding(toLength: 22, withPad: " ", startingAt: 0)) \(count.source) → \(count.destination)")
+                if count.source != count.destination { mismatched.append(count.table) }
+            }
+            guard mismatched.isEmpty else { throw CLIError.failure("row counts differ for \(mismatched.joined(separator: ", "))") }
+            context.print("Copied \(path) into \(to.origin): every table's rows are there. Start islet serve with --database set to that URL.")
+        } catch let error as StoreError {
+            throw CLIError.failure(error.message)
+        }
+        return 0
+    }
 }
 
 struct DatabaseBackupCommand: CLICommand {

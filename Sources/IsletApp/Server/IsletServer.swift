@@ -8,6 +8,7 @@ import IsletHTTP2
 import IsletSimulator
 import IsletSQLite
 import IsletStore
+import Synchronization
 
 /// The composition root of `islet serve`: opens storage, wires the API to the HTTP server, runs, stops.
 public final class IsletServer: Sendable {
@@ -25,6 +26,8 @@ public final class IsletServer: Sendable {
     let simulatorWiring: SimulatorWiring
     private let client: APNsClient?
     private let http: HTTPServer
+    /// Held from start to shutdown on an SQLite file: one server per file.
+    private let serverLock = Mutex<SQLiteServerLock?>(nil)
     /// The HTTP handler, for in-process tests of routing and input handling without sockets.
     public let router: APIRouter
     /// The prefix routes the server answers besides the JSON API, for the OpenAPI conformance test.
@@ -118,6 +121,19 @@ public final class IsletServer: Sendable {
     /// master key this server was not given.
     @discardableResult
     public func start() throws -> Int {
+        if case .sqlite(let path) = StorageLocation(configuration.database) {
+            let lock = try SQLiteServerLock(databasePath: path)
+            serverLock.withLock { $0 = lock }
+        }
+        do {
+            return try startServices()
+        } catch {
+            serverLock.withLock { $0?.release(); $0 = nil }
+            throw error
+        }
+    }
+
+    private func startServices() throws -> Int {
         let keys = try store.checkAPNsKeys()
         if configuration.masterKey == nil && configuration.apns == .apple {
             logger.warning("APNs keys are stored unencrypted: set ISLET_MASTER_KEY or --master-key-file (docs/PRODUCTION.md)", ["plain_keys": .int(Int64(keys.plain))])
@@ -153,6 +169,7 @@ public final class IsletServer: Sendable {
         // batches on the wire must be recorded, or a restart sends them again.
         stopServices(deadline: max(graceEnd, ContinuousClock.now + .seconds(3)))
         simulator?.stop()
+        serverLock.withLock { $0?.release(); $0 = nil }
         logger.info("stopped", ["drained": .bool(drained)])
         return drained
     }

@@ -1,0 +1,68 @@
+import Foundation
+import IsletAPI
+import IsletApp
+import IsletCore
+import Synchronization
+
+/// `islet-bench register`: durable acceptance under concurrency (issue 13). `registerDevice` through the
+/// HTTP API from `clients` keep-alive connections, on each database given (an SQLite path or a PostgreSQL
+/// URL) in turn, in one run, so the engines compare side by side: calls/s and latency percentiles, with
+/// every commit durable (SQLite synchronous=FULL, PostgreSQL's defaults).
+struct RegisterBenchmark {
+    var databases: [String] = []
+    var devices = 50_000
+    var clients = 16
+    /// HTTP worker threads; nil: the server's default.
+    var threads: Int?
+
+    func run() throws {
+        print("registerDevice through the HTTP API: \(devices) devices from \(clients) keep-alive connections, \(threads.map(String.init) ?? "default") HTTP threads")
+        print("machine: \(ProcessInfo.processInfo.processorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB")
+        for database in databases {
+            let location = StorageLocation(database)
+            if case .sqlite(let path) = location {
+                for suffix in ["", "-wal", "-shm", ".serve-lock"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            }
+            var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), database: database, apns: .simulator)
+            // One address and one token are the whole load here: E6's per-client limits would refuse most of it.
+            configuration.rateLimits = RateLimits(devicePerAddress: nil, devicePerToken: nil, serverPerToken: nil)
+            if let threads { configuration.http.threads = threads }
+            let server = try IsletServer(configuration: configuration, logger: .discard)
+            guard try server.store.hasNoApplications() else { throw BenchError("\(location) is not empty; give the benchmark an empty database") }
+            let created = try ApplicationAdmin(store: server.store).create(name: "Bench", bundleID: "com.example.bench")
+            let port = try server.start()
+            defer { server.shutdown() }
+            let app = created.application.code.rawValue, auth = created.deviceToken.secret
+
+            let latencies = Mutex<[Double]>([])
+            let failures = Atomic<Int>(0)
+            let started = ContinuousClock.now
+            // A thread per client: DispatchQueue.concurrentPerform would run only as many at once as there are cores.
+            let finished = DispatchGroup()
+            for client in 0..<clients {
+                finished.enter()
+                Thread.detachNewThread {
+                    defer { finished.leave() }
+                    guard let http = try? KeepAliveClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+                    var mine: [Double] = []
+                    for n in stride(from: client, to: devices, by: clients) {
+                        let spread = String(format: "%016llx", UInt64(n + 1) &* 0x9E37_79B9_7F4A_7C15)
+                        let body = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"bench-\#(n)","push_token":"\#(String(repeating: spread, count: 4))","language":"en","tags":{"Level":\#(n % 100)}}}"#
+                        let sent = ContinuousClock.now
+                        if (try? http.post("/json/1.3/registerDevice", body)) != 200 { failures.add(1, ordering: .relaxed) }
+                        mine.append((ContinuousClock.now - sent).seconds * 1000)
+                    }
+                    latencies.withLock { $0 += mine }
+                }
+            }
+            finished.wait()
+            let elapsed = (ContinuousClock.now - started).seconds
+            let sorted = latencies.withLock { $0 }.sorted()
+            func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+            let engine = if case .postgresql = location { "PostgreSQL" } else { "SQLite" }
+            print(String(format: "%@ (%@): %.0f devices/s (%.1f s), latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
+                         engine, location.description, Double(devices) / elapsed, elapsed, percentile(0.5), percentile(0.99),
+                         sorted.last ?? 0, failures.load(ordering: .relaxed)))
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+import IsletSQL
+import IsletStore
+import Synchronization
+
+/// Issue 13: writes of concurrent requests share a transaction and its sync to disk, yet each request keeps
+/// its own outcome.
+@Suite("Group commit, on both engines")
+struct GroupCommitTests {
+    struct Refused: Error, Equatable { let n: Int }
+
+    @Test(arguments: Engine.allCases) func aFailedWriteRollsBackOnlyItselfWhileItsGroupCommits(_ engine: Engine) async throws {
+        let db = try engine.open()
+        let database = db.database
+        _ = try database.withConnection { (c) throws(StoreError) in
+            try c.run("INSERT INTO applications (code, name, bundle_id, created_at) VALUES ('GROUP-00001', 'g', 'com.example.g', 0)")
+        }
+        let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            for n in 0..<40 {
+                group.addTask {
+                    do {
+                        try database.write(rethrowing: { c in
+                            try c.run("INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00001', ?, 'AND', '[]', 0)",
+                                      [.text("f\(n)")])
+                            if n % 5 == 0 { throw Refused(n: n) }   // after its insert: the insert must not survive
+                        })
+                        return (n, true)
+                    } catch let refused as Refused {
+                        #expect(refused == Refused(n: n), "each writer gets its own error")
+                        return (n, false)
+                    }
+                }
+            }
+            return try await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+        }
+        let stored = try database.withConnection { (c) throws(StoreError) in
+            Set(try c.query("SELECT name FROM filters").compactMap { $0["name"].text })
+        }
+        #expect(stored == Set((0..<40).filter { $0 % 5 != 0 }.map { "f\($0)" }))
+        #expect(outcomes.filter { !$0.value }.keys.sorted() == Array(stride(from: 0, to: 40, by: 5)))
+    }
+
+    @Test(arguments: Engine.allCases) func aWriteSeesTheWritesCommittedBeforeIt(_ engine: Engine) throws {
+        let db = try engine.open()
+        let database = db.database
+        try database.write { (c) throws(StoreError) in
+            try c.run("INSERT INTO applications (code, name, bundle_id, created_at) VALUES ('GROUP-00002', 'g', 'com.example.g', 0)")
+        }
+        let count = try database.write { (c) throws(StoreError) -> Int64 in
+            try c.query("SELECT COUNT(*) AS count FROM applications WHERE code = 'GROUP-00002'")[0]["count"].int ?? 0
+        }
+        #expect(count == 1)
+    }
+}

@@ -59,10 +59,29 @@ struct RegisterBenchmark {
             let elapsed = (ContinuousClock.now - started).seconds
             let sorted = latencies.withLock { $0 }.sorted()
             func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+            // Reads in the same run, for scale: getTags of registered devices for 5 s from the same clients.
+            let reads = Atomic<Int>(0)
+            let readsDone = DispatchGroup()
+            let readUntil = ContinuousClock.now + .seconds(5)
+            for client in 0..<clients {
+                readsDone.enter()
+                Thread.detachNewThread {
+                    defer { readsDone.leave() }
+                    guard let http = try? KeepAliveClient(port: port) else { return }
+                    var n = client
+                    while ContinuousClock.now < readUntil {
+                        let body = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"bench-\#(n % devices)"}}"#
+                        if (try? http.post("/json/1.3/getTags", body)) == 200 { reads.add(1, ordering: .relaxed) }
+                        n += clients
+                    }
+                }
+            }
+            readsDone.wait()
             let engine = if case .postgresql = location { "PostgreSQL" } else { "SQLite" }
             print(String(format: "%@ (%@): %.0f devices/s (%.1f s), latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
                          engine, location.description, Double(devices) / elapsed, elapsed, percentile(0.5), percentile(0.99),
                          sorted.last ?? 0, failures.load(ordering: .relaxed)))
+            print(String(format: "    getTags in the same run: %.0f reads/s", Double(reads.load(ordering: .relaxed)) / 5))
         }
     }
 }

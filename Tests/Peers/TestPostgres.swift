@@ -71,6 +71,11 @@ public enum TestPostgres {
         }
     }
 
+    /// Runs one SQL command on the server's database, as the tests' user.
+    public static func administer(_ sql: String) throws {
+        try psql(try server.get(), sql)
+    }
+
     /// The server's URL with `search_path` set to `schema` (libpq's `options` parameter).
     private static func schemaURL(_ server: Server, _ schema: String) -> String {
         let separator = server.url.contains("?") ? "&" : "?"

@@ -84,15 +84,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     }
 
     func inTransaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN; SELECT pg_advisory_xact_lock(\(Self.writerLock), hashtext(current_schema()))")
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
+        try transaction(opening: "BEGIN; SELECT pg_advisory_xact_lock(\(Self.writerLock), hashtext(current_schema()))", body)
     }
 
     // MARK: - Statements

@@ -8,14 +8,10 @@ public final class PostgresDatabase: SQLDatabase {
     public let dialect = SQLDialect(.postgresql)
     /// The server and database, without the password: safe in logs and messages.
     public let origin: String
-    private let url: String
-    private let idle = Mutex<[PostgresConnection]>([])
-    private let maximumIdle: Int
     /// Writers of this process join one group at a time (one transaction, one commit for the group) rather
-    /// than queueing on the server's advisory lock a connection each.
-    private let writers = GroupCommit()
-    /// After a failed connect, new connects wait (50 ms doubling up to 5 s) so an outage is not hammered.
-    private let reconnect = Mutex<(failures: Int, notBefore: ContinuousClock.Instant?, lastError: String)>((0, nil, ""))
+    /// than queueing on the server's advisory lock a connection each. A connection that lost its server (or
+    /// was left inside a transaction) is dropped, not reused.
+    private let pool: SQLConnectionPool<PostgresConnection>
 
     /// True for the URLs that select PostgreSQL: `postgresql://…` and `postgres://…`.
     public static func isURL(_ location: String) -> Bool {
@@ -25,16 +21,19 @@ public final class PostgresDatabase: SQLDatabase {
     /// Opens the database at `url` and applies pending migrations (none with `migrate: false`, for
     /// commands that only inspect it). `migrateUpTo` stops at an older version; only migration tests use it.
     public init(url: String, maximumIdleConnections: Int = 8, migrate: Bool = true, migrateUpTo: Int? = nil) throws(StoreError) {
-        self.url = url
-        self.origin = Self.redacted(url)
-        self.maximumIdle = maximumIdleConnections
-        let connection = try PostgresConnection(url: url, origin: origin)
+        let origin = Self.redacted(url)
+        self.origin = origin
+        let reconnect = Reconnect()
+        pool = SQLConnectionPool(maximumIdle: maximumIdleConnections,
+                                 connect: { () throws(StoreError) in try reconnect.attempt { () throws(StoreError) in try PostgresConnection(url: url, origin: origin) } },
+                                 reusable: { $0.isUsable })
+        let connection = try pool.checkOut()
         if migrate {
             try SQLMigrations.migrate(connection, dialect: dialect, upTo: migrateUpTo)
         } else {
             _ = try SQLMigrations.currentVersion(connection)
         }
-        idle.withLock { $0.append(connection) }
+        pool.checkIn(connection)
     }
 
     /// `url` with its password replaced by `***`.
@@ -45,19 +44,37 @@ public final class PostgresDatabase: SQLDatabase {
         return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
     }
 
-    private func checkOut() throws(StoreError) -> PostgresConnection {
-        if let reused = idle.withLock({ $0.popLast() }) { return reused }
-        let waiting = reconnect.withLock { state -> String? in
+    public func withConnection<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        try pool.withConnection { (connection) throws(StoreError) in try body(connection) }
+    }
+
+    public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        try pool.inWriteTransaction(body)
+    }
+
+    /// The schema version the database is at.
+    public func schemaVersion() throws(StoreError) -> Int {
+        try pool.withConnection { (connection) throws(StoreError) in try SQLMigrations.currentVersion(connection) }
+    }
+}
+
+/// After a failed connect, new connects wait (50 ms doubling up to 5 s) so an outage is not hammered; calls
+/// meanwhile fail at once with the last error.
+final class Reconnect: Sendable {
+    private let state = Mutex<(failures: Int, notBefore: ContinuousClock.Instant?, lastError: String)>((0, nil, ""))
+
+    func attempt(_ connect: () throws(StoreError) -> PostgresConnection) throws(StoreError) -> PostgresConnection {
+        let waiting = state.withLock { state -> String? in
             guard let notBefore = state.notBefore, ContinuousClock.now < notBefore else { return nil }
             return state.lastError
         }
         if let waiting { throw StoreError(.io, "\(waiting); reconnecting") }
         do {
-            let connection = try PostgresConnection(url: url, origin: origin)
-            reconnect.withLock { $0 = (0, nil, "") }
+            let connection = try connect()
+            state.withLock { $0 = (0, nil, "") }
             return connection
         } catch {
-            reconnect.withLock { state in
+            state.withLock { state in
                 state.failures += 1
                 let delay = min(5.0, 0.05 * pow(2, Double(min(state.failures, 10))))
                 state.notBefore = ContinuousClock.now + .milliseconds(Int(delay * 1000))
@@ -65,34 +82,5 @@ public final class PostgresDatabase: SQLDatabase {
             }
             throw error
         }
-    }
-
-    /// A connection that lost its server (or was left inside a transaction) is dropped, not reused.
-    private func checkIn(_ connection: PostgresConnection) {
-        guard connection.isUsable else { return }
-        idle.withLock { pool in
-            if pool.count < maximumIdle { pool.append(connection) }
-        }
-    }
-
-    public func withConnection<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        let connection = try checkOut()
-        defer { checkIn(connection) }
-        return try body(connection)
-    }
-
-    public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try writers.write(body) { group in
-            let connection = try checkOut()
-            defer { checkIn(connection) }
-            try connection.transaction(rethrowing: { try group(connection) })
-        }
-    }
-
-    /// The schema version the database is at.
-    public func schemaVersion() throws(StoreError) -> Int {
-        let connection = try checkOut()
-        defer { checkIn(connection) }
-        return try SQLMigrations.currentVersion(connection)
     }
 }

@@ -73,15 +73,7 @@ public final class SQLiteConnection: SQLConnection, @unchecked Sendable {
     ///
     /// Any error `body` throws rolls the transaction back and is rethrown as it is.
     public func inTransaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
+        try transaction(opening: "BEGIN IMMEDIATE", body)
     }
 
     private func prepared(_ sql: String) throws(StoreError) -> (statement: OpaquePointer, columns: SQLColumns) {

@@ -7,19 +7,17 @@ import Synchronization
 public final class SQLiteDatabase: SQLDatabase {
     public let path: String
     public let dialect = SQLDialect(.sqlite)
-    private let idle = Mutex<[SQLiteConnection]>([])
-    private let maximumIdle: Int
     /// SQLite allows one writer. Writers of this process join one group at a time, one transaction and one
     /// sync for the group, instead of meeting SQLITE_BUSY and polling in SQLite's busy handler (which sleeps
     /// up to 100 ms a try); other processes (the CLI) still meet `busy_timeout`.
-    private let writers = GroupCommit()
+    private let pool: SQLConnectionPool<SQLiteConnection>
 
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     ///
     /// `migrateUpTo` stops at an older schema version; only tests of migrations use it.
     public init(path: String, maximumIdleConnections: Int = 8, migrateUpTo: Int? = nil) throws(StoreError) {
         self.path = path
-        self.maximumIdle = maximumIdleConnections
+        pool = SQLConnectionPool(maximumIdle: maximumIdleConnections, connect: { () throws(StoreError) in try SQLiteConnection(path: path) })
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         if !FileManager.default.fileExists(atPath: directory) {
             do {
@@ -35,9 +33,9 @@ public final class SQLiteDatabase: SQLDatabase {
             guard fd >= 0 else { throw StoreError(.io, "cannot create \(path): \(String(cString: strerror(errno)))") }
             close(fd)
         }
-        let connection = try SQLiteConnection(path: path)
+        let connection = try pool.checkOut()
         try SQLMigrations.migrate(connection, dialect: dialect, upTo: migrateUpTo)
-        idle.withLock { $0.append(connection) }
+        pool.checkIn(connection)
     }
 
     /// Opens an existing database as it is, without migrating it: for commands that inspect or copy a file
@@ -45,37 +43,16 @@ public final class SQLiteDatabase: SQLDatabase {
     public init(existingAt path: String) throws(StoreError) {
         guard FileManager.default.fileExists(atPath: path) else { throw StoreError(.notFound, "no database at \(path)") }
         self.path = path
-        self.maximumIdle = 1
-        let connection = try SQLiteConnection(path: path)
-        idle.withLock { $0.append(connection) }
+        pool = SQLConnectionPool(maximumIdle: 1, connect: { () throws(StoreError) in try SQLiteConnection(path: path) })
+        pool.checkIn(try pool.checkOut())
     }
 
-    /// A connection for one thread's use; give it back with `checkIn`.
-    private func checkOut() throws(StoreError) -> SQLiteConnection {
-        if let reused = idle.withLock({ $0.popLast() }) { return reused }
-        return try SQLiteConnection(path: path)
-    }
-
-    private func checkIn(_ connection: SQLiteConnection) {
-        idle.withLock { pool in
-            if pool.count < maximumIdle { pool.append(connection) }
-        }
-    }
-
-    /// Runs `body` with a connection of its own; connections are reused, one thread at a time.
     public func withConnection<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        let connection = try checkOut()
-        defer { checkIn(connection) }
-        return try body(connection)
+        try pool.withConnection { (connection) throws(StoreError) in try body(connection) }
     }
 
-    /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
     public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try writers.write(body) { group in
-            let connection = try checkOut()
-            defer { checkIn(connection) }
-            try connection.transaction(rethrowing: { try group(connection) })
-        }
+        try pool.inWriteTransaction(body)
     }
 
     /// Writes a consistent copy of the whole database to `destination` while the server keeps running
@@ -105,8 +82,6 @@ public final class SQLiteDatabase: SQLDatabase {
 
     /// The schema version the file is at.
     public func schemaVersion() throws(StoreError) -> Int {
-        let connection = try checkOut()
-        defer { checkIn(connection) }
-        return try SQLMigrations.currentVersion(connection)
+        try pool.withConnection { (connection) throws(StoreError) in try SQLMigrations.currentVersion(connection) }
     }
 }

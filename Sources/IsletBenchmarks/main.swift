@@ -5,7 +5,7 @@ import Foundation
 // `islet-bench e2e [--devices N] [--clients N]`, `islet-bench register --database PATH|URL[,PATH|URL…] [--devices N] [--clients N]`:
 // see BENCHMARKS.md. `islet-bench apns-sink` is the sink `apns` starts as its child.
 let usage = """
-    usage: islet-bench devices [--count N] [--database PATH] [--tokens varied|shared-prefix]
+    usage: islet-bench devices [--count N] [--database PATH|URL] [--tokens varied|shared-prefix] [--reuse yes]
            islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
            islet-bench e2e [--devices N] [--clients N] [--probes N]
            islet-bench register --database PATH|URL[,PATH|URL...] [--devices N] [--clients N] [--threads N]
@@ -44,6 +44,7 @@ do {
             guard shape == "varied" || shape == "shared-prefix" else { fail("islet-bench: --tokens is varied or shared-prefix\n", code: 64) }
             benchmark.sharedPrefix = shape == "shared-prefix"
         }
+        if let reuse = take("--reuse") { benchmark.reuse = reuse == "yes" }
         if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
         try benchmark.run()
     case "apns":

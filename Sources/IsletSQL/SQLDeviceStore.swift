@@ -324,7 +324,7 @@ public struct SQLDeviceStore: DeviceStore {
                 """
             parameters.append(.text(attributesType))
         }
-        let (condition, conditionParameters) = sql(for: selection, app: app)
+        let (condition, conditionParameters) = sql(for: selection, app: app, after: afterID)
         parameters += [app, .int(afterID)] + conditionParameters + [.int(Int64(limit))]
         // A filter's audience is registered devices; devices or users named outright come back even when
         // unregistered, so a start can count them with their reason (S7).
@@ -341,7 +341,9 @@ public struct SQLDeviceStore: DeviceStore {
     }
 
     /// The WHERE clause (over `devices d`) that picks a selection's devices, with its parameters.
-    func sql(for selection: TargetSelection, app: SQLValue) -> (String, [SQLValue]) {
+    /// With `after`, a page's lower bound: tag conditions repeat it so PostgreSQL's planner starts its scan
+    /// of `device_tags` there too, not at the first device (88 ms a page over 500k devices instead of 2 ms).
+    func sql(for selection: TargetSelection, app: SQLValue, after: Int64? = nil) -> (String, [SQLValue]) {
         let dialect = database.dialect
         switch selection {
         case .devices(let entries):
@@ -362,7 +364,7 @@ public struct SQLDeviceStore: DeviceStore {
             var clauses: [String] = []
             var parameters: [SQLValue] = []
             for condition in filter.conditions {
-                let (clause, values) = sql(for: condition)
+                let (clause, values) = sql(for: condition, after: after)
                 clauses.append("(\(clause))")
                 parameters += values
             }
@@ -371,7 +373,7 @@ public struct SQLDeviceStore: DeviceStore {
     }
 
     /// One condition as SQL. Built-in tags are device columns; custom tags are rows of `device_tags`.
-    func sql(for condition: FilterCondition) -> (String, [SQLValue]) {
+    func sql(for condition: FilterCondition, after: Int64? = nil) -> (String, [SQLValue]) {
         let values = condition.values.map { scalar -> SQLValue in
             switch scalar {
             case .text(let s): .text(s)
@@ -402,8 +404,9 @@ public struct SQLDeviceStore: DeviceStore {
         }
         // Correlated, so each candidate device costs one primary-key probe, whatever the page.
         let integer = condition.values.contains { if case .text = $0 { false } else { true } }
-        let subquery = "SELECT 1 FROM device_tags t WHERE t.device = d.id AND t.name = ? AND \(database.dialect.tagValue(integer: integer)) \(comparison)"
-        return ("\(negated ? "NOT EXISTS" : "EXISTS") (\(subquery))", [.text(condition.tag)] + values)
+        let bound = after == nil ? "" : "t.device > ? AND "
+        let subquery = "SELECT 1 FROM device_tags t WHERE t.device = d.id AND \(bound)t.name = ? AND \(database.dialect.tagValue(integer: integer)) \(comparison)"
+        return ("\(negated ? "NOT EXISTS" : "EXISTS") (\(subquery))", (after.map { [.int($0)] } ?? []) + [.text(condition.tag)] + values)
     }
 
     // MARK: - Rows

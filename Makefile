@@ -57,6 +57,9 @@ fuzz: deps
 BENCH_DEVICES ?= 1000000
 BENCH_PUSHES ?= 200000
 BENCH_E2E_DEVICES ?= 100000
+# `register` compares SQLite with an empty PostgreSQL database when BENCH_POSTGRES_URL names one.
+BENCH_POSTGRES_URL ?=
+comma := ,
 bench:
 	@scripts/install-deps --bench
 	swift build $(RELEASE_FLAGS) --product islet-bench
@@ -64,6 +67,7 @@ bench:
 	.build/release/islet-bench devices --count $(BENCH_DEVICES) --database var/bench-devices.sqlite
 	.build/release/islet-bench apns --pushes $(BENCH_PUSHES) --python .venv/bin/python3
 	.build/release/islet-bench e2e --devices $(BENCH_E2E_DEVICES)
+	.build/release/islet-bench register --devices 30000 --clients 16 --database 'var/bench-register.sqlite$(if $(BENCH_POSTGRES_URL),$(comma)$(BENCH_POSTGRES_URL))'
 
 clean:
 	swift package clean

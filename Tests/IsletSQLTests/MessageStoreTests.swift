@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletSQL
+import IsletStore
+
+private let shop = ApplicationCode("SHOPM-00001")!
+private let now = Date(timeIntervalSince1970: 1_800_000_000)
+private func token(_ n: Int) -> String { String(format: "%064x", n) }
+
+/// Messages, their jobs, batches, schedules, schemas and simulated devices: the store protocols the
+/// delivery service and the API rely on, with the same expectations on both engines.
+@Suite("Messages, jobs, schedules, schemas and simulated devices, on both engines")
+struct MessageStoreTests {
+    struct Fixture {
+        let db: EngineDatabase
+        init(_ engine: Engine) throws {
+            db = try engine.open()
+            try db.applications().createApplication(Application(code: shop, name: "x", bundleID: "com.example.x", createdAt: now),
+                                                    tokens: [], apnsKey: nil)
+            for n in 1...3 {
+                _ = try db.devices.registerDevice(DeviceRegistration(hwid: "h\(n)", pushToken: token(n)), tags: [], in: shop, at: now)
+            }
+        }
+
+        func message(_ code: String, _ event: LiveActivityEvent, _ activity: String, due: Date = now, target: TargetSelection? = nil) -> NewMessage {
+            NewMessage(code: code, event: event, activityID: activity, target: event == .start ? target ?? .devices(["h1", "h2", "h3"]) : nil,
+                       attributesType: event == .start ? "OrderAttributes" : nil, name: nil, contentState: ["step": .int(1)],
+                       payload: Array(#"{"aps":{}}"#.utf8), fallbackPayload: nil, priority: 10, dueAt: due)
+        }
+
+        func claim(at date: Date = now) throws -> MessageJob? {
+            try db.messages.claimNextJob(at: date, excluding: [], shardsExcluding: [], sharding: ShardPolicy())
+        }
+
+        /// Sends a claimed start to its targets in one batch, each answered 200.
+        func deliver(_ job: MessageJob) throws {
+            let targets = try db.devices.targets(job.target!, in: shop, attributesType: job.attributesType, afterID: job.cursor, limit: 100)
+            var batch = BatchResult(cursor: targets.last?.id ?? job.cursor)
+            for device in targets {
+                batch.records.append(DeliveryRecord(device: device.id, pushType: "liveactivity", status: 200, reason: nil, apnsID: "id-\(device.id)",
+                                                    attempts: 1, token: device.pushToken))
+                batch.effects.startedOn.append((job.activity, device.id))
+            }
+            try db.messages.recordBatch(batch, of: job, at: now)
+            try db.messages.finish(job, at: now)
+        }
+    }
+
+    @Test(arguments: Engine.allCases) func aStartIsClaimedOnceSentInABatchAndCounted(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        try f.db.messages.acceptStarts([f.message("M1", .start, "ORDER_1")], in: shop, at: now, validateOnly: false)
+        let job = try #require(try f.claim())
+        #expect(job.code == "M1" && job.event == .start && job.activityID == "ORDER_1" && job.payload == Array(#"{"aps":{}}"#.utf8))
+        #expect(try f.claim() == nil, "a claimed job is not claimed twice")
+        try f.deliver(job)
+        let details = try #require(try f.db.messages.messageDetails(code: "M1", in: shop))
+        #expect(details.state == .done && details.targeted == 3 && details.sent == 3 && details.failed == 0)
+        #expect(try f.db.messages.activity("ORDER_1", in: shop)?.state == .active)
+        #expect(try f.db.messages.activityDeviceCount(activity: job.activity) == 3)
+        #expect(try f.db.messages.activityDevices(activity: job.activity, after: 0, limit: 2).map(\.hwid) == ["h1", "h2"], "paged")
+    }
+
+    @Test(arguments: Engine.allCases) func aScheduledStartWaitsForItsTimeAndCanBeCancelled(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        let later = now.addingTimeInterval(600)
+        try f.db.messages.acceptStarts([f.message("S2", .start, "LATER_2", due: later)], in: shop, at: now, validateOnly: false)
+        #expect(try f.db.messages.activity("LATER_2", in: shop)?.state == .scheduled)
+        #expect(try f.claim() == nil, "not due yet")
+        #expect(try f.db.messages.nextDueDate(excluding: [], shardsExcluding: []) == later)
+        #expect(try f.claim(at: later)?.code == "S2")
+        try f.db.messages.acceptStarts([f.message("S3", .start, "LATER_3", due: later)], in: shop, at: now, validateOnly: false)
+        #expect(try f.db.messages.cancelMessage(code: "S3", in: shop, at: now) == .cancelled)
+        #expect(try f.db.messages.cancelMessage(code: "S3", in: shop, at: now) == .notCancellable(state: .cancelled, event: .start))
+        #expect(try f.db.messages.cancelMessage(code: "NOPE", in: shop, at: now) == .notFound)
+    }
+
+    @Test(arguments: Engine.allCases) func startsAndUpdatesAreRefusedByTheRulesAllOrNothing(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        // U1: an update of an unknown activity; the whole request is refused, its good notification included.
+        #expect(throws: AcceptRefusal(index: 1, field: "live_activity_id",
+                                      message: "no activity 'GHOST' in this application; start it with startLiveActivity first (U1)")) {
+            try f.db.messages.acceptStarts([f.message("A1", .start, "ORDER_A")], in: shop, at: now, validateOnly: false)
+            try f.db.messages.acceptUpdates([f.message("U0", .update, "ORDER_A"), f.message("U1", .update, "GHOST")], in: shop, at: now, validateOnly: false)
+        }
+        #expect(try f.db.messages.messageDetails(code: "U0", in: shop) == nil, "nothing half-applied")
+        // S3: an active id cannot start again; a dry run stores nothing.
+        #expect(throws: AcceptRefusal.self) {
+            try f.db.messages.acceptStarts([f.message("A2", .start, "ORDER_A")], in: shop, at: now, validateOnly: false)
+        }
+        try f.db.messages.acceptUpdates([f.message("U2", .update, "ORDER_A")], in: shop, at: now, validateOnly: true)
+        #expect(try f.db.messages.messageDetails(code: "U2", in: shop) == nil, "a dry run stores nothing")
+    }
+
+    @Test(arguments: Engine.allCases) func theLatestUpdateSupersedesOnesNotYetSent(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        try f.db.messages.acceptStarts([f.message("ST", .start, "ORDER_L")], in: shop, at: now, validateOnly: false)
+        try f.deliver(try #require(try f.claim()))
+        try f.db.messages.acceptUpdates([f.message("U1", .update, "ORDER_L")], in: shop, at: now, validateOnly: false)
+        try f.db.messages.acceptUpdates([f.message("U2", .update, "ORDER_L")], in: shop, at: now, validateOnly: false)
+        #expect(try f.db.messages.messageDetails(code: "U1", in: shop)?.supersededBy == "U2")
+        let job = try #require(try f.claim())
+        #expect(job.code == "U2", "the superseded update is never claimed")
+        let targets = try f.db.messages.updateTargets(activity: job.activity, afterID: 0, limit: 10)
+        #expect(targets.count == 3 && targets.allSatisfy { $0.updateToken == nil && !$0.endedOnDevice })
+    }
+
+    @Test(arguments: Engine.allCases) func aCrashedRunsClaimsAreReleased(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        try f.db.messages.acceptStarts([f.message("C1", .start, "ORDER_C")], in: shop, at: now, validateOnly: false)
+        let job = try #require(try f.claim())
+        var batch = BatchResult(cursor: 1)
+        batch.records = [DeliveryRecord(device: 1, pushType: "liveactivity", status: 200, reason: nil, apnsID: "a", attempts: 1)]
+        try f.db.messages.recordBatch(batch, of: job, at: now)
+        #expect(try f.claim() == nil)
+        try f.db.messages.releaseClaims()
+        let resumed = try #require(try f.claim())
+        #expect(resumed.id == job.id && resumed.cursor == 1, "resumed after its last recorded batch")
+        let queue = try f.db.messages.queueStatistics(at: now)
+        #expect(queue.jobsDue == 1 && queue.jobsScheduled == 0)
+    }
+
+    @Test(arguments: Engine.allCases) func schemasAreVersionedAndSimulatedDevicesKept(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        let schemas = f.db.schemas
+        #expect(try schemas.saveSchema(["eta": "integer"], attributes: [:], description: "v1", attributesType: "OrderAttributes", in: shop, at: now) == 1)
+        #expect(try schemas.saveSchema(["eta": "string"], attributes: [:], description: nil, attributesType: "OrderAttributes", in: shop, at: now) == 2)
+        #expect(try schemas.currentSchema("OrderAttributes", in: shop)?.version == 2)
+        #expect(try schemas.schema("OrderAttributes", version: 1, in: shop)?.description == "v1")
+        #expect(try schemas.schemas("OrderAttributes", in: shop).map(\.version) == [1, 2])
+        #expect(try schemas.deleteSchema("OrderAttributes", in: shop, at: now))
+        #expect(try schemas.currentSchema("OrderAttributes", in: shop) == nil && schemas.schemas(nil, in: shop).isEmpty)
+
+        let simulated = f.db.simulated
+        try simulated.saveSimulatedDevice(application: shop, hwid: "phone-b", state: #"{"v":1}"#)
+        try simulated.saveSimulatedDevice(application: shop, hwid: "phone-a", state: #"{"v":2}"#)
+        try simulated.saveSimulatedDevice(application: shop, hwid: "phone-b", state: #"{"v":3}"#)
+        #expect(try simulated.simulatedDevices().map(\.hwid) == ["phone-a", "phone-b"])
+        #expect(try simulated.simulatedDevice(application: shop, hwid: "phone-b") == #"{"v":3}"#)
+    }
+}

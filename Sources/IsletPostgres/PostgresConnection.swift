@@ -145,15 +145,23 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     }
 
     /// `?` and `?N` placeholders (as SQLite numbers them: a bare `?` is one more than the largest so far)
-    /// as PostgreSQL's `$N`, leaving quoted text alone.
+    /// as PostgreSQL's `$N`, leaving quoted text, quoted names and `--` comments alone.
     private func translation(of sql: String) -> (sql: String, parameters: Int) {
         if let known = translations[sql] { return known }
-        var output = "", largest = 0, quoted = false
-        var characters = sql.makeIterator(), pending: Character? = nil
+        var output = "", largest = 0
+        var closing: Character?   // the end of the quoted text or comment we are in
+        var characters = sql.makeIterator(), pending: Character? = nil, previous: Character = " "
         while let character = pending ?? characters.next() {
             pending = nil
-            if character == "'" { quoted.toggle() }
-            guard character == "?", !quoted else { output.append(character); continue }
+            defer { previous = character }
+            if let end = closing {
+                if character == end { closing = nil }
+                output.append(character)
+                continue
+            }
+            if character == "'" || character == "\"" { closing = character }
+            if character == "-" && previous == "-" { closing = "\n" }
+            guard character == "?" else { output.append(character); continue }
             var digits = ""
             while let next = characters.next() {
                 if next.isASCII && next.isNumber { digits.append(next) } else { pending = next; break }

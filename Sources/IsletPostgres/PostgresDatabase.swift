@@ -36,8 +36,14 @@ public final class PostgresDatabase: SQLDatabase {
         pool.checkIn(connection)
     }
 
-    /// `url` with its password replaced by `***`.
+    /// `url` with its password (`user:password@` or `?password=`) replaced by `***`.
     public static func redacted(_ url: String) -> String {
+        var url = url
+        if let query = url.firstIndex(of: "?") {
+            let parameters = url[url.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false)
+                .map { $0.lowercased().hasPrefix("password=") ? "password=***" : String($0) }
+            url = String(url[...query]) + parameters.joined(separator: "&")
+        }
         guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") else { return url }
         let credentials = url[scheme.upperBound..<at]
         guard let colon = credentials.firstIndex(of: ":") else { return url }

@@ -19,6 +19,8 @@ public final class GroupCommit: @unchecked Sendable {
     private let condition = NSCondition()
     private var pending: [Job] = []
     private var leading = false
+    /// The thread running the current group: a write it started would wait for itself.
+    private var leader: pthread_t?
 
     public init() {}
 
@@ -32,6 +34,8 @@ public final class GroupCommit: @unchecked Sendable {
         try withoutActuallyEscaping(body) { body in
             let job = Job { connection in result = try body(connection) }
             condition.lock()
+            precondition(!(leading && leader.map { pthread_equal($0, pthread_self()) != 0 } == true),
+                         "a write inside a write would wait for itself")
             pending.append(job)
             while !job.done {
                 if leading {
@@ -39,6 +43,7 @@ public final class GroupCommit: @unchecked Sendable {
                     continue
                 }
                 leading = true
+                leader = pthread_self()
                 let group = pending
                 pending = []
                 condition.unlock()
@@ -46,6 +51,7 @@ public final class GroupCommit: @unchecked Sendable {
                 condition.lock()
                 for member in group { member.done = true }
                 leading = false
+                leader = nil
                 condition.broadcast()
             }
             condition.unlock()

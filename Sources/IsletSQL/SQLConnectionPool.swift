@@ -38,12 +38,25 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: Send
         return try body(connection)
     }
 
-    /// Runs `body` in a write transaction shared with the writes waiting at that moment.
+    /// Runs `body` in a write transaction shared with the writes waiting at that moment. An idle connection
+    /// whose server went away fails only when used: if it fails before the group's code ran, the group
+    /// runs once more, on a new connection (the other idle ones may have lost their server too).
     public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try writers.write(body) { group in
-            let connection = try checkOut()
-            defer { checkIn(connection) }
-            try connection.transaction(rethrowing: { try group(connection) })
+            var retried = false
+            while true {
+                let connection = retried ? try connect() : try checkOut()
+                var began = false
+                do {
+                    try connection.transaction(rethrowing: { began = true; try group(connection) })
+                    checkIn(connection)
+                    return
+                } catch {
+                    checkIn(connection)   // dropped when it lost its server
+                    guard !began, !retried, !reusable(connection) else { throw error }
+                    retried = true
+                }
+            }
         }
     }
 }

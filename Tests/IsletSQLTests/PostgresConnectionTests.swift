@@ -29,6 +29,10 @@ struct PostgresConnectionTests {
             #expect(!error.message.contains("password"))
         }
         #expect(try store.application(code)?.name == "x", "the pool dropped the dead connection and connected again")
+        // A write meeting a dead idle connection before any of its code ran goes again on a new one.
+        try TestPostgres.administer("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(name)'")
+        try store.addToken(TokenRecord(id: "tk_after", application: code, kind: .api, hash: Array(repeating: 7, count: 32), label: "", createdAt: Date()))
+        #expect(try store.tokens(of: code).map(\.id) == ["tk_after"])
     }
 
     @Test func anUnreachableServerIsNamedWithoutItsPassword() {
@@ -40,13 +44,23 @@ struct PostgresConnectionTests {
         }
     }
 
+    @Test func passwordsAreHiddenWhereverTheURLPutsThem() {
+        #expect(PostgresDatabase.redacted("postgresql://islet:s3cret@db:5432/islet?sslmode=require") == "postgresql://islet:***@db:5432/islet?sslmode=require")
+        #expect(PostgresDatabase.redacted("postgresql://islet@db/islet?sslmode=require&password=s3cret") == "postgresql://islet@db/islet?sslmode=require&password=***")
+        #expect(PostgresDatabase.redacted("postgresql:///islet?host=/run/postgresql") == "postgresql:///islet?host=/run/postgresql")
+    }
+
     @Test func placeholdersBecomeNumberedParametersOutsideQuotedText() throws {
         let created = try TestPostgres.createDatabase()
         defer { created.drop() }
         let database = try PostgresDatabase(url: created.url)
         let row = try database.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT ? AS a, '?' AS quoted, ?2 AS again, ? AS b", [.int(7), .text("x"), .blob([0, 1, 255])])[0]
+            try c.query("""
+                SELECT ? AS a, '?' AS quoted, ?2 AS again, -- the device's ? token
+                       ? AS b, 'it''s ?' AS "what's?"
+                """, [.int(7), .text("x"), .blob([0, 1, 255])])[0]
         }
         #expect(row["a"] == .int(7) && row["quoted"] == .text("?") && row["again"] == .text("x") && row["b"] == .blob([0, 1, 255]))
+        #expect(row["what's?"] == .text("it's ?"), "quoted text, quoted names and comments keep their ? and apostrophes")
     }
 }

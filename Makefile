@@ -18,7 +18,7 @@ build: deps
 
 run: build
 	@case "$(DATABASE)" in postgres://*|postgresql://*) ;; *) mkdir -p $(dir $(DATABASE)) ;; esac
-	.build/release/islet serve --listen $(LISTEN) --database $(DATABASE) --apns simulator
+	.build/release/islet serve --listen $(LISTEN) --database '$(DATABASE)' --apns simulator
 
 # A compiler warning fails the build: the log of a fresh build must not contain one. Every suite runs on
 # SQLite, the store suites on PostgreSQL too, then the integration suite again on PostgreSQL; the tests start

@@ -11,6 +11,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     private let handle: OpaquePointer
     /// Statement names by SQL text and parameter types (PostgreSQL fixes the types when preparing).
     private var statements: [String: String] = [:]
+    /// Statements prepared on this connection so far: names are never reused.
+    private var prepared = 0
     /// Translated SQL by the SQL the stores write.
     private var translations: [String: (sql: String, parameters: Int)] = [:]
     private let origin: String
@@ -90,7 +92,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     // MARK: - Statements
 
     /// Prepares (once) and runs `sql` with `parameters`; the caller clears the result.
-    private func perform(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> OpaquePointer? {
+    private func perform(_ sql: String, _ parameters: [SQLValue], retrying: Bool = false) throws(StoreError) -> OpaquePointer? {
         let translated = translation(of: sql)
         let types = parameters.map(Self.type)
         let key = translated.sql + "\u{0}" + types.map(String.init).joined(separator: ",")
@@ -103,10 +105,11 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
                 try execute("DEALLOCATE ALL")
                 statements = [:]
             }
-            name = "islet_\(statements.count + 1)"
-            let prepared = PQprepare(handle, name, translated.sql, Int32(types.count), types)
-            defer { PQclear(prepared) }
-            try check(prepared, sql)
+            prepared += 1
+            name = "islet_\(prepared)"
+            let result = PQprepare(handle, name, translated.sql, Int32(types.count), types)
+            defer { PQclear(result) }
+            try check(result, sql)
             statements[key] = name
         }
         var buffers: [UnsafeMutablePointer<CChar>?] = []
@@ -135,6 +138,15 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         }
         let values = buffers.map { UnsafePointer($0) }
         let result = PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
+        // Another process changed a table (a migration): the statement must be prepared again. Outside a
+        // transaction the call goes again at once; inside one, the next call prepares it afresh.
+        if result.flatMap(islet_pq_sqlstate).map({ String(cString: $0) }) == "0A000" {
+            statements[key] = nil
+            if !retrying && PQtransactionStatus(handle) == PQTRANS_IDLE {
+                PQclear(result)
+                return try perform(sql, parameters, retrying: true)
+            }
+        }
         do {
             try check(result, sql)
         } catch {

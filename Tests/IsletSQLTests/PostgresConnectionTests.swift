@@ -44,6 +44,25 @@ struct PostgresConnectionTests {
         }
     }
 
+    /// Another node migrates the schema (a rolling upgrade): a statement this connection prepared before
+    /// would fail ("cached plan must not change result type"); it is prepared again instead.
+    @Test func aStatementPreparedBeforeATableChangedIsPreparedAgain() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1)
+        let other = try PostgresDatabase(url: created.url, maximumIdleConnections: 1)
+        _ = try database.withConnection { (c) throws(StoreError) in try c.run("CREATE TABLE widgets (id BIGINT)") }
+        let read = { () throws(StoreError) -> [String] in
+            try database.withConnection { (c) throws(StoreError) in try c.query("SELECT * FROM widgets", []).first?.columns.names ?? [] }
+        }
+        _ = try read()
+        _ = try other.withConnection { (c) throws(StoreError) in
+            try c.run("ALTER TABLE widgets ADD COLUMN name TEXT")
+            return try c.run("INSERT INTO widgets (id, name) VALUES (1, 'a')")
+        }
+        #expect(try read() == ["id", "name"])
+    }
+
     @Test func passwordsAreHiddenWhereverTheURLPutsThem() {
         #expect(PostgresDatabase.redacted("postgresql://islet:s3cret@db:5432/islet?sslmode=require") == "postgresql://islet:***@db:5432/islet?sslmode=require")
         #expect(PostgresDatabase.redacted("postgresql://islet@db/islet?sslmode=require&password=s3cret") == "postgresql://islet@db/islet?sslmode=require&password=***")

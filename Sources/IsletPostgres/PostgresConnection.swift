@@ -76,8 +76,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
                 if PQgetisnull(result, row, column) == 1 {
                     values.append(.null)
                 } else {
-                    values.append(Self.decode(PQgetvalue(result, row, column), length: Int(PQgetlength(result, row, column)),
-                                              type: types[Int(column)]))
+                    values.append(Self.decode(PQgetvalue(result, row, column), type: types[Int(column)]))
                 }
             }
             rows.append(SQLRow(columns: columns, values: values))
@@ -140,7 +139,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         let result = PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
         // Another process changed a table (a migration): the statement must be prepared again. Outside a
         // transaction the call goes again at once; inside one, the next call prepares it afresh.
-        if result.flatMap(islet_pq_sqlstate).map({ String(cString: $0) }) == "0A000" {
+        if Self.sqlState(result) == "0A000" {
             statements[key] = nil
             if !retrying && PQtransactionStatus(handle) == PQTRANS_IDLE {
                 PQclear(result)
@@ -196,7 +195,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         }
     }
 
-    private static func decode(_ pointer: UnsafeMutablePointer<CChar>?, length: Int, type: Oid) -> SQLValue {
+    private static func decode(_ pointer: UnsafeMutablePointer<CChar>?, type: Oid) -> SQLValue {
         guard let pointer else { return .null }
         let text = String(cString: pointer)
         switch type {
@@ -236,13 +235,17 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
         guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else { return }
         let message = Self.trimmed(result.map(PQresultErrorMessage) ?? PQerrorMessage(handle))
-        let state = result.flatMap(islet_pq_sqlstate).map { String(cString: $0) } ?? ""
+        let state = Self.sqlState(result) ?? ""
         // Class 23: integrity constraint violation (a unique value taken).
         if state.hasPrefix("23") { throw StoreError(.conflict, message) }
         if PQstatus(handle) != CONNECTION_OK {
             throw StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(message)")
         }
         throw StoreError(.io, "PostgreSQL (\(origin)): \(message) (SQLSTATE \(state)) running \(sql.prefix(200))")
+    }
+
+    private static func sqlState(_ result: OpaquePointer?) -> String? {
+        result.flatMap(islet_pq_sqlstate).map { String(cString: $0) }
     }
 
     private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {

@@ -57,11 +57,6 @@ public final class PostgresDatabase: SQLDatabase {
     public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try pool.inWriteTransaction(body)
     }
-
-    /// The schema version the database is at.
-    public func schemaVersion() throws(StoreError) -> Int {
-        try pool.withConnection { (connection) throws(StoreError) in try SQLMigrations.currentVersion(connection) }
-    }
 }
 
 /// After a failed connect, new connects wait (50 ms doubling up to 5 s) so an outage is not hammered; calls

@@ -1,7 +1,7 @@
 import IsletStore
 
-/// Copies every row of one Islet database into another, empty one at the same schema version (`islet db
-/// migrate-to`, from SQLite to PostgreSQL): table by table in dependency order, large tables a page at a
+/// Copies every row of an SQLite Islet database into another, empty one at the same schema version (`islet
+/// db migrate-to`, to PostgreSQL): table by table in dependency order, large tables a page at a
 /// time in key order, all in one transaction of the destination, so it is all there or none of it is.
 public enum DatabaseCopy {
     /// A table and the primary key its pages are read in (nil: small, read whole).
@@ -24,18 +24,17 @@ public enum DatabaseCopy {
     /// Returns each table with its row count in the source and in the destination afterwards.
     public static func copy(from source: any SQLDatabase, to destination: any SQLDatabase, pageSize: Int = 5_000,
                             progress: (String, Int, Int) -> Void) throws -> [(table: String, source: Int, destination: Int)] {
-        let from = try source.withConnection { (c) throws(StoreError) in try SQLMigrations.currentVersion(c) }
-        let to = try destination.withConnection { (c) throws(StoreError) in try SQLMigrations.currentVersion(c) }
+        let from = try source.schemaVersion(), to = try destination.schemaVersion()
         guard from == to else {
             throw StoreError(.conflict, "the source is at schema version \(from), the destination at \(to); open both with this Islet first")
         }
         return try destination.write(rethrowing: { target in
-            guard try target.query("SELECT COUNT(*) AS count FROM applications")[0]["count"].int == 0 else {
+            guard try rowCount("applications", target) == 0 else {
                 throw StoreError(.conflict, "the destination already holds applications; migrate into an empty database")
             }
             var counts: [(table: String, source: Int, destination: Int)] = []
             for table in tables {
-                let total = try count(table.name, source)
+                let total = try source.withConnection { (c) throws(StoreError) in try rowCount(table.name, c) }
                 var copied = 0
                 progress(table.name, 0, total)
                 try source.withConnection { (reader) throws(StoreError) in
@@ -49,14 +48,14 @@ public enum DatabaseCopy {
                     } while after != nil
                 }
                 if let reset = destination.dialect.identityReset(table.name) { _ = try target.query(reset) }
-                counts.append((table.name, total, Int(try target.query("SELECT COUNT(*) AS count FROM \(table.name)")[0]["count"].int ?? 0)))
+                counts.append((table.name, total, try rowCount(table.name, target)))
             }
             return counts
         })
     }
 
-    static func count(_ table: String, _ database: any SQLDatabase) throws(StoreError) -> Int {
-        try database.withConnection { (c) throws(StoreError) in Int(try c.query("SELECT COUNT(*) AS count FROM \(table)")[0]["count"].int ?? 0) }
+    static func rowCount(_ table: String, _ c: any SQLConnection) throws(StoreError) -> Int {
+        Int(try c.query("SELECT COUNT(*) AS count FROM \(table)")[0]["count"].int ?? 0)
     }
 
     /// The next page in key order after the key values `after` (keyset paging: each page costs the same).
@@ -75,15 +74,14 @@ public enum DatabaseCopy {
         guard let first = rows.first else { return }
         var columns = first.columns.names
         var values = rows.map(\.values)
-        // PostgreSQL keeps an integer tag's value as text, and the integer beside it (SQLDialect.insertTag).
-        if table == "device_tags", dialect.engine == .postgresql, let position = columns.firstIndex(of: "value") {
-            columns.append("number")
+        // An SQLite tag value (integer or string in one column) goes into the destination's tag columns.
+        if table == "device_tags", let position = columns.firstIndex(of: "value") {
+            columns.remove(at: position)
+            columns += dialect.tagValueColumns
             values = values.map { row in
                 var row = row
-                let value = row[position]
-                row[position] = .text(value.text ?? "")
-                row.append(value == .int(value.int ?? 0) ? value : .null)
-                return row
+                let value = row.remove(at: position)
+                return row + dialect.storedTag(value)
             }
         }
         let perStatement = max(1, 30_000 / columns.count)

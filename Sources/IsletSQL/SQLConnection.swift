@@ -85,13 +85,7 @@ extension SQLConnection {
 
     /// `transaction(rethrowing:)` for bodies that throw only `StoreError`.
     public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        do {
-            return try inTransaction(body)
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            preconditionFailure("only StoreError can come out of a StoreError transaction: \(error)")
-        }
+        try onlyStoreErrors { try inTransaction(body) }
     }
 
     @discardableResult
@@ -119,13 +113,24 @@ extension SQLDatabase {
     /// Runs `body` inside one write transaction.
     @discardableResult
     public func write<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        do {
-            return try inWriteTransaction { (c) throws -> T in try body(c) }
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            preconditionFailure("only StoreError can come out of a StoreError transaction: \(error)")
-        }
+        try onlyStoreErrors { try inWriteTransaction { (c) throws -> T in try body(c) } }
+    }
+
+    /// The schema version the database is at (it is not migrated here).
+    public func schemaVersion() throws(StoreError) -> Int {
+        try withConnection { (c) throws(StoreError) in try SQLMigrations.currentVersion(c) }
+    }
+}
+
+/// A transaction around a body that throws only `StoreError` rethrows only that: the untyped transaction
+/// API adds nothing of its own.
+private func onlyStoreErrors<T>(_ body: () throws -> T) throws(StoreError) -> T {
+    do {
+        return try body()
+    } catch let error as StoreError {
+        throw error
+    } catch {
+        preconditionFailure("only StoreError can come out of a StoreError transaction: \(error)")
     }
 }
 
@@ -162,10 +167,21 @@ public struct SQLDialect: Sendable {
     /// PostgreSQL keeps integers in a column of their own (`number`), beside their text.
     public func tagValue(integer: Bool) -> String { engine == .postgresql && integer ? "t.number" : "t.value" }
 
-    /// Inserts one tag value: parameters (device, name, value).
-    public func insertTag(_ value: SQLValue) -> (sql: String, value: [SQLValue]) {
-        guard engine == .postgresql else { return ("INSERT INTO device_tags (device, name, value) VALUES (?, ?, ?)", [value]) }
+    /// The columns a tag value is stored in, after `device` and `name`: SQLite's `value` holds an integer
+    /// or a string; PostgreSQL's `value` is always text, with an integer also in `number`.
+    public var tagValueColumns: [String] { engine == .postgresql ? ["value", "number"] : ["value"] }
+
+    /// A tag value as `tagValueColumns` store it.
+    public func storedTag(_ value: SQLValue) -> [SQLValue] {
+        guard engine == .postgresql else { return [value] }
         let number: SQLValue = if case .int = value { value } else { .null }
-        return ("INSERT INTO device_tags (device, name, value, number) VALUES (?, ?, ?, ?)", [.text(value.text ?? ""), number])
+        return [.text(value.text ?? ""), number]
+    }
+
+    /// Inserts one tag value: parameters (device, name, then `storedTag(value)`).
+    public func insertTag(_ value: SQLValue) -> (sql: String, value: [SQLValue]) {
+        let columns = tagValueColumns
+        return ("INSERT INTO device_tags (device, name, \(columns.joined(separator: ", "))) VALUES (?, ?, \(columns.map { _ in "?" }.joined(separator: ", ")))",
+                storedTag(value))
     }
 }

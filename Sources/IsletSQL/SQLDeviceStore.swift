@@ -94,13 +94,7 @@ public struct SQLDeviceStore: DeviceStore {
     }
 
     public func tagTypes(in application: ApplicationCode) throws(StoreError) -> [String: TagType] {
-        try database.withConnection { (c) throws(StoreError) in
-            var types: [String: TagType] = [:]
-            for row in try c.query("SELECT name, type FROM tag_types WHERE application = ?", [.text(application.rawValue)]) {
-                types[row["name"].text ?? ""] = TagType(rawValue: row["type"].text ?? "")
-            }
-            return types
-        }
+        try database.withConnection { (c) throws(StoreError) in try SQLMessageStore.tagTypes(application, c) }
     }
 
     /// Replaces each named tag's values; a tag's type is fixed by the first value ever set for it, and a

@@ -17,7 +17,7 @@ public final class SQLiteDatabase: SQLDatabase {
     /// `migrateUpTo` stops at an older schema version; only tests of migrations use it.
     public init(path: String, maximumIdleConnections: Int = 8, migrateUpTo: Int? = nil) throws(StoreError) {
         self.path = path
-        pool = SQLConnectionPool(maximumIdle: maximumIdleConnections, connect: { () throws(StoreError) in try SQLiteConnection(path: path) })
+        pool = Self.pool(path, maximumIdle: maximumIdleConnections)
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         if !FileManager.default.fileExists(atPath: directory) {
             do {
@@ -43,8 +43,12 @@ public final class SQLiteDatabase: SQLDatabase {
     public init(existingAt path: String) throws(StoreError) {
         guard FileManager.default.fileExists(atPath: path) else { throw StoreError(.notFound, "no database at \(path)") }
         self.path = path
-        pool = SQLConnectionPool(maximumIdle: 1, connect: { () throws(StoreError) in try SQLiteConnection(path: path) })
+        pool = Self.pool(path, maximumIdle: 1)
         pool.checkIn(try pool.checkOut())
+    }
+
+    private static func pool(_ path: String, maximumIdle: Int) -> SQLConnectionPool<SQLiteConnection> {
+        SQLConnectionPool(maximumIdle: maximumIdle, connect: { () throws(StoreError) in try SQLiteConnection(path: path) })
     }
 
     public func withConnection<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
@@ -75,13 +79,5 @@ public final class SQLiteDatabase: SQLDatabase {
             try? FileManager.default.removeItem(atPath: destination)
             throw error
         }
-    }
-
-    /// The newest schema version this build knows (it migrates older files up to it).
-    public static var latestSchemaVersion: Int { SQLMigrations.latestVersion }
-
-    /// The schema version the file is at.
-    public func schemaVersion() throws(StoreError) -> Int {
-        try pool.withConnection { (connection) throws(StoreError) in try SQLMigrations.currentVersion(connection) }
     }
 }

@@ -41,7 +41,7 @@ struct DatabaseCommandTests {
     @Test func versionAndBackupLeaveAnOlderSchemaAsItIs() throws {
         _ = try SQLiteDatabase(path: workspace.database, migrateUpTo: 3)
         let run = islet(["db", "version", "--database", workspace.database])
-        #expect(run.output == "schema version 3 (this Islet: \(SQLiteDatabase.latestSchemaVersion))\n")
+        #expect(run.output == "schema version 3 (this Islet: \(SQLMigrations.latestVersion))\n")
         let copy = workspace.directory.appendingPathComponent("old.sqlite").path
         #expect(islet(["db", "backup", copy, "--database", workspace.database]).status == 0)
         #expect(try SQLiteDatabase(existingAt: workspace.database).schemaVersion() == 3)

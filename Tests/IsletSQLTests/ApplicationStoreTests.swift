@@ -120,21 +120,17 @@ struct ApplicationStoreTests {
 
 @Suite("Migrations, on both engines")
 struct MigrationTests {
-    func version(_ database: any SQLDatabase) throws -> Int {
-        try database.withConnection { (c) throws(StoreError) in try SQLMigrations.currentVersion(c) }
-    }
-
     @Test(arguments: Engine.allCases) func aFreshDatabaseIsAtTheLatestVersion(_ engine: Engine) throws {
         let db = try engine.open()
-        #expect(try version(db.database) == SQLMigrations.latestVersion)
+        #expect(try db.database.schemaVersion() == SQLMigrations.latestVersion)
         // Opening again applies nothing and keeps the version.
-        #expect(try version(try db.reopen()) == SQLMigrations.latestVersion)
+        #expect(try db.reopen().schemaVersion() == SQLMigrations.latestVersion)
     }
 
     @Test(arguments: Engine.allCases) func upgradesAnExistingVersionOneDatabaseKeepingItsData(_ engine: Engine) throws {
         let db = try engine.open(migrateUpTo: 1)
         let old = db.database
-        #expect(try version(old) == 1)
+        #expect(try old.schemaVersion() == 1)
         try SQLApplicationStore(database: old).createApplication(
             application("ABCDE-12345"), tokens: [token("tk_1", "ABCDE-12345", .api, secret: "a")], apnsKey: nil)
         #expect(throws: StoreError.self) {
@@ -142,7 +138,7 @@ struct MigrationTests {
         }
 
         let upgraded = try db.reopen()
-        #expect(try version(upgraded) == SQLMigrations.latestVersion)
+        #expect(try upgraded.schemaVersion() == SQLMigrations.latestVersion)
         let store = SQLApplicationStore(database: upgraded)
         let code = ApplicationCode("ABCDE-12345")!
         #expect(try store.application(code)?.name == "Shop")

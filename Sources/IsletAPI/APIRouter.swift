@@ -117,9 +117,7 @@ public struct APIRouter: HTTPHandler {
         guard let requestValue = envelope["request"] else {
             throw APIError(.badRequest, "request: is required (the body is {\"request\": {...}})")
         }
-        if let path = requestValue.pathOfNUL("") {
-            throw APIError.invalid(path, "must not contain the NUL character (\\u0000)")
-        }
+        try requestValue.refuseNUL()
         let fields = try FieldReader(requestValue, path: "request")
         let body = FieldReader(fields.object)   // paths below are relative to `request`, as in the docs
         var code: ApplicationCode?

@@ -29,6 +29,11 @@ public enum JSONValue: Sendable, Hashable {
         }
     }
 
+    /// Refuses a document holding U+0000 anywhere, naming the first field that does (`pathOfNUL`).
+    public func refuseNUL() throws(APIError) {
+        if let path = pathOfNUL("") { throw APIError.invalid(path, "must not contain the NUL character (\\u0000)") }
+    }
+
     /// The JSON type name used in error messages ("string", "object", ...).
     public var typeName: String {
         switch self {

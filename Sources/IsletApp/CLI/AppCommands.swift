@@ -276,9 +276,7 @@ struct RotateMasterKeyCommand: CLICommand {
 
     func run(_ context: CLIContext) throws -> Int32 {
         let database = Common.location(arguments)
-        if case .sqlite(let path) = database, !FileManager.default.fileExists(atPath: path) {
-            throw CLIError.failure("no database at \(path); set --database or ISLET_DATABASE (nothing was sealed)")
-        }
+        if case .sqlite(let path) = database { try Common.requireFile(path, " (nothing was sealed)") }
         let store = try Common.openStore(arguments)
         let count: Int
         do {

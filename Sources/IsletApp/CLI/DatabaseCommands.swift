@@ -34,7 +34,7 @@ struct DatabaseMigrateCommand: CLICommand {
     func run(_ context: CLIContext) throws -> Int32 {
         guard case .sqlite(let path) = source else { throw CLIError.failure("--database must be the SQLite file to copy, not \(source)") }
         guard PostgresDatabase.isURL(url) else { throw CLIError.failure("url: must be postgresql://… or postgres://…, got \(url.prefix(64))") }
-        guard FileManager.default.fileExists(atPath: path) else { throw CLIError.failure("no database at \(path); set --database or ISLET_DATABASE") }
+        try Common.requireFile(path)
         do {
             // No server may write to the file meanwhile: the copy would miss what it accepts.
             let lock = try SQLiteServerLock(databasePath: path)
@@ -86,9 +86,7 @@ struct DatabaseBackupCommand: CLICommand {
         guard case .sqlite(let database) = location else {
             throw CLIError.failure("\(location) is PostgreSQL: back it up with pg_dump (or your provider's snapshots); islet db backup copies SQLite files")
         }
-        guard FileManager.default.fileExists(atPath: database) else {
-            throw CLIError.failure("no database at \(database); set --database or ISLET_DATABASE")
-        }
+        try Common.requireFile(database)
         do {
             // As it is: a backup taken before an upgrade must still open with the Islet that made it.
             let opened = try SQLiteDatabase(existingAt: database)

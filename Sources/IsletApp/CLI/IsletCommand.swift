@@ -48,6 +48,13 @@ enum Common {
 
     static func location(_ arguments: ParsedArguments) -> StorageLocation { StorageLocation(databaseSetting(arguments)) }
 
+    /// Refuses a command on an SQLite file that is not there (opening would create an empty one).
+    static func requireFile(_ path: String, _ consequence: String = "") throws {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw CLIError.failure("no database at \(path); set --database or ISLET_DATABASE\(consequence)")
+        }
+    }
+
     /// The master key APNs keys are sealed with: `ISLET_MASTER_KEY` (64 hex digits or base64 of 32 bytes),
     /// or the file `ISLET_MASTER_KEY_FILE` (or `file`) names, readable by its owner only. Nil when neither is set.
     static func masterKey(_ environment: [String: String], file: String? = nil) throws -> MasterKey? {

@@ -41,7 +41,7 @@ public final class IsletServer: Sendable {
                 clock: @escaping @Sendable () -> Date = { Date() }) throws {
         self.configuration = configuration
         self.logger = logger
-        let storage = try Storage(StorageLocation(configuration.database))
+        let storage = try Storage(configuration.location)
         let store = storage.applications(masterKey: configuration.masterKey)
         let devices = storage.devices, messages = storage.messages, schemas = storage.schemas
         self.store = store
@@ -101,7 +101,7 @@ public final class IsletServer: Sendable {
     static func startSimulator(_ configuration: ServerConfiguration, wiring: SimulatorWiring, logger: Logger, port: Int = 0,
                                sink: Bool = false, faults: SimulatorFaults = SimulatorFaults()) throws
         -> (simulator: APNsSimulator, certificate: String) {
-        let directory = URL(fileURLWithPath: StorageLocation(configuration.database).localDirectory).appendingPathComponent("simulator")
+        let directory = URL(fileURLWithPath: configuration.location.localDirectory).appendingPathComponent("simulator")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let certificate = directory.appendingPathComponent("apns-simulator.crt").path
         let key = directory.appendingPathComponent("apns-simulator.key").path
@@ -121,7 +121,7 @@ public final class IsletServer: Sendable {
     /// master key this server was not given.
     @discardableResult
     public func start() throws -> Int {
-        if case .sqlite(let path) = StorageLocation(configuration.database) {
+        if case .sqlite(let path) = configuration.location {
             let lock = try SQLiteServerLock(databasePath: path)
             serverLock.withLock { $0 = lock }
         }

@@ -53,6 +53,8 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var listen: ListenAddress
     /// An SQLite file's path or a PostgreSQL URL (`StorageLocation`).
     public var database: String
+    /// `database` as the engine and place it names.
+    public var location: StorageLocation { StorageLocation(database) }
     public var apns: APNsMode
     /// Replaces both Apple hosts (tests, the simulator).
     public var apnsURL: String?
@@ -72,7 +74,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var auditLogSetting: String?
 
     /// The audit log this configuration writes to.
-    public var auditLog: AuditLog { AuditLog(setting: auditLogSetting, directory: StorageLocation(database).localDirectory) }
+    public var auditLog: AuditLog { AuditLog(setting: auditLogSetting, directory: location.localDirectory) }
 
     public static let defaultListen = "127.0.0.1:8080"
     public static let defaultDatabase = "var/islet.sqlite"
@@ -94,7 +96,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
 
     public var summary: JSONValue {
         var object: JSONObject = [
-            "listen": .string(listen.description), "database": .string(StorageLocation(database).description), "apns": .string(apns.rawValue),
+            "listen": .string(listen.description), "database": .string(location.description), "apns": .string(apns.rawValue),
             "max_body_bytes": .int(Int64(http.maximumBodyBytes)), "threads": .int(Int64(http.threads)),
             "phone_started_activities": .string(phoneStartedActivities.rawValue),
             "audit_log": auditLog.path.map { .string($0) } ?? .string("off"),

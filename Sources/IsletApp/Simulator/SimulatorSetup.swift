@@ -139,9 +139,7 @@ struct SimulatorRoutes: Sendable {
         guard case .object = document else {
             throw APIError.invalid("body", "must be a JSON object such as {\"hwid\": \"my_iphone\"}, got \(document.typeName)")
         }
-        if let path = document.pathOfNUL("") {
-            throw APIError.invalid(path, "must not contain the NUL character (\\u0000)")
-        }
+        try document.refuseNUL()
         let body = try FieldReader(document, path: "")
         if let code = try body.string("application"), code != application.rawValue {
             throw APIError(.unauthorized, "Authorization: not a valid server API token for application \(code.prefix(64))")

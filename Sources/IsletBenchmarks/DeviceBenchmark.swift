@@ -46,26 +46,20 @@ struct DeviceBenchmark {
         print("tokens:                    \(sharedPrefix ? "sharing their first 48 hex digits" : "varying in their first 16 hex digits")")
         let registered = Atomic<Int>(0), failed = Atomic<Int>(0)
         let registration = try measure {
-            let done = DispatchGroup()
-            for writer in 0..<writers {
-                done.enter()
-                Thread.detachNewThread {
-                    defer { done.leave() }
-                    for n in stride(from: writer, to: count, by: writers) {
-                        let registration = DeviceRegistration(
-                            hwid: "device-\(n)",
-                            pushToken: sharedPrefix ? Self.tokenTail + String(format: "%016llx", UInt64(n)) : String(format: "%016llx", UInt64(n)) + Self.tokenTail,
-                            language: n % 2 == 0 ? "en" : "pt", timezone: "3600", osVersion: versions[n % versions.count], userID: "user-\(n)")
-                        guard (try? devices.registerDevice(registration, tags: [("Level", .integer(Int64(n % 100)))], in: code, at: Date())) != nil else {
-                            failed.add(1, ordering: .relaxed)
-                            continue
-                        }
-                        let total = registered.add(1, ordering: .relaxed).newValue
-                        if total % 100_000 == 0 { print("  registered \(total)") }
+            onThreads(writers) { writer in
+                for n in stride(from: writer, to: count, by: writers) {
+                    let registration = DeviceRegistration(
+                        hwid: "device-\(n)",
+                        pushToken: sharedPrefix ? Self.tokenTail + String(format: "%016llx", UInt64(n)) : String(format: "%016llx", UInt64(n)) + Self.tokenTail,
+                        language: n % 2 == 0 ? "en" : "pt", timezone: "3600", osVersion: versions[n % versions.count], userID: "user-\(n)")
+                    guard (try? devices.registerDevice(registration, tags: [("Level", .integer(Int64(n % 100)))], in: code, at: Date())) != nil else {
+                        failed.add(1, ordering: .relaxed)
+                        continue
                     }
+                    let total = registered.add(1, ordering: .relaxed).newValue
+                    if total % 100_000 == 0 { print("  registered \(total)") }
                 }
             }
-            done.wait()
         }
         guard failed.load(ordering: .relaxed) == 0 else { throw StoreError(.io, "\(failed.load(ordering: .relaxed)) registrations failed") }
         try measureFilters(storage, registration: registration)

@@ -37,46 +37,33 @@ struct RegisterBenchmark {
             let latencies = Mutex<[Double]>([])
             let failures = Atomic<Int>(0)
             let started = ContinuousClock.now
-            // A thread per client: DispatchQueue.concurrentPerform would run only as many at once as there are cores.
-            let finished = DispatchGroup()
-            for client in 0..<clients {
-                finished.enter()
-                Thread.detachNewThread {
-                    defer { finished.leave() }
-                    guard let http = try? KeepAliveClient(port: port) else { failures.add(1, ordering: .relaxed); return }
-                    var mine: [Double] = []
-                    for n in stride(from: client, to: devices, by: clients) {
-                        let spread = String(format: "%016llx", UInt64(n + 1) &* 0x9E37_79B9_7F4A_7C15)
-                        let body = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"bench-\#(n)","push_token":"\#(String(repeating: spread, count: 4))","language":"en","tags":{"Level":\#(n % 100)}}}"#
-                        let sent = ContinuousClock.now
-                        if (try? http.post("/json/1.3/registerDevice", body)) != 200 { failures.add(1, ordering: .relaxed) }
-                        mine.append((ContinuousClock.now - sent).seconds * 1000)
-                    }
-                    latencies.withLock { $0 += mine }
+            onThreads(clients) { client in
+                guard let http = try? KeepAliveClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+                var mine: [Double] = []
+                for n in stride(from: client, to: devices, by: clients) {
+                    let spread = String(format: "%016llx", UInt64(n + 1) &* 0x9E37_79B9_7F4A_7C15)
+                    let body = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"bench-\#(n)","push_token":"\#(String(repeating: spread, count: 4))","language":"en","tags":{"Level":\#(n % 100)}}}"#
+                    let sent = ContinuousClock.now
+                    if (try? http.post("/json/1.3/registerDevice", body)) != 200 { failures.add(1, ordering: .relaxed) }
+                    mine.append((ContinuousClock.now - sent).seconds * 1000)
                 }
+                latencies.withLock { $0 += mine }
             }
-            finished.wait()
             let elapsed = (ContinuousClock.now - started).seconds
             let sorted = latencies.withLock { $0 }.sorted()
             func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
             // Reads in the same run, for scale: getTags of registered devices for 5 s from the same clients.
             let reads = Atomic<Int>(0)
-            let readsDone = DispatchGroup()
             let readUntil = ContinuousClock.now + .seconds(5)
-            for client in 0..<clients {
-                readsDone.enter()
-                Thread.detachNewThread {
-                    defer { readsDone.leave() }
-                    guard let http = try? KeepAliveClient(port: port) else { return }
-                    var n = client
-                    while ContinuousClock.now < readUntil {
-                        let body = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"bench-\#(n % devices)"}}"#
-                        if (try? http.post("/json/1.3/getTags", body)) == 200 { reads.add(1, ordering: .relaxed) }
-                        n += clients
-                    }
+            onThreads(clients) { client in
+                guard let http = try? KeepAliveClient(port: port) else { return }
+                var n = client
+                while ContinuousClock.now < readUntil {
+                    let body = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"bench-\#(n % devices)"}}"#
+                    if (try? http.post("/json/1.3/getTags", body)) == 200 { reads.add(1, ordering: .relaxed) }
+                    n += clients
                 }
             }
-            readsDone.wait()
             let engine = if case .postgresql = location { "PostgreSQL" } else { "SQLite" }
             print(String(format: "%@ (%@): %.0f devices/s (%.1f s), latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
                          engine, location.description, Double(devices) / elapsed, elapsed, percentile(0.5), percentile(0.99),
@@ -84,4 +71,18 @@ struct RegisterBenchmark {
             print(String(format: "    getTags in the same run: %.0f reads/s", Double(reads.load(ordering: .relaxed)) / 5))
         }
     }
+}
+
+/// Runs `body(0..<count)` on as many threads at once and waits for all: a load of `count` concurrent clients
+/// (DispatchQueue.concurrentPerform would run only as many at once as there are cores).
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let finished = DispatchGroup()
+    for index in 0..<count {
+        finished.enter()
+        Thread.detachNewThread {
+            defer { finished.leave() }
+            body(index)
+        }
+    }
+    finished.wait()
 }

@@ -24,15 +24,25 @@ public struct APICall: Sendable {
     public var actor: String { "api token \(tokenID)" }
 }
 
+/// What a method does to storage, which decides where the server runs it.
+public enum APIEffect: Sendable {
+    /// Only reads: on SQLite it runs at once on the connection's thread.
+    case reads
+    /// Writes, and waits for the durable commit: it runs on a worker, so concurrent writes share a sync.
+    case writes
+}
+
 /// One `POST /json/1.3/<name>` method.
 public struct APIMethod: Sendable {
     public let name: String
     public let access: APIAccess
+    public let effect: APIEffect
     public let run: @Sendable (APICall) throws -> JSONObject
 
-    public init(name: String, access: APIAccess, run: @escaping @Sendable (APICall) throws -> JSONObject) {
+    public init(name: String, access: APIAccess, effect: APIEffect = .writes, run: @escaping @Sendable (APICall) throws -> JSONObject) {
         self.name = name
         self.access = access
+        self.effect = effect
         self.run = run
     }
 }

@@ -18,12 +18,15 @@ public struct APIRouter: HTTPHandler {
     let perAddress: RateLimiter?
     let perDeviceToken: RateLimiter?
     let perServerToken: RateLimiter?
+    /// Reads wait too (storage across the network, PostgreSQL): every storage call runs on a worker.
+    let readsWait: Bool
 
     public init(methods: [APIMethod], store: any ApplicationStore, metrics: Metrics, logger: Logger,
                 now: @escaping @Sendable () -> Date = { Date() },
                 extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)] = [],
-                limits: RateLimits = RateLimits()) {
+                limits: RateLimits = RateLimits(), readsWait: Bool = false) {
         self.now = now
+        self.readsWait = readsWait
         self.perAddress = limits.devicePerAddress.map { RateLimiter(limit: $0) }
         self.perDeviceToken = limits.devicePerToken.map { RateLimiter(limit: $0) }
         self.perServerToken = limits.serverPerToken.map { RateLimiter(limit: $0) }
@@ -49,6 +52,31 @@ public struct APIRouter: HTTPHandler {
             ? String(request.path.dropFirst(Self.prefix.count)) : "unknown"
         metrics.record(route: route, status: 413, seconds: 0)
         return Self.json(Envelope.error(APIError(.payloadTooLarge, "request body: larger than the limit of \(limit) bytes")), status: 413)
+    }
+
+    /// Writes wait for their durable commit on a worker (so the writes of concurrent requests share one
+    /// sync); reads of local SQLite, and what touches no storage, answer on the connection's thread.
+    public func execution(for request: HTTPRequest) -> HTTPExecution {
+        switch request.path {
+        case "/openapi.json", "/metrics": return .connectionThread
+        case "/healthz": return readsWait ? .workerPool : .connectionThread
+        default: break
+        }
+        guard request.path.hasPrefix(Self.prefix) else {
+            // The simulator's routes add devices (writes); anything else is a 404 answered at once.
+            return extraRoutes.contains { request.path == $0.prefix || request.path.hasPrefix($0.prefix + "/") } ? .workerPool : .connectionThread
+        }
+        guard let method = methods[String(request.path.dropFirst(Self.prefix.count))] else { return .connectionThread }
+        return method.effect == .writes || readsWait ? .workerPool : .connectionThread
+    }
+
+    public func unfinished(_ request: HTTPRequest, started: Bool) -> HTTPResponse {
+        let message = started
+            ? "the server stopped before this request finished; it may or may not have been applied, check before retrying"
+            : "the server is stopping; nothing was changed, retry later"
+        var response = Self.failure(APIError(.unavailable, message))
+        response.headers.append(("Connection", "close"))
+        return response
     }
 
     private func route(_ request: HTTPRequest) -> (String, HTTPResponse) {

@@ -9,7 +9,7 @@ public enum ApplicationMethods {
     /// that has none yet, so the answer shows the key its pushes will be signed with rather than `null`.
     public static func getApplication(apnsMode: String,
                                       simulatedKey: (@Sendable (ApplicationCode) throws -> APNsKeyInfo?)? = nil) -> APIMethod {
-        APIMethod(name: "getApplication", access: .server) { call in
+        APIMethod(name: "getApplication", access: .server, effect: .reads) { call in
             var application = call.application
             if application.apnsKey == nil, let simulatedKey, let key = try? simulatedKey(application.code) {
                 application = Application(code: application.code, name: application.name, bundleID: application.bundleID,

@@ -74,7 +74,7 @@ public struct DeviceMethods: Sendable {
 
     /// `getTags` (D2) → `{"result": {tags}}`, built-in tags included.
     var getTags: APIMethod {
-        APIMethod(name: "getTags", access: .device) { [store] call in
+        APIMethod(name: "getTags", access: .device, effect: .reads) { [store] call in
             let hwid = try Self.hwid(call.request)
             guard let device = try store.device(hwid: hwid, in: call.application.code),
                   let tags = try store.tags(hwid: hwid, in: call.application.code) else {

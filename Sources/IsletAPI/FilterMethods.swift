@@ -36,7 +36,7 @@ public struct FilterMethods: Sendable {
     }
 
     var listFilters: APIMethod {
-        APIMethod(name: "listFilters", access: .server) { [store] call in
+        APIMethod(name: "listFilters", access: .server, effect: .reads) { [store] call in
             ["filters": .array(try store.filters(in: call.application.code).map(\.json))]
         }
     }

@@ -217,7 +217,7 @@ public struct LiveActivityMethods: Sendable {
     }
 
     var getMessageDetails: APIMethod {
-        APIMethod(name: "getMessageDetails", access: .server) { [messages] call in
+        APIMethod(name: "getMessageDetails", access: .server, effect: .reads) { [messages] call in
             let code = try call.request.requiredString("message")
             guard let details = try messages.messageDetails(code: code, in: call.application.code) else {
                 throw APIError.invalid("message", "no message '\(code)' in this application")
@@ -251,7 +251,7 @@ public struct LiveActivityMethods: Sendable {
     }
 
     var getLiveActivity: APIMethod {
-        APIMethod(name: "getLiveActivity", access: .server) { [messages] call in
+        APIMethod(name: "getLiveActivity", access: .server, effect: .reads) { [messages] call in
             let activityID = try call.request.requiredString("live_activity_id")
             guard let activity = try messages.activity(activityID, in: call.application.code) else {
                 throw APIError.invalid("live_activity_id", "no activity '\(activityID)' in this application")

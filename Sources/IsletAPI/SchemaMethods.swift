@@ -31,7 +31,7 @@ public struct SchemaMethods: Sendable {
     }
 
     var getSchemas: APIMethod {
-        APIMethod(name: "getLiveActivitySchemas", access: .server) { [store] call in
+        APIMethod(name: "getLiveActivitySchemas", access: .server, effect: .reads) { [store] call in
             ["schemas": .array(try store.schemas(try call.request.string("attributes_type"), in: call.application.code).map(Self.describe))]
         }
     }

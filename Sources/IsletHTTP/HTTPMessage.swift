@@ -38,10 +38,34 @@ public struct HTTPResponse: Sendable {
     }
 }
 
-/// What the server calls; runs on the server's worker threads, so it must be thread-safe.
+/// Where the server runs a request's handler.
+public enum HTTPExecution: Sendable {
+    /// On the connection's thread, at once: for handlers that only compute or read local memory and files.
+    case connectionThread
+    /// On a worker thread while the connection waits, suspended: for handlers that wait on I/O (a durable
+    /// commit, a database across the network), so the few connection threads are never all stuck waiting.
+    case workerPool
+}
+
+/// What the server calls; runs on the server's threads, so it must be thread-safe.
 public protocol HTTPHandler: Sendable {
     /// Answers a complete request.
     func handle(_ request: HTTPRequest) -> HTTPResponse
     /// Answers a request whose body is larger than the server accepts (413); its body is empty.
     func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse
+    /// Where `handle` runs for this request (decided from the method and path; the body is complete).
+    func execution(for request: HTTPRequest) -> HTTPExecution
+    /// The answer (503) for a request the server stops before handling it (`started` false: nothing was
+    /// done), or before its handler, still running, returned (`started` true: the outcome is unknown).
+    func unfinished(_ request: HTTPRequest, started: Bool) -> HTTPResponse
+}
+
+extension HTTPHandler {
+    public func execution(for request: HTTPRequest) -> HTTPExecution { .connectionThread }
+
+    public func unfinished(_ request: HTTPRequest, started: Bool) -> HTTPResponse {
+        let text = started ? "the server stopped before this request finished; its outcome is unknown"
+                           : "the server is stopping; the request was not handled, retry later"
+        return HTTPResponse(status: 503, headers: [("Content-Type", "text/plain; charset=utf-8"), ("Connection", "close")], body: Array(text.utf8))
+    }
 }

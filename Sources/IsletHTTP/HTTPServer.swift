@@ -14,11 +14,15 @@ public struct HTTPServerConfiguration: Sendable {
     /// Memory libmicrohttpd may use per connection for headers and buffers (the body is ours).
     public var connectionMemoryLimit: Int
     public var connectionLimit: Int
+    /// Threads that read and write connections and run the handlers that do not wait (one per core).
     public var threads: Int
+    /// Threads for handlers that wait (`HTTPExecution.workerPool`): the most such requests handled at once.
+    public var workerThreads: Int
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 1 << 20,
                 connectionTimeoutSeconds: Int = 30, connectionMemoryLimit: Int = 64 << 10,
-                connectionLimit: Int = 1024, threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)) {
+                connectionLimit: Int = 1024, threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount),
+                workerThreads: Int = 64) {
         self.host = host
         self.port = port
         self.maximumBodyBytes = maximumBodyBytes
@@ -26,6 +30,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.connectionMemoryLimit = connectionMemoryLimit
         self.connectionLimit = connectionLimit
         self.threads = threads
+        self.workerThreads = workerThreads
     }
 }
 
@@ -34,6 +39,8 @@ public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
 }
 
 /// An HTTP/1.1 server on libmicrohttpd: an epoll thread pool that hands whole requests to an `HTTPHandler`.
+/// A request the handler places on the worker pool suspends its connection (libmicrohttpd's
+/// suspend/resume) while a worker runs it, so the connection threads go on serving other connections.
 ///
 /// `@unchecked Sendable`: the daemon handle is guarded by `daemon`'s mutex; everything the C
 /// callbacks touch lives in `ServerContext`, which is itself thread-safe.
@@ -45,7 +52,8 @@ public final class HTTPServer: @unchecked Sendable {
 
     public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
         self.configuration = configuration
-        self.context = ServerContext(handler: handler, maximumBodyBytes: configuration.maximumBodyBytes)
+        self.context = ServerContext(handler: handler, maximumBodyBytes: configuration.maximumBodyBytes,
+                                     workers: WorkerPool(threads: configuration.workerThreads, name: "islet-http"))
     }
 
     deinit {
@@ -76,13 +84,16 @@ public final class HTTPServer: @unchecked Sendable {
         guard let started else {
             throw HTTPServerError(description: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not available)")
         }
+        context.workers.start()
         daemon.withLock { $0 = DaemonHandle(pointer: started) }
         boundPort.store(Int(islet_mhd_bound_port(started)), ordering: .releasing)
     }
 
     /// Stops accepting connections, lets in-flight requests finish (up to `gracePeriod`), then stops.
     ///
-    /// Returns false when some requests were still running at the deadline.
+    /// A request still waiting for a worker at the deadline is answered 503 and never run; one a worker is
+    /// still running is answered 503 saying its outcome is unknown (libmicrohttpd must not stop with a
+    /// connection suspended). Returns false when some requests were still running at the deadline.
     @discardableResult
     public func shutdown(gracePeriod: Duration = .seconds(10)) -> Bool {
         guard let running = daemon.withLock({ current -> DaemonHandle? in defer { current = nil }; return current })?.pointer else {
@@ -95,7 +106,16 @@ public final class HTTPServer: @unchecked Sendable {
             Thread.sleep(forTimeInterval: 0.01)
         }
         let drained = context.inFlight.load(ordering: .acquiring) == 0
+        let handler = context.handler
+        if context.suspensions.stop(answer: { request, started in handler.unfinished(request, started: started) }) > 0 {
+            // The 503s go out on the connection threads: a moment for them to be written before the stop.
+            let flushed = ContinuousClock.now + .milliseconds(250)
+            while context.inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < flushed {
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+        }
         MHD_stop_daemon(running)
+        context.workers.shutdown(deadline: max(deadline, ContinuousClock.now + .milliseconds(100)))
         return drained
     }
 
@@ -130,19 +150,112 @@ struct DaemonHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
-/// What the C callbacks share: the handler, the body limit, and the in-flight count.
+/// The libmicrohttpd connection of a suspended request; used only under `Suspensions`' lock, while the
+/// connection is known to be suspended (so libmicrohttpd cannot free it).
+struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// What the C callbacks share: the handler, the body limit, the in-flight count, the worker pool and the
+/// suspended requests.
 final class ServerContext: Sendable {
     let handler: any HTTPHandler
     let maximumBodyBytes: Int
     let inFlight = Atomic<Int>(0)
+    let workers: WorkerPool
+    let suspensions = Suspensions()
 
-    init(handler: any HTTPHandler, maximumBodyBytes: Int) {
+    init(handler: any HTTPHandler, maximumBodyBytes: Int, workers: WorkerPool) {
         self.handler = handler
         self.maximumBodyBytes = maximumBodyBytes
+        self.workers = workers
+    }
+
+    /// Suspends the connection and runs the handler on a worker; the answer is queued when libmicrohttpd
+    /// calls back after the resume. False when the server is stopping (answer at once instead).
+    func handOff(_ request: HTTPRequest, answer: PendingAnswer, connection: OpaquePointer) -> Bool {
+        guard let id = suspensions.suspend(connection, answer: answer, request: request) else { return false }
+        let submitted = workers.submit { [handler, suspensions] in
+            guard suspensions.begin(id) else { return }   // answered 503 at shutdown before it ran
+            suspensions.finish(id, with: handler.handle(request))
+        }
+        if !submitted { suspensions.finish(id, with: handler.unfinished(request, started: false)) }
+        return true
     }
 }
 
-/// One request being read. Only the connection's worker thread touches it, one call at a time.
+/// The answer a worker leaves for the connection thread, read after libmicrohttpd resumes the connection.
+final class PendingAnswer: Sendable {
+    private let response = Mutex<HTTPResponse?>(nil)
+    func set(_ value: HTTPResponse) { response.withLock { $0 = value } }
+    func take() -> HTTPResponse? { response.withLock { current in defer { current = nil }; return current } }
+}
+
+/// The requests whose connections are suspended while a worker runs them. Every suspend and resume happens
+/// under one lock, so each suspended connection is resumed exactly once: by its worker, or at shutdown.
+/// libmicrohttpd never calls back into this while holding its own locks, so the order cannot deadlock.
+final class Suspensions: Sendable {
+    private struct Entry {
+        let connection: ConnectionHandle
+        let answer: PendingAnswer
+        let request: HTTPRequest
+        var started: Bool
+    }
+    private struct State {
+        var nextID: UInt64 = 0
+        var entries: [UInt64: Entry] = [:]
+        var stopped = false
+    }
+    private let state = Mutex(State())
+
+    /// Suspends `connection` (from the access handler, as libmicrohttpd requires); nil once stopped.
+    func suspend(_ connection: OpaquePointer, answer: PendingAnswer, request: HTTPRequest) -> UInt64? {
+        state.withLock { state in
+            guard !state.stopped else { return nil }
+            state.nextID += 1
+            state.entries[state.nextID] = Entry(connection: ConnectionHandle(pointer: connection), answer: answer, request: request, started: false)
+            MHD_suspend_connection(connection)
+            return state.nextID
+        }
+    }
+
+    /// A worker is about to run the request; false when shutdown already answered it.
+    func begin(_ id: UInt64) -> Bool {
+        state.withLock { state in
+            guard state.entries[id] != nil else { return false }
+            state.entries[id]?.started = true
+            return true
+        }
+    }
+
+    /// Leaves the answer and resumes the connection, unless shutdown answered it already.
+    func finish(_ id: UInt64, with response: HTTPResponse) {
+        state.withLock { state in
+            guard let entry = state.entries.removeValue(forKey: id) else { return }
+            entry.answer.set(response)
+            MHD_resume_connection(entry.connection.pointer)
+        }
+    }
+
+    /// Refuses further suspensions and resumes every suspended connection with `answer(started)`; returns
+    /// how many it resumed.
+    func stop(answer: (_ request: HTTPRequest, _ started: Bool) -> HTTPResponse) -> Int {
+        state.withLock { state in
+            state.stopped = true
+            let resumed = state.entries.count
+            for (_, entry) in state.entries {
+                entry.answer.set(answer(entry.request, entry.started))
+                MHD_resume_connection(entry.connection.pointer)
+            }
+            state.entries = [:]
+            return resumed
+        }
+    }
+
+    var count: Int { state.withLock { $0.entries.count } }
+}
+
+/// One request being read. Only the connection's thread touches it, one call at a time.
 final class RequestState {
     let method: String
     let path: String
@@ -150,6 +263,8 @@ final class RequestState {
     var body: [UInt8] = []
     var tooLarge = false
     var clientAddress = ""
+    /// Set when the request was handed to a worker; its answer arrives here.
+    var answer: PendingAnswer?
 
     init(method: String, path: String) {
         self.method = method
@@ -205,6 +320,10 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     }
 
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+    if let answer = state.answer {
+        // Called again after a worker resumed the connection.
+        return queue(answer.take() ?? HTTPResponse(status: 500), on: connection)
+    }
     if uploadSize.pointee > 0 {
         let count = uploadSize.pointee
         if !state.tooLarge, state.body.count + count <= context.maximumBodyBytes, let uploadData {
@@ -221,7 +340,15 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     if state.tooLarge {
         return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection)
     }
-    return queue(context.handler.handle(state.request), on: connection)
+    let request = state.request
+    if context.handler.execution(for: request) == .workerPool, let connection {
+        let answer = PendingAnswer()
+        state.answer = answer
+        if context.handOff(request, answer: answer, connection: connection) { return .YES }
+        state.answer = nil
+        return queue(context.handler.unfinished(request, started: false), on: connection)
+    }
+    return queue(context.handler.handle(request), on: connection)
 }
 
 private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in

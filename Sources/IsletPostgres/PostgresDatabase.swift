@@ -20,11 +20,14 @@ public final class PostgresDatabase: SQLDatabase {
 
     /// Opens the database at `url` and applies pending migrations (none with `migrate: false`, for
     /// commands that only inspect it). `migrateUpTo` stops at an older version; only migration tests use it.
-    public init(url: String, maximumIdleConnections: Int = 8, migrate: Bool = true, migrateUpTo: Int? = nil) throws(StoreError) {
+    /// At most `maximumConnections` are open at once (each is a server process): more concurrent callers wait
+    /// for one, instead of opening and closing connections under load.
+    public init(url: String, maximumIdleConnections: Int = 16, maximumConnections: Int = 16, migrate: Bool = true,
+                migrateUpTo: Int? = nil) throws(StoreError) {
         let origin = Self.redacted(url)
         self.origin = origin
         let reconnect = Reconnect()
-        pool = SQLConnectionPool(maximumIdle: maximumIdleConnections,
+        pool = SQLConnectionPool(maximumIdle: maximumIdleConnections, maximumOpen: maximumConnections,
                                  connect: { () throws(StoreError) in try reconnect.attempt { () throws(StoreError) in try PostgresConnection(url: url, origin: origin) } },
                                  reusable: { $0.isUsable })
         let connection = try pool.checkOut()

@@ -1,34 +1,95 @@
+import Foundation
 import IsletStore
-import Synchronization
 
 /// The connections of one database, for either engine: each used by one thread at a time and reused
-/// (up to `maximumIdle` kept), and write transactions grouped (`GroupCommit`).
-public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: Sendable {
-    private let idle = Mutex<[Connection]>([])
+/// (up to `maximumIdle` kept), at most `maximumOpen` at once (a caller waits for one to come back, up to
+/// `waitLimit`), and write transactions grouped (`GroupCommit`).
+public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unchecked Sendable {
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var idle: [Connection] = []
+    private var open = 0
+    private var waiting = 0
+
     private let maximumIdle: Int
+    private let maximumOpen: Int
+    private let waitLimit: Duration
     private let connect: @Sendable () throws(StoreError) -> Connection
     private let reusable: @Sendable (Connection) -> Bool
     private let writers = GroupCommit()
 
     /// `connect` opens a new connection when none is idle; `reusable` says whether a used one may go back.
-    public init(maximumIdle: Int, connect: @escaping @Sendable () throws(StoreError) -> Connection,
+    public init(maximumIdle: Int, maximumOpen: Int = .max, waitLimit: Duration = .seconds(10),
+                connect: @escaping @Sendable () throws(StoreError) -> Connection,
                 reusable: @escaping @Sendable (Connection) -> Bool = { _ in true }) {
+        precondition(maximumOpen > 0, "a pool needs room for one connection")
         self.maximumIdle = maximumIdle
+        self.maximumOpen = maximumOpen
+        self.waitLimit = waitLimit
         self.connect = connect
         self.reusable = reusable
     }
 
     /// A connection for one thread's use; give it back with `checkIn`.
     public func checkOut() throws(StoreError) -> Connection {
-        if let reused = idle.withLock({ $0.popLast() }) { return reused }
-        return try connect()
+        try checkOut(fresh: false)
+    }
+
+    /// `fresh`: a newly opened connection, not an idle one (after an idle one turned out dead).
+    private func checkOut(fresh: Bool) throws(StoreError) -> Connection {
+        let deadline = ContinuousClock.now + waitLimit
+        condition.lock()
+        while true {
+            if !fresh, let reused = idle.popLast() {
+                condition.unlock()
+                return reused
+            }
+            if fresh, open >= maximumOpen, !idle.isEmpty {
+                idle.removeFirst()   // make room: the idle ones may have lost their server too
+                open -= 1
+            }
+            if open < maximumOpen {
+                open += 1
+                break
+            }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else {
+                condition.unlock()
+                throw StoreError(.io, "no database connection came free within \(waitLimit) (all \(maximumOpen) in use)")
+            }
+            waiting += 1
+            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18))
+            waiting -= 1
+        }
+        condition.unlock()
+        do {
+            return try connect()
+        } catch {
+            condition.lock()
+            open -= 1
+            condition.signal()
+            condition.unlock()
+            throw error
+        }
+    }
+
+    /// Callers waiting for a connection to come back (all `maximumOpen` are in use).
+    public var waitingCallers: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return waiting
     }
 
     public func checkIn(_ connection: Connection) {
-        guard reusable(connection) else { return }
-        idle.withLock { pool in
-            if pool.count < maximumIdle { pool.append(connection) }
+        let keep = reusable(connection)
+        condition.lock()
+        defer { condition.unlock() }
+        if keep && idle.count < maximumIdle {
+            idle.append(connection)
+        } else {
+            open -= 1   // dropped: closed when its last reference goes
         }
+        condition.signal()
     }
 
     /// Runs `body` with a connection of its own, outside a transaction.
@@ -45,7 +106,7 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: Send
         try writers.write(body) { group in
             var retried = false
             while true {
-                let connection = retried ? try connect() : try checkOut()
+                let connection = try checkOut(fresh: retried)
                 var began = false
                 do {
                     try connection.transaction(rethrowing: { began = true; try group(connection) })

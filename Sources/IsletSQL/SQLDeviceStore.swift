@@ -22,7 +22,8 @@ public struct SQLDeviceStore: DeviceStore {
             let app = SQLValue.text(application.rawValue)
             // A push token belongs to one app install: a device that re-registers under a new HWID takes it over.
             try c.run(releasePushToken, [.text(registration.pushToken), app, .text(registration.hwid)])
-            try c.run("""
+            // RETURNING gives the stored device in the same round trip (a network one on PostgreSQL).
+            let stored = try c.query("""
                 INSERT INTO devices (application, hwid, push_token, sandbox, language, timezone, os_version, os_version_key, user_id, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (application, hwid) DO UPDATE SET
@@ -31,15 +32,17 @@ public struct SQLDeviceStore: DeviceStore {
                     os_version = COALESCE(excluded.os_version, devices.os_version),
                     os_version_key = CASE WHEN excluded.os_version IS NULL THEN devices.os_version_key ELSE excluded.os_version_key END,
                     user_id = COALESCE(excluded.user_id, devices.user_id), updated_at = excluded.updated_at
+                RETURNING id, hwid, push_token, sandbox, language, timezone, os_version, user_id, NULL AS push_to_start
                 """, [
                 app, .text(registration.hwid), .text(registration.pushToken), .int(registration.gateway == .sandbox ? 1 : 0),
                 Self.optional(registration.language), Self.optional(registration.timezone), Self.optional(registration.osVersion),
                 registration.osVersion.flatMap(VersionKey.make).map { .int($0) } ?? .null, Self.optional(registration.userID),
                 Self.seconds(date),
             ])
-            guard let device = try Self.device(hwid: registration.hwid, app: application, c) else {
+            guard let row = stored.first else {
                 throw StoreError(.io, "device \(registration.hwid) vanished while registering")
             }
+            let device = Self.device(row, application)
             return (device, try applyTags(tags, device: device.id, application: application, c))
         }
     }

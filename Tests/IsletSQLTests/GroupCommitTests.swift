@@ -41,6 +41,25 @@ struct GroupCommitTests {
         #expect(outcomes.filter { !$0.value }.keys.sorted() == Array(stride(from: 0, to: 40, by: 5)))
     }
 
+    @Test(arguments: Engine.allCases) func aLoneWriteThatFailsLeavesNothing(_ engine: Engine) throws {
+        let db = try engine.open()
+        let database = db.database
+        // Alone in its group (no other writer runs), so it has no savepoint: the transaction itself rolls back.
+        #expect(throws: Refused.self) {
+            try database.write(rethrowing: { c in
+                try c.run("INSERT INTO applications (code, name, bundle_id, created_at) VALUES ('GROUP-00003', 'g', 'com.example.g', 0)")
+                throw Refused(n: 1)
+            })
+        }
+        let count = try database.withConnection { (c) throws(StoreError) -> Int64 in
+            try c.query("SELECT COUNT(*) AS count FROM applications WHERE code = 'GROUP-00003'")[0]["count"].int ?? -1
+        }
+        #expect(count == 0)
+        try database.write { (c) throws(StoreError) in
+            try c.run("INSERT INTO applications (code, name, bundle_id, created_at) VALUES ('GROUP-00003', 'g', 'com.example.g', 0)")
+        }
+    }
+
     @Test(arguments: Engine.allCases) func aWriteSeesTheWritesCommittedBeforeIt(_ engine: Engine) throws {
         let db = try engine.open()
         let database = db.database

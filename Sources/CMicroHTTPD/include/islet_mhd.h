@@ -15,7 +15,7 @@ typedef struct {
     unsigned int connection_limit;
 } islet_mhd_options;
 
-/// Starts an epoll, thread-pool daemon that supports quiescing (MHD_USE_ITC).
+/// Starts an epoll, thread-pool daemon that supports quiescing (MHD_USE_ITC) and suspend/resume.
 struct MHD_Daemon *islet_mhd_start(const islet_mhd_options *options,
                                    MHD_AccessHandlerCallback handler, void *handler_context,
                                    MHD_RequestCompletedCallback completed, void *completed_context);

@@ -40,7 +40,7 @@ struct DatabaseMigrateCommand: CLICommand {
             let lock = try SQLiteServerLock(databasePath: path)
             defer { lock.release() }
             let from = try SQLiteDatabase(path: path, maximumIdleConnections: 1)
-            let to = try PostgresDatabase(url: url, maximumIdleConnections: 1)
+            let to = try PostgresDatabase(url: url, maximumIdleConnections: 1, maximumConnections: 4)
             let terminal = isatty(STDERR_FILENO) == 1
             let counts = try DatabaseCopy.copy(from: from, to: to) { table, copied, total in
                 guard terminal else { return }

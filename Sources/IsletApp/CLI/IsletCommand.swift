@@ -30,7 +30,7 @@ enum Common {
     /// The database a command works on, opened and migrated.
     static func openStorage(_ arguments: ParsedArguments) throws -> Storage {
         do {
-            return try Storage(location(arguments), maximumIdleConnections: 1)
+            return try Storage(location(arguments), for: .command)
         } catch {
             throw CLIError.failure(error.message)
         }

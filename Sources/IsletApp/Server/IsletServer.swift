@@ -88,7 +88,7 @@ public final class IsletServer: Sendable {
         let routes = SimulatorRoutes(wiring: wiring, authenticator: Authenticator(store: store))
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
                                extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })],
-                               limits: configuration.rateLimits)
+                               limits: configuration.rateLimits, readsWait: configuration.location.isNetworked)
         self.router = router
         self.http = HTTPServer(configuration: configuration.http, handler: router)
         self.prefixRoutes = simulator == nil ? [] : ["/simulator/devices"]

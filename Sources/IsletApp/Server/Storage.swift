@@ -23,6 +23,12 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Every call crosses the network (PostgreSQL), so the server runs reads on workers too.
+    public var isNetworked: Bool {
+        if case .postgresql = self { return true }
+        return false
+    }
+
     /// Where this machine's own files go (the simulator's certificate, the audit log): beside an SQLite
     /// file, or for PostgreSQL the folder the default SQLite file would be in.
     public var localDirectory: String {
@@ -38,12 +44,17 @@ public struct Storage: Sendable {
     public let location: StorageLocation
     public let database: any SQLDatabase
 
+    /// Who uses the database: a server keeps a pool of connections; a command needs one at a time.
+    public enum Purpose: Sendable { case server, command }
+
     /// Opens (creating an SQLite file if needed) and migrates the database.
-    public init(_ location: StorageLocation, maximumIdleConnections: Int = 8) throws(StoreError) {
+    public init(_ location: StorageLocation, for purpose: Purpose = .server) throws(StoreError) {
         self.location = location
-        switch location {
-        case .sqlite(let path): database = try SQLiteDatabase(path: path, maximumIdleConnections: maximumIdleConnections)
-        case .postgresql(let url): database = try PostgresDatabase(url: url, maximumIdleConnections: maximumIdleConnections)
+        switch (location, purpose) {
+        case (.sqlite(let path), .server): database = try SQLiteDatabase(path: path)
+        case (.sqlite(let path), .command): database = try SQLiteDatabase(path: path, maximumIdleConnections: 1)
+        case (.postgresql(let url), .server): database = try PostgresDatabase(url: url)
+        case (.postgresql(let url), .command): database = try PostgresDatabase(url: url, maximumIdleConnections: 1, maximumConnections: 4)
         }
     }
 

@@ -1,0 +1,101 @@
+import Foundation
+
+/// A fixed set of threads for handlers that wait (a durable commit, a database across the network), so the
+/// few connection threads keep serving other requests meanwhile, and enough requests wait at once for
+/// group commit to share one sync among them.
+final class WorkerPool: @unchecked Sendable {
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var jobs: [@Sendable () -> Void] = []
+    private var head = 0
+    private var stopping = false
+    private var running = 0
+    private var busy = 0
+
+    let size: Int
+    private let name: String
+
+    init(threads: Int, name: String) {
+        precondition(threads > 0, "a worker pool needs at least one thread")
+        self.size = threads
+        self.name = name
+    }
+
+    /// Starts the threads; idle, they sleep on a condition and use no CPU.
+    func start() {
+        condition.lock()
+        defer { condition.unlock() }
+        precondition(running == 0 && !stopping, "a worker pool starts once")
+        for index in 0..<size {
+            let thread = Thread { [self] in
+                // Named through the kernel (15 characters kept), for ps and perf; Foundation's Thread.name
+                // may not reach the kernel when the thread runs before its creator recorded it.
+                try? "\(name)-\(index)".write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+                work()
+            }
+            thread.stackSize = 512 << 10
+            running += 1
+            thread.start()
+        }
+    }
+
+    /// Queues `job`; false once the pool is stopping (the caller answers by itself).
+    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopping else { return false }
+        jobs.append(job)
+        condition.signal()
+        return true
+    }
+
+    /// Stops taking jobs, lets queued and running ones finish until `deadline`, and reports whether every
+    /// thread has ended. A job still running at the deadline keeps its thread until it returns.
+    @discardableResult
+    func shutdown(deadline: ContinuousClock.Instant) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        stopping = true
+        condition.broadcast()
+        while running > 0 {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: Self.seconds(left)))
+        }
+        return true
+    }
+
+    /// Jobs being run right now.
+    var busyThreads: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return busy
+    }
+
+    private func work() {
+        condition.lock()
+        while true {
+            if head < jobs.count {
+                let job = jobs[head]
+                head += 1
+                if head == jobs.count { jobs.removeAll(keepingCapacity: true); head = 0 }
+                busy += 1
+                condition.unlock()
+                job()
+                condition.lock()
+                busy -= 1
+            } else if stopping {
+                break
+            } else {
+                condition.wait()
+            }
+        }
+        running -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import IsletSQL
+import IsletStore
+import Synchronization
+
+/// The pool bounds how many connections are open (each is a PostgreSQL server process): callers beyond the
+/// bound wait for one to come back, and fail with a clear error when none does in time.
+@Suite("Connection pool bounds")
+struct ConnectionPoolTests {
+    /// A connection that only counts itself; the pool never looks inside.
+    final class CountedConnection: SQLConnection, @unchecked Sendable {
+        static let opened = Atomic<Int>(0)
+        init() { Self.opened.add(1, ordering: .relaxed) }
+        func execute(_ sql: String) throws(StoreError) {}
+        func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int { 0 }
+        func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [SQLRow] { [] }
+        func inTransaction<T>(_ body: () throws -> T) throws -> T { try body() }
+    }
+
+    @Test func aCallerBeyondTheBoundWaitsForAConnectionToComeBack() async throws {
+        let opened = Atomic<Int>(0)
+        let pool = SQLConnectionPool<CountedConnection>(maximumIdle: 1, maximumOpen: 1, waitLimit: .seconds(30),
+                                                        connect: { () throws(StoreError) in opened.add(1, ordering: .relaxed); return CountedConnection() })
+        let first = try pool.checkOut()
+        let waiter = Task.detached { () throws -> CountedConnection in try pool.checkOut() }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while pool.waitingCallers == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(pool.waitingCallers == 1, "the second caller waits while the only connection is out")
+        pool.checkIn(first)
+        let second = try await waiter.value
+        #expect(second === first, "the waiter reuses the returned connection")
+        #expect(opened.load(ordering: .relaxed) == 1, "never more than one open")
+    }
+
+    @Test func noConnectionComingBackFailsWithTheBoundInTheMessage() throws {
+        let pool = SQLConnectionPool<CountedConnection>(maximumIdle: 2, maximumOpen: 2, waitLimit: .milliseconds(50),
+                                                        connect: { () throws(StoreError) in CountedConnection() })
+        let held = [try pool.checkOut(), try pool.checkOut()]
+        do {
+            _ = try pool.checkOut()
+            Issue.record("a third checkout succeeded beyond the bound of 2")
+        } catch {
+            #expect(error.message.contains("all 2 in use"), "\(error.message)")
+        }
+        pool.checkIn(held[0])
+        #expect(try pool.checkOut() === held[0])
+    }
+
+    @Test func aConnectionThatCannotGoBackFreesItsPlace() throws {
+        let pool = SQLConnectionPool<CountedConnection>(maximumIdle: 1, maximumOpen: 1, waitLimit: .milliseconds(50),
+                                                        connect: { () throws(StoreError) in CountedConnection() },
+                                                        reusable: { _ in false })
+        let first = try pool.checkOut()
+        pool.checkIn(first)   // dropped, not kept
+        let second = try pool.checkOut()
+        #expect(second !== first, "a dropped connection is replaced by a new one")
+    }
+}

@@ -291,7 +291,10 @@ final class KeepAliveClient {
     /// POSTs and returns the status.
     func post(_ path: String, _ body: String) throws -> Int { try exchange(path, body).status }
 
-    func exchange(_ path: String, _ body: String) throws -> (status: Int, body: String) {
+    /// GETs and returns the body (`/metrics`).
+    func get(_ path: String) throws -> String { try exchange(path, nil).body }
+
+    func exchange(_ path: String, _ body: String?) throws -> (status: Int, body: String) {
         do {
             return try attempt(path, body)
         } catch let error as Closed where !error.answered {
@@ -305,9 +308,10 @@ final class KeepAliveClient {
 
     private struct Closed: Error { let answered: Bool }
 
-    private func attempt(_ path: String, _ body: String) throws -> (status: Int, body: String) {
-        let bytes = Array(body.utf8)
-        let request = Array("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(bytes.count)\r\n\r\n".utf8) + bytes
+    private func attempt(_ path: String, _ body: String?) throws -> (status: Int, body: String) {
+        let bytes = Array((body ?? "").utf8)
+        let request = body == nil ? Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+            : Array("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(bytes.count)\r\n\r\n".utf8) + bytes
         var sent = 0
         while sent < request.count {
             let n = request[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -9,6 +9,7 @@ let usage = """
            islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
            islet-bench e2e [--devices N] [--clients N] [--probes N]
            islet-bench register --database PATH|URL[,PATH|URL...] [--devices N] [--clients N] [--threads N]
+           islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--database PATH|URL]
 
     """
 
@@ -18,7 +19,7 @@ func fail(_ message: String, code: Int32) -> Never {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-guard let command = arguments.first, ["devices", "apns", "apns-sink", "e2e", "register"].contains(command) else { fail(usage, code: 64) }
+guard let command = arguments.first, ["devices", "apns", "apns-sink", "e2e", "register", "updates"].contains(command) else { fail(usage, code: 64) }
 arguments.removeFirst()
 var options: [String: String] = [:]
 while let option = arguments.first {
@@ -71,6 +72,15 @@ do {
         benchmark.devices = number("--devices", benchmark.devices)
         benchmark.clients = number("--clients", benchmark.clients)
         if options["--threads"] != nil { benchmark.threads = number("--threads", 16) }
+        if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
+        try benchmark.run()
+    case "updates":
+        var benchmark = UpdatesBenchmark()
+        benchmark.activities = number("--activities", benchmark.activities)
+        benchmark.clients = number("--clients", benchmark.clients)
+        benchmark.seconds = number("--seconds", benchmark.seconds)
+        if options["--rate"] != nil { benchmark.rate = number("--rate", 1) }
+        benchmark.database = take("--database")
         if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
         try benchmark.run()
     default:

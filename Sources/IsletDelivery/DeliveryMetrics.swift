@@ -17,7 +17,34 @@ public final class DeliveryMetrics: Sendable {
 
     private let counts = Mutex<[Key: Int]>([:])
 
+    /// Upper bounds (seconds) of the delivery-lag buckets: from a message falling due (its acceptance, for
+    /// an update) to its push leaving Islet.
+    public static let lagBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
+
+    /// The delivery-lag histogram: a count per bucket (the last one is +Inf), the count and the sum.
+    public struct LagHistogram: Sendable, Equatable {
+        public var buckets = [Int](repeating: 0, count: DeliveryMetrics.lagBuckets.count + 1)
+        public var count = 0
+        public var sum = 0.0
+    }
+
+    private let lag = Mutex(LagHistogram())
+
     public init() {}
+
+    /// Counts pushes leaving Islet `seconds` after their message fell due (first sends only, not retries,
+    /// which wait on purpose).
+    func recordLag(_ seconds: Double, pushes: Int) {
+        guard pushes > 0 else { return }
+        let index = Self.lagBuckets.firstIndex { seconds <= $0 } ?? Self.lagBuckets.count
+        lag.withLock { histogram in
+            histogram.buckets[index] += pushes
+            histogram.count += pushes
+            histogram.sum += max(0, seconds) * Double(pushes)
+        }
+    }
+
+    public func lagSnapshot() -> LagHistogram { lag.withLock { $0 } }
 
     /// The label a record is counted under: Apple's reason when it is one of Apple's, the skip reason for
     /// a skip, "no answer" when APNs never answered, "" for a plain success, else "other".

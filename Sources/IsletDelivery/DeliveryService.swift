@@ -29,10 +29,15 @@ public struct DeliveryConfiguration: Sendable {
     var shardShare: Int { max(1, workersPerApplication - 1) }
     /// Longest sleep with nothing due, so a job written by another process is seen soon.
     public var idlePoll: Duration
+    /// Updates and ends of activities with at most `smallJobDevices` devices are claimed up to
+    /// `smallJobsPerClaim` at a time, sent together and recorded in one transaction (issue 18).
+    public var smallJobsPerClaim: Int
+    public var smallJobDevices: Int
 
     public init(workers: Int = 8, workersPerApplication: Int? = nil, batchSize: Int = 1000, retryBatchSize: Int = 500,
                 retry: RetryPolicy = RetryPolicy(), sendTimeout: Duration = .seconds(30), pipelineDepth: Int = 3,
-                sharding: ShardPolicy = ShardPolicy(), idlePoll: Duration = .milliseconds(500)) {
+                sharding: ShardPolicy = ShardPolicy(), idlePoll: Duration = .milliseconds(500),
+                smallJobsPerClaim: Int = 256, smallJobDevices: Int = 64) {
         self.sharding = sharding
         self.pipelineDepth = max(1, pipelineDepth)
         self.workers = max(1, workers)
@@ -42,6 +47,8 @@ public struct DeliveryConfiguration: Sendable {
         self.retry = retry
         self.sendTimeout = sendTimeout
         self.idlePoll = idlePoll
+        self.smallJobsPerClaim = max(0, smallJobsPerClaim)
+        self.smallJobDevices = max(1, min(smallJobDevices, batchSize))
     }
 }
 
@@ -124,11 +131,14 @@ public final class DeliveryService: Sendable {
 
     private func work() {
         defer { state.withLock { $0.running -= 1 } }
+        var smallFirst = true
         while !stopping {
             do {
                 // Read before claiming, so a kick that lands while the claim finds nothing is not missed.
                 let kicks = state.withLock { $0.kicks }
-                if try workOnce() { continue }
+                // Small messages and large jobs take turns at being looked for first: neither waits behind the other.
+                smallFirst.toggle()
+                if try workOnce(smallFirst: smallFirst) { continue }
                 sleepUntilWork(kicksSeen: kicks)
             } catch {
                 logger.error("delivery store failure", ["error": .string("\(error)")])
@@ -139,18 +149,29 @@ public final class DeliveryService: Sendable {
 
     private enum Unit {
         case job(MessageJob)
+        case small([MessageJob])
         case due([DueDelivery])
     }
 
     /// Claims and sends one unit of work: a job's batches, or a group of due deliveries. False when none was due.
-    private func workOnce() throws -> Bool {
+    private func workOnce(smallFirst: Bool) throws -> Bool {
         // Claiming and counting the claim against its application happen together, so two workers
         // cannot both take a slow application's work past its share.
         let unit: (Unit, Set<ApplicationCode>)? = try claiming.withLock { _ in
             let (saturated, shardsFull) = busyApplications()
-            if let job = try messages.claimNextJob(at: now(), excluding: saturated, shardsExcluding: shardsFull, sharding: configuration.sharding) {
+            func claimSmall() throws(StoreError) -> (Unit, Set<ApplicationCode>)? {
+                let jobs = try messages.claimSmallJobs(at: now(), limit: configuration.smallJobsPerClaim,
+                                                       devicesAtMost: configuration.smallJobDevices, excluding: saturated)
+                return jobs.isEmpty ? nil : reserve((.small(jobs), Set(jobs.map(\.application))))
+            }
+            if smallFirst, let small = try claimSmall() { return small }
+            // Small updates are left to claimSmall: one at a time here they would each cost a whole job cycle.
+            let leavingSmall = configuration.smallJobsPerClaim > 0 ? configuration.smallJobDevices : nil
+            if let job = try messages.claimNextJob(at: now(), excluding: saturated, shardsExcluding: shardsFull,
+                                                   sharding: configuration.sharding, leavingSmall: leavingSmall) {
                 return reserve((.job(job), [job.application]))
             }
+            if !smallFirst, let small = try claimSmall() { return small }
             // Pushes settled at the claim (expired, superseded, confirmed, failed after two copies) count in
             // /metrics once the claim has committed.
             var settled: [DeliveryMetrics.Key] = []
@@ -178,6 +199,7 @@ public final class DeliveryService: Sendable {
         }
         switch work {
         case .job(let job): process(job)
+        case .small(let jobs): processSmall(jobs)
         case .due(let due): try sendDue(due)
         }
         return true
@@ -251,7 +273,7 @@ public final class DeliveryService: Sendable {
                 if reading {
                     let batch = try nextBatch(job, planner: planner, after: readUpTo)
                     if let last = batch.last {
-                        window.append(dispatch(batch, cursor: last.device))
+                        window.append(dispatch(batch, cursor: last.device, dueAt: job.dueAt))
                         readUpTo = last.device
                         continue
                     }
@@ -274,6 +296,64 @@ public final class DeliveryService: Sendable {
             }
             logger.error("delivery failed; the job will resume", ["message": .string(job.code), "error": .string("\(error)")])
             try? messages.release(job)
+            sleepUntilWork(kicksSeen: -1, atMost: 1)
+        }
+    }
+
+    /// Sends small jobs claimed together: every device page read, all pushes on the wire at once, every
+    /// outcome and every job's end recorded in one transaction. A job whose devices outgrew one page since
+    /// the claim is given back after its first page, to resume on its own.
+    private func processSmall(_ jobs: [MessageJob]) {
+        do {
+            if stopping {
+                try persistently { try messages.recordJobs(jobs.map { JobOutcome(job: $0, result: BatchResult(cursor: $0.cursor), finished: false) }, at: now()) }
+                return
+            }
+            var bundles: [ApplicationCode: String?] = [:]
+            var planned: [(job: MessageJob, batch: [(device: Int64, plan: PlannedDelivery)], complete: Bool)] = []
+            var gone: [JobOutcome] = []
+            for job in jobs {
+                if bundles[job.application] == nil { bundles[job.application] = .some(try applications.application(job.application)?.bundleID) }
+                guard let bundle = bundles[job.application] ?? nil else {
+                    gone.append(JobOutcome(job: job, result: BatchResult(cursor: job.cursor), finished: true))   // its application was deleted
+                    continue
+                }
+                let planner = PushPlanner(application: job.application, bundleID: bundle, messageCode: job.code, payload: job.payload,
+                                          fallbackPayload: job.fallbackPayload, priority: job.priority,
+                                          expiration: Int64(job.expiresAt.timeIntervalSince1970))
+                let targets = try messages.updateTargets(activity: job.activity, afterID: job.cursor, limit: configuration.batchSize)
+                planned.append((job, targets.map { ($0.device.id, planner.update($0)) }, targets.count < configuration.batchSize))
+            }
+            // One submit for all: the APNs client spreads them over its connections and streams.
+            let pushes = planned.flatMap { item in item.batch.compactMap { if case .push(let push) = $0.plan { return push } else { return nil } } }
+            let deadline = ContinuousClock.now + configuration.sendTimeout
+            let outcomes = transport.submit(pushes, deadline: deadline)
+            let sentAt = now()
+            let answers = outcomes.wait(deadline: deadline + .seconds(2))
+            let at = now()
+            var offset = 0
+            var results = gone
+            for (job, batch, complete) in planned {
+                var skips: [DeliveryRecord] = [], mine: [(device: Int64, push: Push)] = []
+                for (device, plan) in batch {
+                    switch plan {
+                    case .skip(let reason): skips.append(DeliveryRecord(device: device, pushType: nil, status: 0, reason: reason, apnsID: nil, attempts: 0))
+                    case .push(let push): mine.append((device, push))
+                    }
+                }
+                metrics.recordLag(sentAt.timeIntervalSince(job.dueAt), pushes: mine.count)
+                let result = settle(cursor: batch.last?.device ?? job.cursor, skips: skips, pushes: mine,
+                                    outcomes: answers[offset..<(offset + mine.count)], job: job, at: at)
+                offset += mine.count
+                results.append(JobOutcome(job: job, result: result, finished: complete))
+            }
+            try persistently { try messages.recordJobs(results, at: now()) }
+            metrics.count(results.flatMap(\.result.records))
+            logger.info("small messages delivered", ["messages": .int(Int64(results.count)), "pushes": .int(Int64(pushes.count))])
+        } catch {
+            // Not recorded: the jobs resume (the pushes on the wire go again with the same apns-ids).
+            logger.error("delivery failed; the jobs will resume", ["messages": .int(Int64(jobs.count)), "error": .string("\(error)")])
+            try? messages.recordJobs(jobs.map { JobOutcome(job: $0, result: BatchResult(cursor: $0.cursor), finished: false) }, at: now())
             sleepUntilWork(kicksSeen: -1, atMost: 1)
         }
     }
@@ -322,7 +402,7 @@ public final class DeliveryService: Sendable {
     }
 
     /// Puts a batch's pushes on the wire and returns at once.
-    func dispatch(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64) -> Flight {
+    func dispatch(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64, dueAt: Date) -> Flight {
         var skips: [DeliveryRecord] = []
         var pushes: [(device: Int64, push: Push)] = []
         for (device, plan) in batch {
@@ -334,19 +414,25 @@ public final class DeliveryService: Sendable {
             }
         }
         let deadline = ContinuousClock.now + configuration.sendTimeout
-        return Flight(cursor: cursor, skips: skips, pushes: pushes, outcomes: transport.submit(pushes.map(\.push), deadline: deadline),
-                      deadline: deadline)
+        let outcomes = transport.submit(pushes.map(\.push), deadline: deadline)
+        metrics.recordLag(now().timeIntervalSince(dueAt), pushes: pushes.count)
+        return Flight(cursor: cursor, skips: skips, pushes: pushes, outcomes: outcomes, deadline: deadline)
     }
 
     /// Waits for a batch's answers and turns each into a record with what comes next: sent, failed, a
     /// retry at a due time, a start awaiting confirmation, or expired (A5, issue 10).
     func collect(_ flight: Flight, job: MessageJob) -> BatchResult {
-        var result = BatchResult(cursor: flight.cursor)
-        result.records = flight.skips
         let outcomes = flight.outcomes.wait(deadline: flight.deadline + .seconds(2))
-        let at = now()
+        return settle(cursor: flight.cursor, skips: flight.skips, pushes: flight.pushes, outcomes: outcomes, job: job, at: now())
+    }
+
+    /// A batch's records from its skips and its pushes' outcomes.
+    func settle(cursor: Int64, skips: [DeliveryRecord], pushes: [(device: Int64, push: Push)], outcomes: some Collection<PushOutcome>,
+                job: MessageJob, at: Date) -> BatchResult {
+        var result = BatchResult(cursor: cursor)
+        result.records = skips
         let isStart = job.event == .start
-        for ((device, push), outcome) in zip(flight.pushes, outcomes) {
+        for ((device, push), outcome) in zip(pushes, outcomes) {
             let record = decisions.record(device: device, push: push, outcome: outcome, isStart: isStart, attempts: 1, uncertainCopies: 0,
                                           expiresAt: job.expiresAt, now: at)
             result.records.append(record)

@@ -121,7 +121,7 @@ public struct SQLMessageStore: MessageStore {
     // MARK: - Jobs
 
     public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,
-                             sharding: ShardPolicy) throws(StoreError) -> MessageJob? {
+                             sharding: ShardPolicy, leavingSmall: Int?) throws(StoreError) -> MessageJob? {
         // One transaction: the claim, the activity's id and the decoded target, so a failure leaves nothing claimed.
         try database.write { (c) throws(StoreError) -> MessageJob? in
             // First a shard of a fan-out under way, so a large message is sent by several workers at once.
@@ -139,7 +139,8 @@ public struct SQLMessageStore: MessageStore {
             guard let id = try c.query("""
                 UPDATE messages SET state = 'sending', claimed = 1
                 WHERE id = (SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
-                            \(Self.fanOutsNotIn(shardsExcluding)) ORDER BY m.due_at, m.id LIMIT 1)
+                            \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND (m.event = 'start' OR NOT \(Self.small(devicesAtMost: $0)))" } ?? "")
+                            ORDER BY m.due_at, m.id LIMIT 1)
                 RETURNING id
                 """, [Self.milliseconds(date)]).first?["id"].int, let job = try loadJob(id, at: date, c) else { return nil }
             // A start to a large audience, claimed for the first time: split it, and take the first shard.
@@ -161,11 +162,68 @@ public struct SQLMessageStore: MessageStore {
         }
     }
 
+    public func claimSmallJobs(at date: Date, limit: Int, devicesAtMost: Int, excluding: Set<ApplicationCode>) throws(StoreError) -> [MessageJob] {
+        guard limit > 0 else { return [] }
+        return try database.write { (c) throws(StoreError) -> [MessageJob] in
+            // `claimable` lets only the oldest unfinished message of an activity through, so one claim never
+            // holds two of the same activity. Small: no device past the first `devicesAtMost` (an index probe).
+            let ids = try c.query("""
+                UPDATE messages SET state = 'sending', claimed = 1
+                WHERE id IN (SELECT m.id FROM messages m
+                             WHERE m.event != 'start' AND \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
+                               AND \(Self.small(devicesAtMost: devicesAtMost))
+                             ORDER BY m.due_at, m.id LIMIT ?)
+                RETURNING id
+                """, [Self.milliseconds(date), .int(Int64(limit))]).compactMap { $0["id"].int }
+            guard !ids.isEmpty else { return [] }
+            let rows = try c.query("""
+                SELECT m.id, m.code, m.application, m.event, m.activity, m.attributes_type, m.payload, m.fallback_payload,
+                       m.priority, m.cursor, m.expires_at, m.due_at, a.activity_id
+                FROM messages m JOIN activities a ON a.id = m.activity
+                WHERE m.id IN (SELECT CAST(value AS BIGINT) FROM \(database.dialect.elements(ofJSONArray: "?")))
+                ORDER BY m.due_at, m.id
+                """, [.text(JSONValue.array(ids.map { .int($0) }).jsonText)])
+            return rows.compactMap { row in
+                guard let application = ApplicationCode(row["application"].text ?? "") else { return nil }
+                return MessageJob(
+                    id: row["id"].int ?? 0, code: row["code"].text ?? "", application: application,
+                    event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: row["activity"].int ?? 0,
+                    activityID: row["activity_id"].text ?? "", target: nil, attributesType: row["attributes_type"].text,
+                    payload: row["payload"].blob ?? [], fallbackPayload: row["fallback_payload"].blob, priority: Int(row["priority"].int ?? 5),
+                    cursor: row["cursor"].int ?? 0, expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0),
+                    dueAt: Self.date(milliseconds: row["due_at"].int ?? 0))
+            }
+        }
+    }
+
+    public func recordJobs(_ outcomes: [JobOutcome], at date: Date) throws(StoreError) {
+        guard !outcomes.isEmpty else { return }
+        try database.write { (c) throws(StoreError) in
+            for outcome in outcomes {
+                let job = outcome.job
+                for record in outcome.result.records { try Self.write(record, message: job.id, at: date, c) }
+                try Self.apply(outcome.result.effects, c)
+                if outcome.finished {
+                    try c.run("UPDATE messages SET state = 'done', claimed = 0, finished_at = ?, cursor = ? WHERE id = ?",
+                              [Self.seconds(date), .int(outcome.result.cursor), .int(job.id)])
+                } else {
+                    try c.run("UPDATE messages SET claimed = 0, cursor = ? WHERE id = ? AND state = 'sending'",
+                              [.int(outcome.result.cursor), .int(job.id)])
+                }
+            }
+        }
+    }
+
+    /// The condition that message `m`'s activity has at most `devicesAtMost` devices: an index probe, not a count.
+    static func small(devicesAtMost: Int) -> String {
+        "NOT EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity = m.activity ORDER BY ad.device LIMIT 1 OFFSET \(max(0, devicesAtMost)))"
+    }
+
     /// A message's job as a worker needs it; a start marks its scheduled activity active.
     private func loadJob(_ id: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) -> MessageJob? {
         guard let row = try c.query("""
             SELECT id, code, application, event, activity, target, attributes_type, payload, fallback_payload, priority, cursor,
-                   expires_at
+                   expires_at, due_at
             FROM messages WHERE id = ?
             """, [.int(id)]).first, let application = ApplicationCode(row["application"].text ?? "") else { return nil }
         let activity = row["activity"]
@@ -180,7 +238,7 @@ public struct SQLMessageStore: MessageStore {
             event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: activity.int ?? 0, activityID: activityID,
             target: target, attributesType: row["attributes_type"].text, payload: row["payload"].blob ?? [],
             fallbackPayload: row["fallback_payload"].blob, priority: Int(row["priority"].int ?? 5), cursor: row["cursor"].int ?? 0,
-            expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0))
+            expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0), dueAt: Self.date(milliseconds: row["due_at"].int ?? 0))
     }
 
     /// `AND column NOT IN ('A', 'B')` for application codes (their syntax admits no quote).
@@ -420,8 +478,10 @@ public struct SQLMessageStore: MessageStore {
 
     static func apply(_ effects: DeliveryEffects, _ c: any SQLConnection) throws(StoreError) {
         for (activity, device) in effects.startedOn { try started(activity: activity, device: device, c) }
-        // A token registered again after APNs found it invalid (the 410's timestamp) is alive: keep it.
-        let notRenewed = "(?3 IS NULL OR updated_at * 1000 <= ?3)"
+        // A token registered again after APNs found it invalid (the 410's timestamp) is alive: keep it. The
+        // cast types the parameter for PostgreSQL, which cannot infer the type of a NULL compared with NULL.
+        let since = "CAST(?3 AS BIGINT)"
+        let notRenewed = "(\(since) IS NULL OR updated_at * 1000 <= \(since))"
         for dead in effects.deadPushToStartTokens {
             try c.run("DELETE FROM push_to_start_tokens WHERE device = ?1 AND token = ?2 AND \(notRenewed)", parameters(dead))
         }
@@ -429,7 +489,7 @@ public struct SQLMessageStore: MessageStore {
             try c.run("""
                 UPDATE activity_devices SET state = 'token-dead' WHERE activity = ?4 AND device = ?1 AND EXISTS (
                     SELECT 1 FROM activity_tokens t JOIN activities a ON a.id = ?4
-                    WHERE t.device = ?1 AND t.activity_id = a.activity_id AND t.token = ?2 AND (?3 IS NULL OR t.updated_at * 1000 <= ?3))
+                    WHERE t.device = ?1 AND t.activity_id = a.activity_id AND t.token = ?2 AND (\(since) IS NULL OR t.updated_at * 1000 <= \(since)))
                 """, parameters(dead) + [.int(activity)])
         }
         for dead in effects.deadPushTokens {

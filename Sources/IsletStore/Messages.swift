@@ -162,6 +162,8 @@ public struct MessageJob: Sendable, Equatable {
     /// Devices up to this id are done; a resumed job starts after it.
     public let cursor: Int64
     public let expiresAt: Date
+    /// When it fell due: accepted (or its scheduled time); the delivery lag is measured from here.
+    public let dueAt: Date
     /// A shard of a large fan-out: its number, and the last device id it covers.
     public var shard: (number: Int, upTo: Int64)?
 
@@ -169,8 +171,9 @@ public struct MessageJob: Sendable, Equatable {
         a.id == b.id && a.cursor == b.cursor && a.shard?.number == b.shard?.number && a.shard?.upTo == b.shard?.upTo
     }
 
-    public init(id: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, activityID: String, target: TargetSelection?, attributesType: String?, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, cursor: Int64, expiresAt: Date) {
+    public init(id: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, activityID: String, target: TargetSelection?, attributesType: String?, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, cursor: Int64, expiresAt: Date, dueAt: Date) {
         self.expiresAt = expiresAt
+        self.dueAt = dueAt
         self.id = id
         self.code = code
         self.application = application
@@ -189,7 +192,7 @@ public struct MessageJob: Sendable, Equatable {
     public init(copying job: MessageJob, cursor: Int64) {
         self.init(id: job.id, code: job.code, application: job.application, event: job.event, activity: job.activity,
                   activityID: job.activityID, target: job.target, attributesType: job.attributesType, payload: job.payload,
-                  fallbackPayload: job.fallbackPayload, priority: job.priority, cursor: cursor, expiresAt: job.expiresAt)
+                  fallbackPayload: job.fallbackPayload, priority: job.priority, cursor: cursor, expiresAt: job.expiresAt, dueAt: job.dueAt)
         shard = job.shard
     }
 }
@@ -448,6 +451,20 @@ public struct ActivityDevice: Sendable, Equatable {
     }
 }
 
+/// What sending a claimed job came to, recorded with others in one transaction.
+public struct JobOutcome: Sendable {
+    public let job: MessageJob
+    public let result: BatchResult
+    /// Every device was done: the job is finished; otherwise it is given back to resume at the cursor.
+    public let finished: Bool
+
+    public init(job: MessageJob, result: BatchResult, finished: Bool) {
+        self.job = job
+        self.result = result
+        self.finished = finished
+    }
+}
+
 /// What waits to be sent, as operators watch it.
 public struct DeliveryQueueStatistics: Sendable, Equatable {
     /// Messages (or shards of one) due now and not finished: waiting for a worker or being sent.
@@ -477,8 +494,16 @@ public protocol MessageStore: Sendable {
     /// A start to a large audience is split into shards (`sharding`) on its first claim, and each
     /// shard is a job of its own, so several workers send it at once.
     /// Shards are not taken for the `shardsExcluding` applications, so their small messages always find a worker.
+    /// Updates and ends of activities with at most `leavingSmall` devices are left to `claimSmallJobs`.
     func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,
-                      sharding: ShardPolicy) throws(StoreError) -> MessageJob?
+                      sharding: ShardPolicy, leavingSmall: Int?) throws(StoreError) -> MessageJob?
+    /// Takes up to `limit` due updates and ends (at most one per activity: the oldest, so order holds) of
+    /// activities with at most `devicesAtMost` devices, none of the `excluding` applications, in one
+    /// transaction: small messages are sent and recorded together (issue 18) instead of a job cycle each.
+    func claimSmallJobs(at date: Date, limit: Int, devicesAtMost: Int, excluding: Set<ApplicationCode>) throws(StoreError) -> [MessageJob]
+    /// Records the batches of several jobs in one transaction: each job's results, then the job finished
+    /// (`finished`) or given back with its cursor (more devices than one page, or not sent).
+    func recordJobs(_ outcomes: [JobOutcome], at date: Date) throws(StoreError)
     /// When the next pending job or due delivery of an application not `excluding` falls due; nil when none waits.
     func nextDueDate(excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>) throws(StoreError) -> Date?
     /// Deletes, in one short transaction, up to `limit` delivery records of the oldest message finished before

@@ -117,6 +117,30 @@ struct OperatorMetricsTests {
         #expect(lag >= 60 && lag <= 150, "due for about 90 s (the send date is rounded to the minute): \(lag)")
     }
 
+    @Test func aPushSentLateCountsItsLagFromTheMessageFallingDue() throws {
+        let world = try LiveActivityWorld()
+        let sendDate = world.clock.now.addingTimeInterval(3600)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        _ = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(
+            ["devices": ["first_third"], "send_date": .string(formatter.string(from: sendDate))]))]]))
+        #expect(try Self.scrape(world.running.port)["islet_delivery_lag_seconds_count"] == 0)
+        // Due 60–120 s before the clock (the send date is rounded down to the minute), which stands still while it is sent.
+        world.clock.advance(3600 + 60)
+        world.running.server.delivery?.kick()
+        var samples: [String: Double] = [:]
+        #expect(try eventually {
+            samples = try Self.scrape(world.running.port)
+            return samples["islet_delivery_lag_seconds_count"] == 1
+        }, "\(samples)")
+        #expect(samples["islet_delivery_lag_seconds_bucket{le=\"30.0\"}"] == 0, "\(samples)")
+        #expect(samples["islet_delivery_lag_seconds_bucket{le=\"300.0\"}"] == 1, "\(samples)")
+        let sum = try #require(samples["islet_delivery_lag_seconds_sum"])
+        #expect(sum >= 60 && sum <= 121, "\(sum)")
+    }
+
     /// docs/grafana-islet.json charts only metric families this server exposes.
     @Test func theGrafanaDashboardQueriesOnlyExposedMetrics() throws {
         let running = try RunningServer()   // the built-in simulator behind the real APNs client, as `make run`

@@ -180,6 +180,7 @@ final class RecordingTransport: PushTransport {
     init(answer: @escaping @Sendable (Push, Int) -> PushOutcome = { _, _ in .delivered }) { self.answer = answer }
 
     func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome] {
+        batchSizes.withLock { $0.append(pushes.count) }
         // Answered outside the lock: a slow answer for one push must not hold up other workers' sends.
         let earlier = state.withLock { sent in
             pushes.map { push in
@@ -191,6 +192,8 @@ final class RecordingTransport: PushTransport {
     }
 
     var pushes: [Push] { state.withLock { $0 } }
+    /// How many pushes each send carried, in order.
+    let batchSizes = Mutex<[Int]>([])
     func reset() { state.withLock { $0 = [] } }
 }
 

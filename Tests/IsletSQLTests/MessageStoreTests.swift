@@ -30,7 +30,7 @@ struct MessageStoreTests {
         }
 
         func claim(at date: Date = now) throws -> MessageJob? {
-            try db.messages.claimNextJob(at: date, excluding: [], shardsExcluding: [], sharding: ShardPolicy())
+            try db.messages.claimNextJob(at: date, excluding: [], shardsExcluding: [], sharding: ShardPolicy(), leavingSmall: nil)
         }
 
         /// Sends a claimed start to its targets in one batch, each answered 200.
@@ -103,6 +103,38 @@ struct MessageStoreTests {
         #expect(job.code == "U2", "the superseded update is never claimed")
         let targets = try f.db.messages.updateTargets(activity: job.activity, afterID: 0, limit: 10)
         #expect(targets.count == 3 && targets.allSatisfy { $0.updateToken == nil && !$0.endedOnDevice })
+    }
+
+    /// Issue 18: small messages are claimed many at a time, yet one activity's messages still go one after another.
+    @Test(arguments: Engine.allCases) func smallJobsAreClaimedTogetherOnePerActivityInOrder(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        try f.db.messages.acceptStarts([f.message("SA", .start, "ORDER_A"), f.message("SB", .start, "ORDER_B")], in: shop, at: now, validateOnly: false)
+        try f.deliver(try #require(try f.claim()))
+        try f.deliver(try #require(try f.claim()))
+        func claimSmall(devicesAtMost: Int = 3) throws -> [String] {
+            try f.db.messages.claimSmallJobs(at: now, limit: 10, devicesAtMost: devicesAtMost, excluding: []).map(\.code)
+        }
+        try f.db.messages.acceptUpdates([f.message("A1", .update, "ORDER_A"), f.message("B1", .update, "ORDER_B")], in: shop, at: now, validateOnly: false)
+        #expect(try claimSmall(devicesAtMost: 2) == [], "three devices are not a small job when small is two")
+        let first = try f.db.messages.claimSmallJobs(at: now, limit: 10, devicesAtMost: 3, excluding: [])
+        #expect(first.map(\.code) == ["A1", "B1"] && first.map(\.activityID) == ["ORDER_A", "ORDER_B"])
+        #expect(try claimSmall() == [], "claimed jobs are not claimed twice")
+
+        // A newer update of A while A1 is on the wire waits for it: never sent before it, never beside it.
+        try f.db.messages.acceptUpdates([f.message("A2", .update, "ORDER_A")], in: shop, at: now, validateOnly: false)
+        #expect(try claimSmall() == [])
+        var sent = BatchResult(cursor: 3)
+        sent.records = (1...3).map { DeliveryRecord(device: Int64($0), pushType: "liveactivity", status: 200, reason: nil, apnsID: "a1-\($0)", attempts: 1) }
+        let a1 = try #require(first.first { $0.code == "A1" }), b1 = try #require(first.first { $0.code == "B1" })
+        // B1 is given back unfinished (as when its devices outgrew a page): it resumes after its cursor.
+        try f.db.messages.recordJobs([JobOutcome(job: a1, result: sent, finished: true),
+                                      JobOutcome(job: b1, result: BatchResult(cursor: 2), finished: false)], at: now)
+        #expect(try f.db.messages.messageDetails(code: "A1", in: shop)?.state == .done)
+        #expect(try f.db.messages.messageDetails(code: "A1", in: shop)?.sent == 3)
+        let second = try f.db.messages.claimSmallJobs(at: now, limit: 10, devicesAtMost: 3, excluding: [])
+        #expect(second.map(\.code) == ["A2", "B1"] || second.map(\.code) == ["B1", "A2"], "\(second.map(\.code))")
+        #expect(second.first { $0.code == "B1" }?.cursor == 2)
+        #expect(try f.db.messages.claimSmallJobs(at: now, limit: 10, devicesAtMost: 3, excluding: [shop]).isEmpty)
     }
 
     @Test(arguments: Engine.allCases) func aCrashedRunsClaimsAreReleased(_ engine: Engine) throws {

@@ -21,6 +21,7 @@ struct OperatorMetrics: Sendable {
                 pushes.add(count, labels: ["result": key.result.rawValue, "reason": key.reason])
             }
             out += pushes.text
+            out += Self.lagHistogram(delivery.metrics.lagSnapshot())
         }
         let at = now()
         if let queue = try? messages.queueStatistics(at: at) {
@@ -49,6 +50,22 @@ struct OperatorMetrics: Sendable {
                                Double(diagnostics.providerTokensIssued))
         }
         return out
+    }
+
+    /// `islet_delivery_lag_seconds`, a Prometheus histogram (cumulative buckets).
+    static func lagHistogram(_ histogram: DeliveryMetrics.LagHistogram) -> String {
+        let name = "islet_delivery_lag_seconds"
+        var lines = ["# HELP \(name) Time from a message falling due (an update: its acceptance) to its pushes leaving Islet, per push; retries not counted.",
+                     "# TYPE \(name) histogram"]
+        var cumulative = 0
+        for (index, bound) in DeliveryMetrics.lagBuckets.enumerated() {
+            cumulative += histogram.buckets[index]
+            lines.append("\(name)_bucket{le=\"\(bound)\"} \(cumulative)")
+        }
+        lines.append("\(name)_bucket{le=\"+Inf\"} \(histogram.count)")
+        lines.append("\(name)_sum \(histogram.sum)")
+        lines.append("\(name)_count \(histogram.count)")
+        return lines.joined(separator: "\n") + "\n"
     }
 
     /// A family of one unlabelled sample.

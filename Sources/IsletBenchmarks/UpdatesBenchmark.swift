@@ -1,0 +1,171 @@
+import Foundation
+import IsletAPI
+import IsletApp
+import IsletCore
+import IsletHTTP2
+import IsletStore
+import Synchronization
+
+/// `islet-bench updates` (issue 18): the hot path. `activities` live activities with one phone each (the
+/// per-order pattern), then `updateLiveActivity` spread over them from `clients` keep-alive connections for
+/// `seconds` (as fast as they go, or paced at `rate` updates/s in all), nginx as APNs counting what arrives.
+/// Reports acceptance (rate, latency), how many updates reached nginx during the load and after, how long the
+/// queue took to drain, the delivery-lag histogram of `/metrics`, and getTags in the same run (the ceiling).
+struct UpdatesBenchmark {
+    var activities = 2_000
+    var clients = 16
+    var seconds = 20
+    /// Updates per second in all; 0: as fast as the clients go.
+    var rate = 0
+    /// An SQLite path or PostgreSQL URL (empty database); a fresh SQLite file in a temporary folder by default.
+    var database: String?
+
+    func run() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-bench-updates-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let certificate = directory.appendingPathComponent("nginx.crt").path, key = directory.appendingPathComponent("nginx.key").path
+        try TLSContext.writeSelfSigned(certificate: certificate, key: key)
+        let nginx = try Nginx(directory: directory, certificate: certificate, key: key)
+        defer { nginx.stop() }
+        let setting = database ?? directory.appendingPathComponent("islet.sqlite").path
+        let location = StorageLocation(setting)
+        print("Islet updates: \(activities) activities with one phone each, updateLiveActivity from \(clients) connections for \(seconds) s"
+              + (rate > 0 ? " at \(rate)/s" : " as fast as they go") + ", nginx \(nginx.version) as APNs, database \(location)")
+        print("machine: \(ProcessInfo.processInfo.processorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB")
+
+        var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), database: setting,
+                                                apns: .apple, apnsURL: "https://127.0.0.1:\(nginx.port)", apnsCA: certificate)
+        configuration.rateLimits = RateLimits(devicePerAddress: nil, devicePerToken: nil, serverPerToken: nil)
+        let server = try IsletServer(configuration: configuration, logger: .discard)
+        guard try server.store.hasNoApplications() else { throw BenchError("\(location) is not empty; give the benchmark an empty database") }
+        let pem = try String(contentsOfFile: key, encoding: .utf8)
+        let created = try ApplicationAdmin(store: server.store).create(
+            name: "Bench", bundleID: "com.example.bench",
+            apnsKey: APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both), pem: pem))
+        let port = try server.start()
+        defer { server.shutdown() }
+        let app = created.application.code.rawValue, auth = created.apiToken.secret
+
+        // 1. Each activity: a phone registers, reports its push-to-start token, is started, reports its update token.
+        var started = ContinuousClock.now
+        let failures = Atomic<Int>(0)
+        onThreads(4) { client in
+            guard let http = try? KeepAliveClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+            for n in stride(from: client, to: activities, by: 4) {
+                let spread = String(format: "%016llx", UInt64(n + 1) &* 0x9E37_79B9_7F4A_7C15)
+                let hwid = "phone-\(n)", id = "ORDER-\(n)"
+                let calls = [
+                    ("registerDevice", #""hwid":"\#(hwid)","push_token":"\#(String(repeating: spread, count: 4))""#),
+                    ("setActivityPushToStartToken", #""hwid":"\#(hwid)","activity_push_to_start_token":"\#(String(repeating: spread, count: 5))""#),
+                    ("startLiveActivity", #""notifications":[{"title":"Order","live_activity":{"event":"start","content-state":{"status":"placed"},"attributes-type":"OrderAttributes","attributes":{}},"live_activity_id":"\#(id)","devices":["\#(hwid)"]}]"#),
+                    ("setActivityToken", #""hwid":"\#(hwid)","activity_id":"\#(id)","activity_token":"\#(String(repeating: spread, count: 3))""#),
+                ]
+                for (method, fields) in calls where (try? http.call(method, app, auth, fields))?.contains(#""status_code":200"#) != true {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        guard failures.load(ordering: .relaxed) == 0 else { throw BenchError("\(failures.load(ordering: .relaxed)) set-up calls failed") }
+        try nginx.waitForRequests(activities, deadline: .now + .seconds(300))
+        print(String(format: "set-up: %d activities started in %.1f s", activities, (ContinuousClock.now - started).seconds))
+
+        // 2. The load: each client cycles through its share of the activities.
+        let before = nginx.requests()
+        let accepted = Atomic<Int>(0)
+        let latencies = Mutex<[Double]>([])
+        let loadEnd = ContinuousClock.now + .seconds(seconds)
+        started = ContinuousClock.now
+        let interval = rate > 0 ? Double(clients) / Double(rate) : 0
+        onThreads(clients) { client in
+            guard let http = try? KeepAliveClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+            var mine: [Double] = []
+            var n = 0, next = ContinuousClock.now
+            let own = Array(stride(from: client, to: activities, by: clients))
+            guard !own.isEmpty else { return }
+            while ContinuousClock.now < loadEnd {
+                if interval > 0 {
+                    next = next + .seconds(interval)
+                    let wait = next - ContinuousClock.now
+                    if wait > .zero { Thread.sleep(forTimeInterval: wait.seconds) }
+                }
+                let id = "ORDER-\(own[n % own.count])"
+                let sent = ContinuousClock.now
+                let answer = try? http.call("updateLiveActivity", app, auth,
+                                            #""notifications":[{"live_activity":{"event":"update","content-state":{"status":"moving","n":\#(n)}},"live_activity_id":"\#(id)"}]"#)
+                mine.append((ContinuousClock.now - sent).seconds * 1000)
+                if answer?.contains(#""status_code":200"#) == true { accepted.add(1, ordering: .relaxed) } else { failures.add(1, ordering: .relaxed) }
+                n += 1
+            }
+            latencies.withLock { $0 += mine }
+        }
+        let loadTime = (ContinuousClock.now - started).seconds
+        let duringLoad = nginx.requests() - before
+
+        // 3. Drain: until no job is due and nginx's count stands still.
+        let metricsClient = try KeepAliveClient(port: port)
+        var drained: Double?
+        let drainDeadline = ContinuousClock.now + .seconds(600)
+        while ContinuousClock.now < drainDeadline {
+            let metrics = try metricsClient.get("/metrics")
+            if Self.sample(metrics, "islet_delivery_jobs_due") == 0 {
+                drained = (ContinuousClock.now - started).seconds - loadTime
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let arrived = nginx.requests() - before
+        let metrics = try metricsClient.get("/metrics")
+
+        // 4. getTags in the same run, same clients, 5 s: the read ceiling.
+        let reads = Atomic<Int>(0)
+        let readUntil = ContinuousClock.now + .seconds(5)
+        onThreads(clients) { client in
+            guard let http = try? KeepAliveClient(port: port) else { return }
+            var n = client
+            while ContinuousClock.now < readUntil {
+                if (try? http.call("getTags", app, auth, #""hwid":"phone-\#(n % activities)""#))?.contains(#""status_code":200"#) == true {
+                    reads.add(1, ordering: .relaxed)
+                }
+                n += clients
+            }
+        }
+
+        let sorted = latencies.withLock { $0 }.sorted()
+        func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        let total = accepted.load(ordering: .relaxed)
+        let acceptance = Double(total) / loadTime
+        let readRate = Double(reads.load(ordering: .relaxed)) / 5
+        print(String(format: "updateLiveActivity: %d accepted in %.1f s: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
+                     total, loadTime, acceptance, percentile(0.5), percentile(0.99), sorted.last ?? 0, failures.load(ordering: .relaxed)))
+        print(String(format: "getTags in the same run: %.0f reads/s; updates accepted / reads: %.2f", readRate, readRate > 0 ? acceptance / readRate : 0))
+        print("updates at nginx: \(duringLoad) during the load, \(arrived) once drained"
+              + (drained.map { String(format: " (drained %.1f s after the load)", $0) } ?? " (NOT drained within 600 s)")
+              + "; the rest were superseded by a newer update of their activity before they were sent (latest state wins)")
+        let lag = Self.histogram(metrics, "islet_delivery_lag_seconds")
+        if let count = lag.last?.count, count > 0 {
+            func quantile(_ q: Double) -> String {
+                let bound = lag.first { Double($0.count) >= q * Double(count) }?.bound ?? .infinity
+                return bound.isInfinite ? "> \(DeliveryLag.last)" : "≤ \(bound) s"
+            }
+            print("delivery lag (due to push leaving Islet, \(count) pushes incl. the starts): p50 \(quantile(0.5)), p99 \(quantile(0.99))")
+        }
+        print("push outcomes: " + metrics.split(separator: "\n").filter { $0.hasPrefix("islet_pushes_total{") }.joined(separator: ", "))
+    }
+
+    private enum DeliveryLag { static let last = 300 }
+
+    /// The value of an unlabelled sample in exposition text.
+    static func sample(_ text: String, _ name: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+    }
+
+    /// A histogram's cumulative buckets, in order.
+    static func histogram(_ text: String, _ name: String) -> [(bound: Double, count: Int)] {
+        text.split(separator: "\n").filter { $0.hasPrefix(name + "_bucket{le=\"") }.compactMap { line in
+            let parts = line.split(separator: "\"")
+            guard parts.count >= 3, let count = Int(parts[2].split(separator: " ").last ?? "") else { return nil }
+            return (parts[1] == "+Inf" ? .infinity : Double(parts[1]) ?? .infinity, count)
+        }
+    }
+}

@@ -105,11 +105,13 @@ public final class DeliveryService: Sendable {
         }
     }
 
-    /// New work was accepted: wake a sleeping worker now rather than at its next poll.
+    /// New work was accepted: wake a sleeping worker now rather than at its next poll. One, not all: a worker
+    /// that finds work wakes the next (`workOnce`), so workers join while there is work and an accepted
+    /// update does not send every worker to claim (each claim is a write transaction).
     public func kick() {
         wakeUp.lock()
         state.withLock { $0.kicks += 1 }
-        wakeUp.broadcast()
+        wakeUp.signal()
         wakeUp.unlock()
     }
 
@@ -184,6 +186,7 @@ public final class DeliveryService: Sendable {
             return due.isEmpty ? nil : reserve((.due(due), Set(due.map(\.application))))
         }
         guard let (work, applications) = unit else { return false }
+        kick()   // there may be more: the next sleeping worker looks while this one sends
         defer {
             let freed = state.withLock { s in
                 applications.contains { application in

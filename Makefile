@@ -58,6 +58,8 @@ BENCH_DEVICES ?= 1000000
 BENCH_PUSHES ?= 200000
 BENCH_E2E_DEVICES ?= 100000
 # `register` compares SQLite with an empty PostgreSQL database when BENCH_POSTGRES_URL names one.
+# `updates` is the hot path: updateLiveActivity over 2,000 one-phone activities, as fast as 16 clients go,
+# then paced at 1,000/s for 60 s, nginx as APNs; acceptance, arrival and the delivery lag.
 BENCH_POSTGRES_URL ?=
 comma := ,
 bench:
@@ -68,6 +70,8 @@ bench:
 	.build/release/islet-bench apns --pushes $(BENCH_PUSHES) --python .venv/bin/python3
 	.build/release/islet-bench e2e --devices $(BENCH_E2E_DEVICES)
 	.build/release/islet-bench register --devices 30000 --clients 16 --database 'var/bench-register.sqlite$(if $(BENCH_POSTGRES_URL),$(comma)$(BENCH_POSTGRES_URL))'
+	.build/release/islet-bench updates --activities 2000 --seconds 20
+	.build/release/islet-bench updates --activities 2000 --seconds 60 --rate 1000
 
 clean:
 	swift package clean

@@ -50,7 +50,13 @@ public struct AuditLog: Sendable {
                                  "application": .string(application.rawValue), "actor": .string(actor)]
         for (key, value) in details.entries { entry[key] = value }
         let line = Array((JSONValue.object(entry).jsonText + "\n").utf8)
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        var fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 && errno == ENOENT {
+            // Its folder does not exist yet (the default ./var on a fresh PostgreSQL setup): make it, owner-only.
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        }
         guard fd >= 0 else {
             FileHandle.standardError.write(Data("warning: cannot append to the audit log \(path): \(String(cString: strerror(errno)))\n".utf8))
             return

@@ -46,7 +46,7 @@ let package = Package(
         .testTarget(name: "IsletSimulatorTests", dependencies: ["IsletSimulator", "IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletSQL", "IsletSQLite", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletDeliveryTests", dependencies: ["IsletDelivery", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore", "IsletTestPeers"]),
-        .testTarget(name: "IsletHTTPTests", dependencies: ["IsletHTTP"]),
+        .testTarget(name: "IsletHTTPTests", dependencies: ["IsletHTTP", "IsletTestPeers"]),
         .testTarget(name: "IsletSQLTests", dependencies: ["IsletSQL", "IsletSQLite", "IsletPostgres", "IsletStore", "IsletCore", "IsletCrypto", "IsletTestPeers"]),
         .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletSQL", "IsletSQLite", "IsletStore"], exclude: ["Golden"]),
         .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletSQL", "IsletSQLite", "IsletPostgres", "IsletStore", "IsletHTTP", "IsletDelivery",

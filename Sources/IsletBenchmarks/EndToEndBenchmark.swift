@@ -17,27 +17,11 @@ struct EndToEndBenchmark {
     var probes = 5
 
     func run() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-bench-e2e-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let certificate = directory.appendingPathComponent("nginx.crt").path, key = directory.appendingPathComponent("nginx.key").path
-        try TLSContext.writeSelfSigned(certificate: certificate, key: key)
-        let nginx = try Nginx(directory: directory, certificate: certificate, key: key)
-        defer { nginx.stop() }
+        let world = try NginxWorld(name: "e2e")
+        defer { world.stop() }
+        let nginx = world.nginx, port = world.port, app = world.app, auth = world.auth
         print("Islet end to end: \(devices) devices registered through the API, one startLiveActivity by filter, nginx \(nginx.version) on 127.0.0.1:\(nginx.port) as APNs")
         print("machine: \(ProcessInfo.processInfo.processorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB")
-
-        let configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0),
-                                                database: directory.appendingPathComponent("islet.sqlite").path,
-                                                apns: .apple, apnsURL: "https://127.0.0.1:\(nginx.port)", apnsCA: certificate)
-        let server = try IsletServer(configuration: configuration, logger: .discard)
-        let pem = try String(contentsOfFile: key, encoding: .utf8)
-        let created = try ApplicationAdmin(store: server.store).create(
-            name: "Bench", bundleID: "com.example.bench",
-            apnsKey: APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both), pem: pem))
-        let port = try server.start()
-        defer { server.shutdown() }
-        let app = created.application.code.rawValue, auth = created.apiToken.secret
 
         // 1. Devices through the API: registerDevice with a tag, then the push-to-start token, from `clients` connections.
         var started = ContinuousClock.now

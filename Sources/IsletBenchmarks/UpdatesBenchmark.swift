@@ -21,31 +21,15 @@ struct UpdatesBenchmark {
     var database: String?
 
     func run() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-bench-updates-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let certificate = directory.appendingPathComponent("nginx.crt").path, key = directory.appendingPathComponent("nginx.key").path
-        try TLSContext.writeSelfSigned(certificate: certificate, key: key)
-        let nginx = try Nginx(directory: directory, certificate: certificate, key: key)
-        defer { nginx.stop() }
-        let setting = database ?? directory.appendingPathComponent("islet.sqlite").path
-        let location = StorageLocation(setting)
+        // One address and one token are the whole load here: E6's per-client limits would refuse most of it.
+        let world = try NginxWorld(name: "updates", database: database) {
+            $0.rateLimits = RateLimits(devicePerAddress: nil, devicePerToken: nil, serverPerToken: nil)
+        }
+        defer { world.stop() }
+        let nginx = world.nginx, port = world.port, app = world.app, auth = world.auth
         print("Islet updates: \(activities) activities with one phone each, updateLiveActivity from \(clients) connections for \(seconds) s"
-              + (rate > 0 ? " at \(rate)/s" : " as fast as they go") + ", nginx \(nginx.version) as APNs, database \(location)")
+              + (rate > 0 ? " at \(rate)/s" : " as fast as they go") + ", nginx \(nginx.version) as APNs, database \(world.server.configuration.location)")
         print("machine: \(ProcessInfo.processInfo.processorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB")
-
-        var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), database: setting,
-                                                apns: .apple, apnsURL: "https://127.0.0.1:\(nginx.port)", apnsCA: certificate)
-        configuration.rateLimits = RateLimits(devicePerAddress: nil, devicePerToken: nil, serverPerToken: nil)
-        let server = try IsletServer(configuration: configuration, logger: .discard)
-        guard try server.store.hasNoApplications() else { throw BenchError("\(location) is not empty; give the benchmark an empty database") }
-        let pem = try String(contentsOfFile: key, encoding: .utf8)
-        let created = try ApplicationAdmin(store: server.store).create(
-            name: "Bench", bundleID: "com.example.bench",
-            apnsKey: APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both), pem: pem))
-        let port = try server.start()
-        defer { server.shutdown() }
-        let app = created.application.code.rawValue, auth = created.apiToken.secret
 
         // 1. Each activity: a phone registers, reports its push-to-start token, is started, reports its update token.
         var started = ContinuousClock.now

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import IsletHTTP
+import IsletTestPeers
 import Synchronization
 
 /// Handlers that wait run on workers while their connections are suspended: more requests wait at once than
@@ -151,19 +152,8 @@ enum RawHTTPClient {
     static func onThread(_ body: @escaping @Sendable () throws -> Response) -> OnThread { OnThread(body) }
 
     static func send(_ method: String, _ path: String, port: Int) throws -> Response {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw Failure(description: "socket: \(errno)") }
+        let socket = try LoopbackSocket.connect(port: port, timeout: 30)
         defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw Failure(description: "connect: \(errno)") }
         let request = Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
         guard request.withUnsafeBytes({ Glibc.send(socket, $0.baseAddress, $0.count, 0) }) == request.count else {
             throw Failure(description: "send: \(errno)")

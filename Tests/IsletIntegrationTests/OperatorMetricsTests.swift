@@ -97,16 +97,21 @@ struct OperatorMetricsTests {
         #expect(lag >= 28 && lag <= 30, "first retry due 0.5–1 s after the answer: \(lag)")
     }
 
-    @Test func aScheduledStartIsCountedAsScheduledUntilItFallsDueAndThenAsLag() throws {
-        // No transport answer matters here: the job is only looked at, never claimed before it is due.
-        let world = try LiveActivityWorld()
-        let sendDate = world.clock.now.addingTimeInterval(3600)
+    /// A start to `first_third` with a `send_date` that far ahead of the world's clock (rounded down to the minute).
+    static func scheduleStart(in world: LiveActivityWorld, secondsAhead: TimeInterval) throws {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        let sendDate = formatter.string(from: world.clock.now.addingTimeInterval(secondsAhead))
         _ = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(
-            ["devices": ["first_third"], "send_date": .string(formatter.string(from: sendDate))]))]]))
+            ["devices": ["first_third"], "send_date": .string(sendDate)]))]]))
+    }
+
+    @Test func aScheduledStartIsCountedAsScheduledUntilItFallsDueAndThenAsLag() throws {
+        // No transport answer matters here: the job is only looked at, never claimed before it is due.
+        let world = try LiveActivityWorld()
+        try Self.scheduleStart(in: world, secondsAhead: 3600)
         let before = try Self.scrape(world.running.port)
         #expect(before["islet_delivery_jobs_scheduled"] == 1 && before["islet_delivery_jobs_due"] == 0, "\(before)")
         _ = world.running.server.delivery?.shutdown(deadline: .now + .seconds(5))   // nobody sends it: it stays due
@@ -119,13 +124,7 @@ struct OperatorMetricsTests {
 
     @Test func aPushSentLateCountsItsLagFromTheMessageFallingDue() throws {
         let world = try LiveActivityWorld()
-        let sendDate = world.clock.now.addingTimeInterval(3600)
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm"
-        _ = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(
-            ["devices": ["first_third"], "send_date": .string(formatter.string(from: sendDate))]))]]))
+        try Self.scheduleStart(in: world, secondsAhead: 3600)
         #expect(try Self.scrape(world.running.port)["islet_delivery_lag_seconds_count"] == 0)
         // Due 60–120 s before the clock (the send date is rounded down to the minute), which stands still while it is sent.
         world.clock.advance(3600 + 60)

@@ -31,17 +31,11 @@ final class RawHTTPConnection {
     let fd: Int32
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        do {
+            fd = try LoopbackSocket.connect(port: port, timeout: 20)
+        } catch {
+            throw TestClientError(description: error.description)
         }
-        guard result == 0 else { close(fd); throw TestClientError(description: "connect to 127.0.0.1:\(port) failed: errno \(errno)") }
     }
 
     deinit { close(fd) }

@@ -1,0 +1,48 @@
+import Foundation
+import IsletAPI
+import IsletApp
+import IsletHTTP2
+import IsletStore
+
+/// What the end-to-end benchmarks share: a temporary folder, nginx as APNs with a self-signed certificate,
+/// and Islet sending to it for one application that holds an APNs key. `stop()` undoes it all.
+final class NginxWorld {
+    let directory: URL
+    let nginx: Nginx
+    let server: IsletServer
+    let port: Int
+    /// The application's code and server API token.
+    let app: String
+    let auth: String
+
+    /// `database`: an SQLite path or PostgreSQL URL (it must be empty), or nil for an SQLite file in the folder.
+    init(name: String, database: String? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-bench-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let certificate = directory.appendingPathComponent("nginx.crt").path, key = directory.appendingPathComponent("nginx.key").path
+        try TLSContext.writeSelfSigned(certificate: certificate, key: key)
+        nginx = try Nginx(directory: directory, certificate: certificate, key: key)
+        var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0),
+                                                database: database ?? directory.appendingPathComponent("islet.sqlite").path,
+                                                apns: .apple, apnsURL: "https://127.0.0.1:\(nginx.port)", apnsCA: certificate)
+        configure(&configuration)
+        server = try IsletServer(configuration: configuration, logger: .discard)
+        guard try server.store.hasNoApplications() else {
+            nginx.stop()
+            throw BenchError("\(configuration.location) is not empty; give the benchmark an empty database")
+        }
+        let created = try ApplicationAdmin(store: server.store).create(
+            name: "Bench", bundleID: "com.example.bench",
+            apnsKey: APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both),
+                                   pem: try String(contentsOfFile: key, encoding: .utf8)))
+        port = try server.start()
+        app = created.application.code.rawValue
+        auth = created.apiToken.secret
+    }
+
+    func stop() {
+        server.shutdown()
+        nginx.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}

@@ -53,24 +53,31 @@ struct RegisterBenchmark {
             let sorted = latencies.withLock { $0 }.sorted()
             func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
             // Reads in the same run, for scale: getTags of registered devices for 5 s from the same clients.
-            let reads = Atomic<Int>(0)
-            let readUntil = ContinuousClock.now + .seconds(5)
-            onThreads(clients) { client in
-                guard let http = try? KeepAliveClient(port: port) else { return }
-                var n = client
-                while ContinuousClock.now < readUntil {
-                    let body = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"bench-\#(n % devices)"}}"#
-                    if (try? http.post("/json/1.3/getTags", body)) == 200 { reads.add(1, ordering: .relaxed) }
-                    n += clients
-                }
-            }
+            let readRate = getTagsRate(port: port, app: app, auth: auth, clients: clients) { "bench-\($0 % devices)" }
             let engine = if case .postgresql = location { "PostgreSQL" } else { "SQLite" }
             print(String(format: "%@ (%@): %.0f devices/s (%.1f s), latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
                          engine, location.description, Double(devices) / elapsed, elapsed, percentile(0.5), percentile(0.99),
                          sorted.last ?? 0, failures.load(ordering: .relaxed)))
-            print(String(format: "    getTags in the same run: %.0f reads/s", Double(reads.load(ordering: .relaxed)) / 5))
+            print(String(format: "    getTags in the same run: %.0f reads/s", readRate))
         }
     }
+}
+
+/// getTags per second from `clients` keep-alive connections for `seconds`, client `c` asking for
+/// `hwid(c)`, `hwid(c + clients)`, …: the read ceiling measured beside a write benchmark.
+func getTagsRate(port: Int, app: String, auth: String, clients: Int, seconds: Int = 5, hwid: @escaping @Sendable (Int) -> String) -> Double {
+    let reads = Atomic<Int>(0)
+    let until = ContinuousClock.now + .seconds(seconds)
+    onThreads(clients) { client in
+        guard let http = try? KeepAliveClient(port: port) else { return }
+        var n = client
+        while ContinuousClock.now < until {
+            let body = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"\#(hwid(n))"}}"#
+            if (try? http.post("/json/1.3/getTags", body)) == 200 { reads.add(1, ordering: .relaxed) }
+            n += clients
+        }
+    }
+    return Double(reads.load(ordering: .relaxed)) / Double(seconds)
 }
 
 /// Runs `body(0..<count)` on as many threads at once and waits for all: a load of `count` concurrent clients

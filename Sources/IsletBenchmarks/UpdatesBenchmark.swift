@@ -104,24 +104,13 @@ struct UpdatesBenchmark {
         let metrics = try metricsClient.get("/metrics")
 
         // 4. getTags in the same run, same clients, 5 s: the read ceiling.
-        let reads = Atomic<Int>(0)
-        let readUntil = ContinuousClock.now + .seconds(5)
-        onThreads(clients) { client in
-            guard let http = try? KeepAliveClient(port: port) else { return }
-            var n = client
-            while ContinuousClock.now < readUntil {
-                if (try? http.call("getTags", app, auth, #""hwid":"phone-\#(n % activities)""#))?.contains(#""status_code":200"#) == true {
-                    reads.add(1, ordering: .relaxed)
-                }
-                n += clients
-            }
-        }
+        let count = activities
+        let readRate = getTagsRate(port: port, app: app, auth: auth, clients: clients) { "phone-\($0 % count)" }
 
         let sorted = latencies.withLock { $0 }.sorted()
         func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
         let total = accepted.load(ordering: .relaxed)
         let acceptance = Double(total) / loadTime
-        let readRate = Double(reads.load(ordering: .relaxed)) / 5
         print(String(format: "updateLiveActivity: %d accepted in %.1f s: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
                      total, loadTime, acceptance, percentile(0.5), percentile(0.99), sorted.last ?? 0, failures.load(ordering: .relaxed)))
         print(String(format: "getTags in the same run: %.0f reads/s; updates accepted / reads: %.2f", readRate, readRate > 0 ? acceptance / readRate : 0))

@@ -58,8 +58,8 @@ public struct APIRouter: HTTPHandler {
     /// sync); reads of local SQLite, and what touches no storage, answer on the connection's thread.
     public func execution(for request: HTTPRequest) -> HTTPExecution {
         switch request.path {
-        case "/openapi.json", "/metrics": return .connectionThread
-        case "/healthz": return readsWait ? .workerPool : .connectionThread
+        case "/openapi.json": return .connectionThread
+        case "/healthz", "/metrics": return readsWait ? .workerPool : .connectionThread   // both read the database
         default: break
         }
         guard request.path.hasPrefix(Self.prefix) else {

@@ -29,8 +29,9 @@ public struct DeliveryConfiguration: Sendable {
     var shardShare: Int { max(1, workersPerApplication - 1) }
     /// Longest sleep with nothing due, so a job written by another process is seen soon.
     public var idlePoll: Duration
-    /// Updates and ends of activities with at most `smallJobDevices` devices are claimed up to
-    /// `smallJobsPerClaim` at a time, sent together and recorded in one transaction (issue 18).
+    /// Updates and ends of activities with at most `smallJobDevices` devices, and starts to a short list of
+    /// named devices, are claimed up to `smallJobsPerClaim` at a time, sent together and recorded in one
+    /// transaction (issue 18).
     public var smallJobsPerClaim: Int
     public var smallJobDevices: Int
 
@@ -70,6 +71,7 @@ public final class DeliveryService: Sendable {
     public let metrics = DeliveryMetrics()
 
     private let wakeUp = NSCondition()
+    private let pauses = NSCondition()
     private let state = Mutex(State())
     private let claiming = Mutex(())
 
@@ -124,6 +126,9 @@ public final class DeliveryService: Sendable {
         state.withLock { $0.stopping = true }
         wakeUp.broadcast()
         wakeUp.unlock()
+        pauses.lock()
+        pauses.broadcast()
+        pauses.unlock()
         unblock()
         while state.withLock({ $0.running }) > 0 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
         return state.withLock { $0.running } == 0
@@ -144,7 +149,7 @@ public final class DeliveryService: Sendable {
                 sleepUntilWork(kicksSeen: kicks)
             } catch {
                 logger.error("delivery store failure", ["error": .string("\(error)")])
-                sleepUntilWork(kicksSeen: -1, atMost: 1)
+                pause(seconds: 1)
             }
         }
     }
@@ -224,6 +229,15 @@ public final class DeliveryService: Sendable {
 
     /// Sleeps until a kick, the next due job or delivery, or the idle poll. Durations are measured on
     /// `now`, the service's clock, but waited on the wall clock, so a test clock that stands still never spins.
+    /// Waits after a failure, cut short only by shutdown, so a store or APNs that keeps failing is not
+    /// hammered. Its own condition: a kick meant for a sleeping worker is never absorbed here.
+    private func pause(seconds: Double) {
+        pauses.lock()
+        let deadline = Date().addingTimeInterval(seconds)
+        while !stopping && Date() < deadline { _ = pauses.wait(until: deadline) }
+        pauses.unlock()
+    }
+
     private func sleepUntilWork(kicksSeen kicks: Int, atMost limit: Double? = nil) {
         var wait = limit ?? configuration.idlePoll.timeInterval
         // At least 5 ms: a job that is due but not claimable (another worker, a busy application) must not make this spin.
@@ -299,13 +313,14 @@ public final class DeliveryService: Sendable {
             }
             logger.error("delivery failed; the job will resume", ["message": .string(job.code), "error": .string("\(error)")])
             try? messages.release(job)
-            sleepUntilWork(kicksSeen: -1, atMost: 1)
+            pause(seconds: 1)
         }
     }
 
-    /// Sends small jobs claimed together: every device page read, all pushes on the wire at once, every
-    /// outcome and every job's end recorded in one transaction. A job whose devices outgrew one page since
-    /// the claim is given back after its first page, to resume on its own.
+    /// Sends small jobs claimed together (updates and ends of small activities, starts to a few named
+    /// devices): every device page read, all pushes on the wire at once, every outcome and every job's end
+    /// recorded in one transaction. A job with more devices than one page is given back after its first
+    /// page, to resume from its cursor.
     private func processSmall(_ jobs: [MessageJob]) {
         do {
             if stopping {
@@ -324,8 +339,15 @@ public final class DeliveryService: Sendable {
                 let planner = PushPlanner(application: job.application, bundleID: bundle, messageCode: job.code, payload: job.payload,
                                           fallbackPayload: job.fallbackPayload, priority: job.priority,
                                           expiration: Int64(job.expiresAt.timeIntervalSince1970))
-                let targets = try messages.updateTargets(activity: job.activity, afterID: job.cursor, limit: configuration.batchSize)
-                planned.append((job, targets.map { ($0.device.id, planner.update($0)) }, targets.count < configuration.batchSize))
+                // One page of at most `smallJobDevices`: a job with more goes on after it, on its own.
+                let page = configuration.smallJobDevices
+                if job.event == .start, let target = job.target {
+                    let devices = try devices.targets(target, in: job.application, attributesType: job.attributesType, afterID: job.cursor, limit: page)
+                    planned.append((job, devices.map { ($0.id, planner.start($0)) }, devices.count < page))
+                } else {
+                    let targets = try messages.updateTargets(activity: job.activity, afterID: job.cursor, limit: page)
+                    planned.append((job, targets.map { ($0.device.id, planner.update($0)) }, targets.count < page))
+                }
             }
             // One submit for all: the APNs client spreads them over its connections and streams.
             let pushes = planned.flatMap { item in item.batch.compactMap { if case .push(let push) = $0.plan { return push } else { return nil } } }
@@ -350,14 +372,37 @@ public final class DeliveryService: Sendable {
                 offset += mine.count
                 results.append(JobOutcome(job: job, result: result, finished: complete))
             }
-            try persistently { try messages.recordJobs(results, at: now()) }
-            metrics.count(results.flatMap(\.result.records))
+            metrics.count(try recordSmall(results).flatMap(\.result.records))
             logger.info("small messages delivered", ["messages": .int(Int64(results.count)), "pushes": .int(Int64(pushes.count))])
         } catch {
-            // Not recorded: the jobs resume (the pushes on the wire go again with the same apns-ids).
             logger.error("delivery failed; the jobs will resume", ["messages": .int(Int64(jobs.count)), "error": .string("\(error)")])
             try? messages.recordJobs(jobs.map { JobOutcome(job: $0, result: BatchResult(cursor: $0.cursor), finished: false) }, at: now())
-            sleepUntilWork(kicksSeen: -1, atMost: 1)
+            pause(seconds: 1)
+        }
+    }
+
+    /// Records the small jobs' outcomes together; if that keeps failing, one job at a time, so a job whose
+    /// record cannot be written (and whose pushes go again when it resumes) does not take the others with it.
+    /// Returns the outcomes recorded.
+    private func recordSmall(_ results: [JobOutcome]) throws -> [JobOutcome] {
+        do {
+            try persistently { try messages.recordJobs(results, at: now()) }
+            return results
+        } catch where results.count > 1 {
+            var failed = 0
+            var recorded: [JobOutcome] = []
+            for result in results {
+                do {
+                    try messages.recordJobs([result], at: now())
+                    recorded.append(result)
+                } catch {
+                    failed += 1
+                    logger.error("could not record a message's pushes; it will be sent again", ["message": .string(result.job.code), "error": .string("\(error)")])
+                    try? messages.recordJobs([JobOutcome(job: result.job, result: BatchResult(cursor: result.job.cursor), finished: false)], at: now())
+                }
+            }
+            if failed > 0 { pause(seconds: 1) }
+            return recorded
         }
     }
 

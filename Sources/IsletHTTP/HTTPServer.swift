@@ -57,7 +57,8 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     deinit {
-        if let handle = daemon.withLock({ $0 }) { MHD_stop_daemon(handle.pointer) }
+        // Never MHD_stop_daemon alone: libmicrohttpd aborts when a connection is still suspended.
+        shutdown(gracePeriod: .zero)
     }
 
     /// The bound port, once started.
@@ -93,7 +94,8 @@ public final class HTTPServer: @unchecked Sendable {
     ///
     /// A request still waiting for a worker at the deadline is answered 503 and never run; one a worker is
     /// still running is answered 503 saying its outcome is unknown (libmicrohttpd must not stop with a
-    /// connection suspended). Returns false when some requests were still running at the deadline.
+    /// connection suspended). Returns false when some requests were still running at the deadline (a
+    /// worker may still be running one: its outcome is unknown).
     @discardableResult
     public func shutdown(gracePeriod: Duration = .seconds(10)) -> Bool {
         guard let running = daemon.withLock({ current -> DaemonHandle? in defer { current = nil }; return current })?.pointer else {
@@ -115,8 +117,9 @@ public final class HTTPServer: @unchecked Sendable {
             }
         }
         MHD_stop_daemon(running)
-        context.workers.shutdown(deadline: max(deadline, ContinuousClock.now + .milliseconds(100)))
-        return drained
+        // A handler still running was answered 503 above; it may yet commit, so the caller hears of it.
+        let workersDone = context.workers.shutdown(deadline: max(deadline, ContinuousClock.now + .milliseconds(100)))
+        return drained && workersDone
     }
 
     @discardableResult

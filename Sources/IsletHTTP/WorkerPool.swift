@@ -78,7 +78,15 @@ final class WorkerPool: @unchecked Sendable {
             if head < jobs.count {
                 let job = jobs[head]
                 head += 1
-                if head == jobs.count { jobs.removeAll(keepingCapacity: true); head = 0 }
+                // Taken jobs (and the requests they hold) go once the queue empties, or once they are most of it
+                // under a load that never lets it empty.
+                if head == jobs.count {
+                    jobs.removeAll(keepingCapacity: true)
+                    head = 0
+                } else if head >= 64 && head * 2 >= jobs.count {
+                    jobs.removeFirst(head)
+                    head = 0
+                }
                 busy += 1
                 condition.unlock()
                 job()

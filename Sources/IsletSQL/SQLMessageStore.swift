@@ -139,7 +139,7 @@ public struct SQLMessageStore: MessageStore {
             guard let id = try c.query("""
                 UPDATE messages SET state = 'sending', claimed = 1
                 WHERE id = (SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
-                            \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND (m.event = 'start' OR NOT \(Self.small(devicesAtMost: $0)))" } ?? "")
+                            \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND NOT \(Self.startToNamedDevices) AND (m.event = 'start' OR NOT \(Self.small(devicesAtMost: $0)))" } ?? "")
                             ORDER BY m.due_at, m.id LIMIT 1)
                 RETURNING id
                 """, [Self.milliseconds(date)]).first?["id"].int, let job = try loadJob(id, at: date, c) else { return nil }
@@ -170,29 +170,39 @@ public struct SQLMessageStore: MessageStore {
             let ids = try c.query("""
                 UPDATE messages SET state = 'sending', claimed = 1
                 WHERE id IN (SELECT m.id FROM messages m
-                             WHERE m.event != 'start' AND \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
-                               AND \(Self.small(devicesAtMost: devicesAtMost))
+                             WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
+                               AND ((m.event != 'start' AND \(Self.small(devicesAtMost: devicesAtMost))) OR \(Self.startToNamedDevices))
                              ORDER BY m.due_at, m.id LIMIT ?)
                 RETURNING id
                 """, [Self.milliseconds(date), .int(Int64(limit))]).compactMap { $0["id"].int }
             guard !ids.isEmpty else { return [] }
+            let idList = SQLValue.text(JSONValue.array(ids.map { .int($0) }).jsonText)
+            let inList = "(SELECT CAST(value AS BIGINT) FROM \(database.dialect.elements(ofJSONArray: "?1")))"
+            // A start's scheduled activity is active from its claim, as on the job path.
+            try c.run("""
+                UPDATE activities SET state = 'active', updated_at = ?2
+                WHERE state = 'scheduled' AND id IN (SELECT activity FROM messages WHERE event = 'start' AND id IN \(inList))
+                """, [idList, Self.seconds(date)])
             let rows = try c.query("""
-                SELECT m.id, m.code, m.application, m.event, m.activity, m.attributes_type, m.payload, m.fallback_payload,
+                SELECT m.id, m.code, m.application, m.event, m.activity, m.target, m.attributes_type, m.payload, m.fallback_payload,
                        m.priority, m.cursor, m.expires_at, m.due_at, a.activity_id
                 FROM messages m JOIN activities a ON a.id = m.activity
-                WHERE m.id IN (SELECT CAST(value AS BIGINT) FROM \(database.dialect.elements(ofJSONArray: "?")))
+                WHERE m.id IN \(inList)
                 ORDER BY m.due_at, m.id
-                """, [.text(JSONValue.array(ids.map { .int($0) }).jsonText)])
-            return rows.compactMap { row in
-                guard let application = ApplicationCode(row["application"].text ?? "") else { return nil }
-                return MessageJob(
+                """, [idList])
+            var jobs: [MessageJob] = []
+            for row in rows {
+                guard let application = ApplicationCode(row["application"].text ?? "") else { continue }
+                let target = try row["target"].text.map { (text) throws(StoreError) in try Self.decodeTarget(text, application, c) }
+                jobs.append(MessageJob(
                     id: row["id"].int ?? 0, code: row["code"].text ?? "", application: application,
                     event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: row["activity"].int ?? 0,
-                    activityID: row["activity_id"].text ?? "", target: nil, attributesType: row["attributes_type"].text,
+                    activityID: row["activity_id"].text ?? "", target: target, attributesType: row["attributes_type"].text,
                     payload: row["payload"].blob ?? [], fallbackPayload: row["fallback_payload"].blob, priority: Int(row["priority"].int ?? 5),
                     cursor: row["cursor"].int ?? 0, expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0),
-                    dueAt: Self.date(milliseconds: row["due_at"].int ?? 0))
+                    dueAt: Self.date(milliseconds: row["due_at"].int ?? 0)))
             }
+            return jobs
         }
     }
 
@@ -213,6 +223,10 @@ public struct SQLMessageStore: MessageStore {
             }
         }
     }
+
+    /// A start to a short list of devices named in the request (the per-order pattern: one phone, or a few):
+    /// never a fan-out. A long list (over 4 KB of hwids) takes the job path, a page at a time.
+    static let startToNamedDevices = "(m.event = 'start' AND m.target LIKE '{\"devices\":%' AND length(m.target) <= 4096)"
 
     /// The condition that message `m`'s activity has at most `devicesAtMost` devices: an index probe, not a count.
     static func small(devicesAtMost: Int) -> String {

@@ -494,12 +494,13 @@ public protocol MessageStore: Sendable {
     /// A start to a large audience is split into shards (`sharding`) on its first claim, and each
     /// shard is a job of its own, so several workers send it at once.
     /// Shards are not taken for the `shardsExcluding` applications, so their small messages always find a worker.
-    /// Updates and ends of activities with at most `leavingSmall` devices are left to `claimSmallJobs`.
+    /// With `leavingSmall`, the messages `claimSmallJobs(devicesAtMost: leavingSmall)` takes are left to it.
     func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,
                       sharding: ShardPolicy, leavingSmall: Int?) throws(StoreError) -> MessageJob?
-    /// Takes up to `limit` due updates and ends (at most one per activity: the oldest, so order holds) of
-    /// activities with at most `devicesAtMost` devices, none of the `excluding` applications, in one
-    /// transaction: small messages are sent and recorded together (issue 18) instead of a job cycle each.
+    /// Takes up to `limit` due small messages (at most one per activity: the oldest, so order holds), none of
+    /// the `excluding` applications, in one transaction: updates and ends of activities with at most
+    /// `devicesAtMost` devices, and starts to a short list of named devices (their scheduled activity becomes
+    /// active). Small messages are sent and recorded together (issue 18) instead of a job cycle each.
     func claimSmallJobs(at date: Date, limit: Int, devicesAtMost: Int, excluding: Set<ApplicationCode>) throws(StoreError) -> [MessageJob]
     /// Records the batches of several jobs in one transaction: each job's results, then the job finished
     /// (`finished`) or given back with its cursor (more devices than one page, or not sent).

@@ -24,7 +24,9 @@ struct ExecutionPlacementTests {
         for read in reads {
             #expect(router.execution(for: Self.post(read)) == (IntegrationEngine.isPostgreSQL ? .workerPool : .connectionThread), "\(read)")
         }
-        #expect(router.execution(for: HTTPRequest(method: "GET", path: "/healthz")) == (IntegrationEngine.isPostgreSQL ? .workerPool : .connectionThread))
+        for path in ["/healthz", "/metrics"] {
+            #expect(router.execution(for: HTTPRequest(method: "GET", path: path)) == (IntegrationEngine.isPostgreSQL ? .workerPool : .connectionThread), "\(path)")
+        }
         #expect(router.execution(for: HTTPRequest(method: "GET", path: "/openapi.json")) == .connectionThread)
         #expect(router.execution(for: Self.post("noSuchMethod")) == .connectionThread, "an unknown method is a 404 answered at once")
         #expect(router.execution(for: HTTPRequest(method: "POST", path: "/simulator/devices")) == .workerPool, "the simulator adds devices")

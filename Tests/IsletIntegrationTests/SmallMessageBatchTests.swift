@@ -3,6 +3,7 @@ import Testing
 import IsletCore
 import IsletDelivery
 import IsletStore
+import IsletSQLite
 
 /// Issue 18: updates of small activities (the per-order pattern) are claimed, sent and recorded many at a
 /// time, without breaking what one at a time guaranteed: each activity's updates in order, the latest
@@ -36,6 +37,34 @@ struct SmallMessageBatchTests {
         #expect(transport.batchSizes.withLock { $0 } == [4], "the four updates went out in one send: \(transport.batchSizes.withLock { $0 })")
         #expect(details.map(\.sent) == [1, 1, 0, 1], "\(details.map(\.sent))")
         #expect(details.map(\.failed) == [0, 0, 1, 0], "BadDeviceToken fails ORDER_3's update only")
+    }
+
+    /// A record that cannot be written (here a trigger refuses ORDER_3's update's rows) fails that message
+    /// alone: the others of its batch are recorded, done, and never sent twice.
+    @Test(.enabled(if: !IntegrationEngine.isPostgreSQL, "an SQLite trigger injects the fault"))
+    func aMessageWhoseRecordFailsDoesNotResendTheOthers() throws {
+        let transport = RecordingTransport()
+        let world = try world(transport: transport)
+        let database = try SQLiteDatabase(path: world.running.database)
+        try database.withConnection { (c) throws(StoreError) in
+            try c.execute("""
+                CREATE TRIGGER refuse_order_3 BEFORE INSERT ON deliveries
+                WHEN NEW.message IN (SELECT m.id FROM messages m JOIN activities a ON a.id = m.activity
+                                     WHERE a.activity_id = 'ORDER_3' AND m.event = 'update')
+                BEGIN SELECT RAISE(ABORT, 'injected fault'); END
+                """)
+        }
+        let codes = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": .array(Self.orders.map { .object(updateNotification(id: $0)) })]))
+        let others = [codes[0], codes[1], codes[3]]
+        let details = try world.waitUntilSent(others)
+        #expect(details.map(\.sent) == [1, 1, 1])
+        for index in [0, 1, 3] {
+            #expect(world.pushes(to: Self.token(index)).filter { $0.pushType == "liveactivity" }.count == 1, "ORDER_\(index + 1)'s update went once")
+        }
+        let stuck = try world.running.server.messages.messageDetails(code: codes[2], in: ApplicationCode(world.code)!)
+        #expect(stuck?.state != .done, "its record never committed, so it is still owed")
+        try database.withConnection { (c) throws(StoreError) in try c.execute("DROP TRIGGER refuse_order_3") }
+        _ = try world.waitUntilSent([codes[2]])
     }
 
     @Test func eachActivitysUpdatesArriveInOrderAndTheLastOneArrives() throws {

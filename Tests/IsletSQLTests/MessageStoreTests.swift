@@ -137,6 +137,23 @@ struct MessageStoreTests {
         #expect(try f.db.messages.claimSmallJobs(at: now, limit: 10, devicesAtMost: 3, excluding: [shop]).isEmpty)
     }
 
+    /// Issue 18, point 4: a start to a few named devices (the per-order pattern) is a small message too; a
+    /// start to a filter is not (it may be a fan-out).
+    @Test(arguments: Engine.allCases) func aStartToNamedDevicesIsASmallJobAndActivatesItsActivity(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        let later = now.addingTimeInterval(60)
+        let filter = try FilterDefinition.parse(name: "all", join: .and, conditions: [["Language", "EQ", "en"]], tagTypes: [:])
+        try f.db.messages.acceptStarts([f.message("NAMED", .start, "ORDER_N", due: later, target: .devices(["h1", "h2"])),
+                                        f.message("WIDE", .start, "ORDER_W", due: later, target: .filter(filter))],
+                                       in: shop, at: now, validateOnly: false)
+        #expect(try f.db.messages.activity("ORDER_N", in: shop)?.state == .scheduled)
+        let jobs = try f.db.messages.claimSmallJobs(at: later, limit: 10, devicesAtMost: 64, excluding: [])
+        #expect(jobs.map(\.code) == ["NAMED"])
+        #expect(jobs.first?.target == .devices(["h1", "h2"]) && jobs.first?.event == .start)
+        #expect(try f.db.messages.activity("ORDER_N", in: shop)?.state == .active, "active from its claim, as on the job path")
+        #expect(try f.db.messages.claimNextJob(at: later, excluding: [], shardsExcluding: [], sharding: ShardPolicy(), leavingSmall: 64)?.code == "WIDE")
+    }
+
     @Test(arguments: Engine.allCases) func aCrashedRunsClaimsAreReleased(_ engine: Engine) throws {
         let f = try Fixture(engine)
         try f.db.messages.acceptStarts([f.message("C1", .start, "ORDER_C")], in: shop, at: now, validateOnly: false)

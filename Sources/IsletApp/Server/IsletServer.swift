@@ -165,6 +165,9 @@ public final class IsletServer: Sendable {
         logger.info("shutting down", ["in_flight": .int(Int64(http.requestsInFlight))])
         let graceEnd = ContinuousClock.now + configuration.shutdownGracePeriod
         let drained = http.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+        if !drained {
+            logger.warning("requests were still being handled at the shutdown deadline; they were answered 503 (outcome unknown)")
+        }
         // Delivery gets at least a few seconds even when draining HTTP took the whole grace period: the
         // batches on the wire must be recorded, or a restart sends them again.
         stopServices(deadline: max(graceEnd, ContinuousClock.now + .seconds(3)))

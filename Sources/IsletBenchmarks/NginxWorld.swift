@@ -21,23 +21,33 @@ final class NginxWorld {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let certificate = directory.appendingPathComponent("nginx.crt").path, key = directory.appendingPathComponent("nginx.key").path
         try TLSContext.writeSelfSigned(certificate: certificate, key: key)
-        nginx = try Nginx(directory: directory, certificate: certificate, key: key)
+        let nginx = try Nginx(directory: directory, certificate: certificate, key: key)
+        self.nginx = nginx
+        do {
+            (server, port, app, auth) = try Self.startIslet(nginx: nginx, certificate: certificate, key: key, database: database ?? directory.appendingPathComponent("islet.sqlite").path, configure: configure)
+        } catch {
+            nginx.stop()   // not left behind holding the port and the caller's output
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    private static func startIslet(nginx: Nginx, certificate: String, key: String, database: String,
+                                   configure: (inout ServerConfiguration) -> Void) throws -> (IsletServer, Int, String, String) {
         var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0),
-                                                database: database ?? directory.appendingPathComponent("islet.sqlite").path,
+                                                database: database,
                                                 apns: .apple, apnsURL: "https://127.0.0.1:\(nginx.port)", apnsCA: certificate)
         configure(&configuration)
-        server = try IsletServer(configuration: configuration, logger: .discard)
+        let server = try IsletServer(configuration: configuration, logger: .discard)
         guard try server.store.hasNoApplications() else {
-            nginx.stop()
             throw BenchError("\(configuration.location) is not empty; give the benchmark an empty database")
         }
         let created = try ApplicationAdmin(store: server.store).create(
             name: "Bench", bundleID: "com.example.bench",
             apnsKey: APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both),
                                    pem: try String(contentsOfFile: key, encoding: .utf8)))
-        port = try server.start()
-        app = created.application.code.rawValue
-        auth = created.apiToken.secret
+        let port = try server.start()
+        return (server, port, created.application.code.rawValue, created.apiToken.secret)
     }
 
     func stop() {

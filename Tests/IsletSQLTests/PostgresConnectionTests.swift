@@ -35,6 +35,24 @@ struct PostgresConnectionTests {
         #expect(try store.tokens(of: code).map(\.id) == ["tk_after"])
     }
 
+    /// Integers are read straight from libpq's digits: every width and sign, the extremes included.
+    @Test func integersOfEveryWidthAndSignComeBackExactly() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url)
+        let row = try database.withConnection { (c) throws(StoreError) in
+            try c.query("""
+                SELECT CAST(-9223372036854775808 AS BIGINT) AS lowest, CAST(9223372036854775807 AS BIGINT) AS highest,
+                       CAST(0 AS BIGINT) AS zero, CAST(-1 AS INTEGER) AS minus_one, CAST(32767 AS SMALLINT) AS small,
+                       CAST(? AS BIGINT) AS parameter, CAST(1.5 AS NUMERIC) AS decimal
+                """, [.int(1_800_000_000_123)])[0]
+        }
+        #expect(row["lowest"].int == .min && row["highest"].int == .max)
+        #expect(row["zero"].int == 0 && row["minus_one"].int == -1 && row["small"].int == 32767)
+        #expect(row["parameter"].int == 1_800_000_000_123)
+        #expect(row["decimal"] == .double(1.5), "numeric with a fraction is not an integer")
+    }
+
     @Test func anUnreachableServerIsNamedWithoutItsPassword() {
         #expect {
             _ = try PostgresDatabase(url: "postgresql://islet:s3cret@127.0.0.1:1/islet?connect_timeout=2")

@@ -11,6 +11,8 @@ public enum SQLMigrations {
         let version: Int
         let name: String
         let sql: String
+        /// The engines it changes; on the others it only takes its version number (none changes a table).
+        var engines: Set<SQLDialect.Engine> = [.sqlite, .postgresql]
     }
 
     static let all: [Migration] = [
@@ -209,6 +211,12 @@ public enum SQLMigrations {
         Migration(version: 10, name: "finished messages by age", sql: """
             CREATE INDEX messages_finished ON messages (finished_at) WHERE state IN ('done', 'cancelled');
             """),
+        // A filter on a custom tag reads a page of devices in id order: this index gives PostgreSQL an
+        // index-only merge join from the page's first device (4.0 → 1.6 ms a page over 500k devices).
+        // SQLite probes its primary key per device, and would choose this index instead, 24% slower.
+        Migration(version: 11, name: "custom tags by name and device", sql: """
+            CREATE INDEX device_tags_by_name_device ON device_tags (name, device, number);
+            """, engines: [.postgresql]),
     ]
 
     public static var latestVersion: Int { all.last!.version }
@@ -238,7 +246,7 @@ public enum SQLMigrations {
             let current = try currentVersion(connection)
             if current > latestVersion { throw newerSchema(current) }
             for migration in all where migration.version > current && migration.version <= target {
-                try connection.execute(sql(for: dialect, migration.sql))
+                if migration.engines.contains(dialect.engine) { try connection.execute(sql(for: dialect, migration.sql)) }
                 try connection.run(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                     [.int(Int64(migration.version)), .text(migration.name), .int(Int64(Date().timeIntervalSince1970))])

@@ -127,6 +127,18 @@ struct MigrationTests {
         #expect(try db.reopen().schemaVersion() == SQLMigrations.latestVersion)
     }
 
+    /// Version 11 is PostgreSQL's only: its tag-filter index would slow SQLite's filters down.
+    @Test(arguments: Engine.allCases) func theTagFilterIndexIsPostgreSQLsOnly(_ engine: Engine) throws {
+        let db = try engine.open()
+        let found = try db.database.withConnection { (c) throws(StoreError) in
+            try c.query(engine == .sqlite
+                ? "SELECT COUNT(*) AS count FROM sqlite_master WHERE type = 'index' AND name = 'device_tags_by_name_device'"
+                : "SELECT COUNT(*) AS count FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'device_tags_by_name_device'")[0]["count"].int
+        }
+        #expect(found == (engine == .sqlite ? 0 : 1))
+        #expect(try db.database.schemaVersion() == SQLMigrations.latestVersion, "the version is taken on both")
+    }
+
     @Test(arguments: Engine.allCases) func upgradesAnExistingVersionOneDatabaseKeepingItsData(_ engine: Engine) throws {
         let db = try engine.open(migrateUpTo: 1)
         let old = db.database

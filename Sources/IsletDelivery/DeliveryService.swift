@@ -227,8 +227,6 @@ public final class DeliveryService: Sendable {
         return unit
     }
 
-    /// Sleeps until a kick, the next due job or delivery, or the idle poll. Durations are measured on
-    /// `now`, the service's clock, but waited on the wall clock, so a test clock that stands still never spins.
     /// Waits after a failure, cut short only by shutdown, so a store or APNs that keeps failing is not
     /// hammered. Its own condition: a kick meant for a sleeping worker is never absorbed here.
     private func pause(seconds: Double) {
@@ -238,6 +236,8 @@ public final class DeliveryService: Sendable {
         pauses.unlock()
     }
 
+    /// Sleeps until a kick, the next due job or delivery, or the idle poll. Durations are measured on
+    /// `now`, the service's clock, but waited on the wall clock, so a test clock that stands still never spins.
     private func sleepUntilWork(kicksSeen kicks: Int, atMost limit: Double? = nil) {
         var wait = limit ?? configuration.idlePoll.timeInterval
         // At least 5 ms: a job that is due but not claimable (another worker, a busy application) must not make this spin.
@@ -258,9 +258,7 @@ public final class DeliveryService: Sendable {
                 try messages.finish(job, at: now())
                 return
             }
-            let planner = PushPlanner(application: job.application, bundleID: application.bundleID, messageCode: job.code,
-                                      payload: job.payload, fallbackPayload: job.fallbackPayload, priority: job.priority,
-                                      expiration: Int64(job.expiresAt.timeIntervalSince1970))
+            let planner = Self.planner(for: job, bundleID: application.bundleID)
             var readUpTo = job.cursor
             var exhausted = false
             var totals: [DeliveryState: Int] = [:]
@@ -324,7 +322,7 @@ public final class DeliveryService: Sendable {
     private func processSmall(_ jobs: [MessageJob]) {
         do {
             if stopping {
-                try persistently { try messages.recordJobs(jobs.map { JobOutcome(job: $0, result: BatchResult(cursor: $0.cursor), finished: false) }, at: now()) }
+                try persistently { try messages.recordJobs(jobs.map(JobOutcome.givenBack), at: now()) }
                 return
             }
             var bundles: [ApplicationCode: String?] = [:]
@@ -336,21 +334,14 @@ public final class DeliveryService: Sendable {
                     gone.append(JobOutcome(job: job, result: BatchResult(cursor: job.cursor), finished: true))   // its application was deleted
                     continue
                 }
-                let planner = PushPlanner(application: job.application, bundleID: bundle, messageCode: job.code, payload: job.payload,
-                                          fallbackPayload: job.fallbackPayload, priority: job.priority,
-                                          expiration: Int64(job.expiresAt.timeIntervalSince1970))
                 // One page of at most `smallJobDevices`: a job with more goes on after it, on its own.
                 let page = configuration.smallJobDevices
-                if job.event == .start, let target = job.target {
-                    let devices = try devices.targets(target, in: job.application, attributesType: job.attributesType, afterID: job.cursor, limit: page)
-                    planned.append((job, devices.map { ($0.id, planner.start($0)) }, devices.count < page))
-                } else {
-                    let targets = try messages.updateTargets(activity: job.activity, afterID: job.cursor, limit: page)
-                    planned.append((job, targets.map { ($0.device.id, planner.update($0)) }, targets.count < page))
-                }
+                let batch = try nextBatch(job, planner: Self.planner(for: job, bundleID: bundle), after: job.cursor, limit: page)
+                planned.append((job, batch, batch.count < page))
             }
             // One submit for all: the APNs client spreads them over its connections and streams.
-            let pushes = planned.flatMap { item in item.batch.compactMap { if case .push(let push) = $0.plan { return push } else { return nil } } }
+            let parts = planned.map { Self.split($0.batch) }
+            let pushes = parts.flatMap { $0.pushes.map(\.push) }
             let deadline = ContinuousClock.now + configuration.sendTimeout
             let outcomes = transport.submit(pushes, deadline: deadline)
             let sentAt = now()
@@ -358,14 +349,7 @@ public final class DeliveryService: Sendable {
             let at = now()
             var offset = 0
             var results = gone
-            for (job, batch, complete) in planned {
-                var skips: [DeliveryRecord] = [], mine: [(device: Int64, push: Push)] = []
-                for (device, plan) in batch {
-                    switch plan {
-                    case .skip(let reason): skips.append(DeliveryRecord(device: device, pushType: nil, status: 0, reason: reason, apnsID: nil, attempts: 0))
-                    case .push(let push): mine.append((device, push))
-                    }
-                }
+            for ((job, batch, complete), (skips, mine)) in zip(planned, parts) {
                 metrics.recordLag(sentAt.timeIntervalSince(job.dueAt), pushes: mine.count)
                 let result = settle(cursor: batch.last?.device ?? job.cursor, skips: skips, pushes: mine,
                                     outcomes: answers[offset..<(offset + mine.count)], job: job, at: at)
@@ -376,7 +360,7 @@ public final class DeliveryService: Sendable {
             logger.info("small messages delivered", ["messages": .int(Int64(results.count)), "pushes": .int(Int64(pushes.count))])
         } catch {
             logger.error("delivery failed; the jobs will resume", ["messages": .int(Int64(jobs.count)), "error": .string("\(error)")])
-            try? messages.recordJobs(jobs.map { JobOutcome(job: $0, result: BatchResult(cursor: $0.cursor), finished: false) }, at: now())
+            try? messages.recordJobs(jobs.map(JobOutcome.givenBack), at: now())
             pause(seconds: 1)
         }
     }
@@ -398,7 +382,7 @@ public final class DeliveryService: Sendable {
                 } catch {
                     failed += 1
                     logger.error("could not record a message's pushes; it will be sent again", ["message": .string(result.job.code), "error": .string("\(error)")])
-                    try? messages.recordJobs([JobOutcome(job: result.job, result: BatchResult(cursor: result.job.cursor), finished: false)], at: now())
+                    try? messages.recordJobs([.givenBack(result.job)], at: now())
                 }
             }
             if failed > 0 { pause(seconds: 1) }
@@ -429,15 +413,38 @@ public final class DeliveryService: Sendable {
     }
 
     /// One planned delivery per device of the next page.
-    private func nextBatch(_ job: MessageJob, planner: PushPlanner, after cursor: Int64) throws -> [(device: Int64, plan: PlannedDelivery)] {
+    /// `limit` devices at most (a fan-out's `batchSize` by default).
+    private func nextBatch(_ job: MessageJob, planner: PushPlanner, after cursor: Int64, limit: Int? = nil) throws -> [(device: Int64, plan: PlannedDelivery)] {
+        let limit = limit ?? configuration.batchSize
         if job.event == .start, let target = job.target {
             // A shard stops at its last id: the rest of the page belongs to the next shard.
             let upTo = job.shard?.upTo ?? .max
             return try devices.targets(target, in: job.application, attributesType: job.attributesType, afterID: cursor,
-                                       limit: configuration.batchSize).prefix { $0.id <= upTo }.map { ($0.id, planner.start($0)) }
+                                       limit: limit).prefix { $0.id <= upTo }.map { ($0.id, planner.start($0)) }
         }
-        return try messages.updateTargets(activity: job.activity, afterID: cursor, limit: configuration.batchSize)
+        return try messages.updateTargets(activity: job.activity, afterID: cursor, limit: limit)
             .map { ($0.device.id, planner.update($0)) }
+    }
+
+    /// What decides each device's push for a job: its payloads, priority and expiry, under its app's topic.
+    private static func planner(for job: MessageJob, bundleID: String) -> PushPlanner {
+        PushPlanner(application: job.application, bundleID: bundleID, messageCode: job.code, payload: job.payload,
+                    fallbackPayload: job.fallbackPayload, priority: job.priority, expiration: Int64(job.expiresAt.timeIntervalSince1970))
+    }
+
+    /// A page's plans parted into the records of its skips and the pushes to send.
+    private static func split(_ batch: [(device: Int64, plan: PlannedDelivery)]) -> (skips: [DeliveryRecord], pushes: [(device: Int64, push: Push)]) {
+        var skips: [DeliveryRecord] = []
+        var pushes: [(device: Int64, push: Push)] = []
+        for (device, plan) in batch {
+            switch plan {
+            case .skip(let reason):
+                skips.append(DeliveryRecord(device: device, pushType: nil, status: 0, reason: reason, apnsID: nil, attempts: 0))
+            case .push(let push):
+                pushes.append((device, push))
+            }
+        }
+        return (skips, pushes)
     }
 
     /// A batch on the wire: its skips, its pushes and their outcomes to come.
@@ -451,16 +458,7 @@ public final class DeliveryService: Sendable {
 
     /// Puts a batch's pushes on the wire and returns at once.
     func dispatch(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64, dueAt: Date) -> Flight {
-        var skips: [DeliveryRecord] = []
-        var pushes: [(device: Int64, push: Push)] = []
-        for (device, plan) in batch {
-            switch plan {
-            case .skip(let reason):
-                skips.append(DeliveryRecord(device: device, pushType: nil, status: 0, reason: reason, apnsID: nil, attempts: 0))
-            case .push(let push):
-                pushes.append((device, push))
-            }
-        }
+        let (skips, pushes) = Self.split(batch)
         let deadline = ContinuousClock.now + configuration.sendTimeout
         let outcomes = transport.submit(pushes.map(\.push), deadline: deadline)
         metrics.recordLag(now().timeIntervalSince(dueAt), pushes: pushes.count)

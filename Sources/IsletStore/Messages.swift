@@ -463,6 +463,11 @@ public struct JobOutcome: Sendable {
         self.result = result
         self.finished = finished
     }
+
+    /// The job given back untouched (not sent, or its sending could not be recorded): it resumes where it was.
+    public static func givenBack(_ job: MessageJob) -> JobOutcome {
+        JobOutcome(job: job, result: BatchResult(cursor: job.cursor), finished: false)
+    }
 }
 
 /// What waits to be sent, as operators watch it.

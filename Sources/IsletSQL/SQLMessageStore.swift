@@ -139,7 +139,7 @@ public struct SQLMessageStore: MessageStore {
             guard let id = try c.query("""
                 UPDATE messages SET state = 'sending', claimed = 1
                 WHERE id = (SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
-                            \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND NOT \(Self.startToNamedDevices) AND (m.event = 'start' OR NOT \(Self.small(devicesAtMost: $0)))" } ?? "")
+                            \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND NOT \(Self.smallMessage(devicesAtMost: $0))" } ?? "")
                             ORDER BY m.due_at, m.id LIMIT 1)
                 RETURNING id
                 """, [Self.milliseconds(date)]).first?["id"].int, let job = try loadJob(id, at: date, c) else { return nil }
@@ -171,7 +171,7 @@ public struct SQLMessageStore: MessageStore {
                 UPDATE messages SET state = 'sending', claimed = 1
                 WHERE id IN (SELECT m.id FROM messages m
                              WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
-                               AND ((m.event != 'start' AND \(Self.small(devicesAtMost: devicesAtMost))) OR \(Self.startToNamedDevices))
+                               AND \(Self.smallMessage(devicesAtMost: devicesAtMost))
                              ORDER BY m.due_at, m.id LIMIT ?)
                 RETURNING id
                 """, [Self.milliseconds(date), .int(Int64(limit))]).compactMap { $0["id"].int }
@@ -183,24 +183,9 @@ public struct SQLMessageStore: MessageStore {
                 UPDATE activities SET state = 'active', updated_at = ?2
                 WHERE state = 'scheduled' AND id IN (SELECT activity FROM messages WHERE event = 'start' AND id IN \(inList))
                 """, [idList, Self.seconds(date)])
-            let rows = try c.query("""
-                SELECT m.id, m.code, m.application, m.event, m.activity, m.target, m.attributes_type, m.payload, m.fallback_payload,
-                       m.priority, m.cursor, m.expires_at, m.due_at, a.activity_id
-                FROM messages m JOIN activities a ON a.id = m.activity
-                WHERE m.id IN \(inList)
-                ORDER BY m.due_at, m.id
-                """, [idList])
             var jobs: [MessageJob] = []
-            for row in rows {
-                guard let application = ApplicationCode(row["application"].text ?? "") else { continue }
-                let target = try row["target"].text.map { (text) throws(StoreError) in try Self.decodeTarget(text, application, c) }
-                jobs.append(MessageJob(
-                    id: row["id"].int ?? 0, code: row["code"].text ?? "", application: application,
-                    event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: row["activity"].int ?? 0,
-                    activityID: row["activity_id"].text ?? "", target: target, attributesType: row["attributes_type"].text,
-                    payload: row["payload"].blob ?? [], fallbackPayload: row["fallback_payload"].blob, priority: Int(row["priority"].int ?? 5),
-                    cursor: row["cursor"].int ?? 0, expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0),
-                    dueAt: Self.date(milliseconds: row["due_at"].int ?? 0)))
+            for row in try c.query("\(Self.selectJobs) WHERE m.id IN \(inList) ORDER BY m.due_at, m.id", [idList]) {
+                if let job = try Self.job(row, c) { jobs.append(job) }
             }
             return jobs
         }
@@ -211,8 +196,7 @@ public struct SQLMessageStore: MessageStore {
         try database.write { (c) throws(StoreError) in
             for outcome in outcomes {
                 let job = outcome.job
-                for record in outcome.result.records { try Self.write(record, message: job.id, at: date, c) }
-                try Self.apply(outcome.result.effects, c)
+                try Self.write(outcome.result, message: job.id, at: date, c)
                 if outcome.finished {
                     try c.run("UPDATE messages SET state = 'done', claimed = 0, finished_at = ?, cursor = ? WHERE id = ?",
                               [Self.seconds(date), .int(outcome.result.cursor), .int(job.id)])
@@ -224,35 +208,45 @@ public struct SQLMessageStore: MessageStore {
         }
     }
 
-    /// A start to a short list of devices named in the request (the per-order pattern: one phone, or a few):
-    /// never a fan-out. A long list (over 4 KB of hwids) takes the job path, a page at a time.
-    static let startToNamedDevices = "(m.event = 'start' AND m.target LIKE '{\"devices\":%' AND length(m.target) <= 4096)"
-
-    /// The condition that message `m`'s activity has at most `devicesAtMost` devices: an index probe, not a count.
-    static func small(devicesAtMost: Int) -> String {
-        "NOT EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity = m.activity ORDER BY ad.device LIMIT 1 OFFSET \(max(0, devicesAtMost)))"
+    /// The condition that message `m` is small, what `claimSmallJobs` takes: an update or end of an activity
+    /// with at most `devicesAtMost` devices (an index probe, not a count), or a start to a short list of
+    /// devices named in the request (the per-order pattern; a list over 4 KB of hwids takes the job path).
+    static func smallMessage(devicesAtMost: Int) -> String {
+        """
+        ((m.event != 'start' AND NOT EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity = m.activity
+                                            ORDER BY ad.device LIMIT 1 OFFSET \(max(0, devicesAtMost))))
+         OR (m.event = 'start' AND m.target LIKE '{"devices":%' AND length(m.target) <= 4096))
+        """
     }
 
     /// A message's job as a worker needs it; a start marks its scheduled activity active.
     private func loadJob(_ id: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) -> MessageJob? {
-        guard let row = try c.query("""
-            SELECT id, code, application, event, activity, target, attributes_type, payload, fallback_payload, priority, cursor,
-                   expires_at, due_at
-            FROM messages WHERE id = ?
-            """, [.int(id)]).first, let application = ApplicationCode(row["application"].text ?? "") else { return nil }
-        let activity = row["activity"]
+        guard let row = try c.query("\(Self.selectJobs) WHERE m.id = ?", [.int(id)]).first else { return nil }
         if row["event"].text == LiveActivityEvent.start.rawValue {
             try c.run("UPDATE activities SET state = 'active', updated_at = ? WHERE id = ? AND state = 'scheduled'",
-                      [Self.seconds(date), activity])
+                      [Self.seconds(date), row["activity"]])
         }
-        let activityID = try c.query("SELECT activity_id FROM activities WHERE id = ?", [activity]).first?["activity_id"].text ?? ""
-        let target = try row["target"].text.map { (text) throws(StoreError) in try Self.decodeTarget(text, application, c) }
+        return try Self.job(row, c)
+    }
+
+    /// Messages `m` with their activity `a`, as `job` reads them.
+    static let selectJobs = """
+        SELECT m.id, m.code, m.application, m.event, m.activity, m.target, m.attributes_type, m.payload, m.fallback_payload,
+               m.priority, m.cursor, m.expires_at, m.due_at, a.activity_id
+        FROM messages m JOIN activities a ON a.id = m.activity
+        """
+
+    /// A row of `selectJobs` as a job, its stored target decoded.
+    static func job(_ row: SQLRow, _ c: any SQLConnection) throws(StoreError) -> MessageJob? {
+        guard let application = ApplicationCode(row["application"].text ?? "") else { return nil }
+        let target = try row["target"].text.map { (text) throws(StoreError) in try decodeTarget(text, application, c) }
         return MessageJob(
             id: row["id"].int ?? 0, code: row["code"].text ?? "", application: application,
-            event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: activity.int ?? 0, activityID: activityID,
-            target: target, attributesType: row["attributes_type"].text, payload: row["payload"].blob ?? [],
-            fallbackPayload: row["fallback_payload"].blob, priority: Int(row["priority"].int ?? 5), cursor: row["cursor"].int ?? 0,
-            expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0), dueAt: Self.date(milliseconds: row["due_at"].int ?? 0))
+            event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: row["activity"].int ?? 0,
+            activityID: row["activity_id"].text ?? "", target: target, attributesType: row["attributes_type"].text,
+            payload: row["payload"].blob ?? [], fallbackPayload: row["fallback_payload"].blob, priority: Int(row["priority"].int ?? 5),
+            cursor: row["cursor"].int ?? 0, expiresAt: date(milliseconds: row["expires_at"].int ?? 0),
+            dueAt: date(milliseconds: row["due_at"].int ?? 0))
     }
 
     /// `AND column NOT IN ('A', 'B')` for application codes (their syntax admits no quote).
@@ -399,8 +393,7 @@ public struct SQLMessageStore: MessageStore {
 
     public func recordBatch(_ result: BatchResult, of job: MessageJob, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            for record in result.records { try Self.write(record, message: job.id, at: date, c) }
-            try Self.apply(result.effects, c)
+            try Self.write(result, message: job.id, at: date, c)
             if let shard = job.shard {
                 try c.run("UPDATE message_shards SET cursor = ? WHERE message = ? AND shard = ?",
                           [.int(result.cursor), .int(job.id), .int(Int64(shard.number))])
@@ -408,6 +401,12 @@ public struct SQLMessageStore: MessageStore {
                 try c.run("UPDATE messages SET cursor = ? WHERE id = ?", [.int(result.cursor), .int(job.id)])
             }
         }
+    }
+
+    /// A batch's delivery records and what they change beyond themselves (its cursor is the caller's).
+    static func write(_ result: BatchResult, message: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        for record in result.records { try write(record, message: message, at: date, c) }
+        try apply(result.effects, c)
     }
 
     static func write(_ record: DeliveryRecord, message: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {

@@ -64,7 +64,7 @@ public struct APIRouter: HTTPHandler {
         }
         guard request.path.hasPrefix(Self.prefix) else {
             // The simulator's routes add devices (writes); anything else is a 404 answered at once.
-            return extraRoutes.contains { request.path == $0.prefix || request.path.hasPrefix($0.prefix + "/") } ? .workerPool : .connectionThread
+            return extraRoute(for: request) != nil ? .workerPool : .connectionThread
         }
         guard let method = methods[String(request.path.dropFirst(Self.prefix.count))] else { return .connectionThread }
         return method.effect == .writes || readsWait ? .workerPool : .connectionThread
@@ -77,6 +77,11 @@ public struct APIRouter: HTTPHandler {
         var response = Self.failure(APIError(.unavailable, message))
         response.headers.append(("Connection", "close"))
         return response
+    }
+
+    /// The extra route that owns the path: its prefix, or what lies below it, not every path that merely starts alike.
+    private func extraRoute(for request: HTTPRequest) -> (prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)? {
+        extraRoutes.first { request.path == $0.prefix || request.path.hasPrefix($0.prefix + "/") }
     }
 
     private func route(_ request: HTTPRequest) -> (String, HTTPResponse) {
@@ -100,8 +105,7 @@ public struct APIRouter: HTTPHandler {
         default:
             break
         }
-        // A prefix route owns its path and what lies below it, not every path that merely starts alike.
-        if let route = extraRoutes.first(where: { request.path == $0.prefix || request.path.hasPrefix($0.prefix + "/") }) {
+        if let route = extraRoute(for: request) {
             return ("simulator", route.handle(request))
         }
         guard request.path.hasPrefix(Self.prefix) else {

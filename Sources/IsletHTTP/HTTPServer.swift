@@ -104,22 +104,25 @@ public final class HTTPServer: @unchecked Sendable {
         let listener = MHD_quiesce_daemon(running)
         if listener >= 0 { close(listener) }
         let deadline = ContinuousClock.now + gracePeriod
-        while context.inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        let drained = context.inFlight.load(ordering: .acquiring) == 0
+        let drained = waitForRequests(until: deadline)
         let handler = context.handler
         if context.suspensions.stop(answer: { request, started in handler.unfinished(request, started: started) }) > 0 {
             // The 503s go out on the connection threads: a moment for them to be written before the stop.
-            let flushed = ContinuousClock.now + .milliseconds(250)
-            while context.inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < flushed {
-                Thread.sleep(forTimeInterval: 0.005)
-            }
+            waitForRequests(until: ContinuousClock.now + .milliseconds(250))
         }
         MHD_stop_daemon(running)
         // A handler still running was answered 503 above; it may yet commit, so the caller hears of it.
         let workersDone = context.workers.shutdown(deadline: max(deadline, ContinuousClock.now + .milliseconds(100)))
         return drained && workersDone
+    }
+
+    /// Waits until no request is in flight or `deadline` passes; true when none is.
+    @discardableResult
+    private func waitForRequests(until deadline: ContinuousClock.Instant) -> Bool {
+        while context.inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        return context.inFlight.load(ordering: .acquiring) == 0
     }
 
     @discardableResult
@@ -255,7 +258,6 @@ final class Suspensions: Sendable {
         }
     }
 
-    var count: Int { state.withLock { $0.entries.count } }
 }
 
 /// One request being read. Only the connection's thread touches it, one call at a time.

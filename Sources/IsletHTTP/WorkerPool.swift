@@ -10,7 +10,6 @@ final class WorkerPool: @unchecked Sendable {
     private var head = 0
     private var stopping = false
     private var running = 0
-    private var busy = 0
 
     let size: Int
     private let name: String
@@ -65,13 +64,6 @@ final class WorkerPool: @unchecked Sendable {
         return true
     }
 
-    /// Jobs being run right now.
-    var busyThreads: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return busy
-    }
-
     private func work() {
         condition.lock()
         while true {
@@ -87,11 +79,9 @@ final class WorkerPool: @unchecked Sendable {
                     jobs.removeFirst(head)
                     head = 0
                 }
-                busy += 1
                 condition.unlock()
                 job()
                 condition.lock()
-                busy -= 1
             } else if stopping {
                 break
             } else {

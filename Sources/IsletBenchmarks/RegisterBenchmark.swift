@@ -51,16 +51,20 @@ struct RegisterBenchmark {
             }
             let elapsed = (ContinuousClock.now - started).seconds
             let sorted = latencies.withLock { $0 }.sorted()
-            func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
             // Reads in the same run, for scale: getTags of registered devices for 5 s from the same clients.
             let readRate = getTagsRate(port: port, app: app, auth: auth, clients: clients) { "bench-\($0 % devices)" }
             let engine = if case .postgresql = location { "PostgreSQL" } else { "SQLite" }
             print(String(format: "%@ (%@): %.0f devices/s (%.1f s), latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
-                         engine, location.description, Double(devices) / elapsed, elapsed, percentile(0.5), percentile(0.99),
+                         engine, location.description, Double(devices) / elapsed, elapsed, percentile(sorted, 0.5), percentile(sorted, 0.99),
                          sorted.last ?? 0, failures.load(ordering: .relaxed)))
             print(String(format: "    getTags in the same run: %.0f reads/s", readRate))
         }
     }
+}
+
+/// The `p` quantile (0...1) of latencies sorted ascending; 0 when there are none.
+func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
 }
 
 /// getTags per second from `clients` keep-alive connections for `seconds`, client `c` asking for

@@ -108,11 +108,10 @@ struct UpdatesBenchmark {
         let readRate = getTagsRate(port: port, app: app, auth: auth, clients: clients) { "phone-\($0 % count)" }
 
         let sorted = latencies.withLock { $0 }.sorted()
-        func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
         let total = accepted.load(ordering: .relaxed)
         let acceptance = Double(total) / loadTime
         print(String(format: "updateLiveActivity: %d accepted in %.1f s: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
-                     total, loadTime, acceptance, percentile(0.5), percentile(0.99), sorted.last ?? 0, failures.load(ordering: .relaxed)))
+                     total, loadTime, acceptance, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0, failures.load(ordering: .relaxed)))
         print(String(format: "getTags in the same run: %.0f reads/s; updates accepted / reads: %.2f", readRate, readRate > 0 ? acceptance / readRate : 0))
         print("updates at nginx: \(duringLoad) during the load, \(arrived) once drained"
               + (drained.map { String(format: " (drained %.1f s after the load)", $0) } ?? " (NOT drained within 600 s)")

@@ -39,8 +39,9 @@ struct DatabaseMigrateCommand: CLICommand {
             // No server may write to the file meanwhile: the copy would miss what it accepts.
             let lock = try SQLiteServerLock(databasePath: path)
             defer { lock.release() }
-            let from = try SQLiteDatabase(path: path, maximumIdleConnections: 1)
-            let to = try PostgresDatabase(url: url, maximumIdleConnections: 1, maximumConnections: 4)
+            let from = try Storage(.sqlite(path: path), for: .command).database
+            let destination = try Storage(.postgresql(url: url), for: .command)
+            let to = destination.database
             let terminal = isatty(STDERR_FILENO) == 1
             let counts = try DatabaseCopy.copy(from: from, to: to) { table, copied, total in
                 guard terminal else { return }
@@ -54,7 +55,7 @@ struct DatabaseMigrateCommand: CLICommand {
                 if count.source != count.destination { mismatched.append(count.table) }
             }
             guard mismatched.isEmpty else { throw CLIError.failure("row counts differ for \(mismatched.joined(separator: ", "))") }
-            context.print("Copied \(path) into \(to.origin): every table's rows are there. Start islet serve with --database set to that URL.")
+            context.print("Copied \(path) into \(destination.location): every table's rows are there. Start islet serve with --database set to that URL.")
         } catch let error as StoreError {
             throw CLIError.failure(error.message)
         }

@@ -57,16 +57,25 @@ public final class Metrics: Sendable {
             """
         for route in snapshot.latency.keys.sorted() {
             let histogram = snapshot.latency[route]!
-            var cumulative = 0
-            for (index, bound) in Metrics.buckets.enumerated() {
-                cumulative += histogram.counts[index]
-                out += "islet_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"\(bound)\"} \(cumulative)\n"
-            }
-            out += "islet_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"+Inf\"} \(histogram.count)\n"
-            out += "islet_http_request_duration_seconds_sum{route=\"\(route)\"} \(histogram.sum)\n"
-            out += "islet_http_request_duration_seconds_count{route=\"\(route)\"} \(histogram.count)\n"
+            out += Self.histogramSamples("islet_http_request_duration_seconds", labels: "route=\"\(route)\"", bounds: Metrics.buckets,
+                                         counts: histogram.counts, count: histogram.count, sum: histogram.sum)
         }
         for collector in collectors.withLock({ $0 }) { out += collector() }
+        return out
+    }
+
+    /// A histogram's samples in the text format: a cumulative bucket per bound (`counts[i]` observations fell
+    /// in bucket `i`), `+Inf`, sum and count. `labels` is rendered already (`route="x"`), or empty.
+    public static func histogramSamples(_ name: String, labels: String, bounds: [Double], counts: [Int], count: Int, sum: Double) -> String {
+        let prefix = labels.isEmpty ? "" : labels + ",", own = labels.isEmpty ? "" : "{\(labels)}"
+        var out = "", cumulative = 0
+        for (index, bound) in bounds.enumerated() {
+            cumulative += counts[index]
+            out += "\(name)_bucket{\(prefix)le=\"\(bound)\"} \(cumulative)\n"
+        }
+        out += "\(name)_bucket{\(prefix)le=\"+Inf\"} \(count)\n"
+        out += "\(name)_sum\(own) \(sum)\n"
+        out += "\(name)_count\(own) \(count)\n"
         return out
     }
 }

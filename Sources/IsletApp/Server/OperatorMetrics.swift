@@ -55,17 +55,12 @@ struct OperatorMetrics: Sendable {
     /// `islet_delivery_lag_seconds`, a Prometheus histogram (cumulative buckets).
     static func lagHistogram(_ histogram: DeliveryMetrics.LagHistogram) -> String {
         let name = "islet_delivery_lag_seconds"
-        var lines = ["# HELP \(name) Time from a message falling due (an update: its acceptance) to its pushes leaving Islet, per push; retries not counted.",
-                     "# TYPE \(name) histogram"]
-        var cumulative = 0
-        for (index, bound) in DeliveryMetrics.lagBuckets.enumerated() {
-            cumulative += histogram.buckets[index]
-            lines.append("\(name)_bucket{le=\"\(bound)\"} \(cumulative)")
-        }
-        lines.append("\(name)_bucket{le=\"+Inf\"} \(histogram.count)")
-        lines.append("\(name)_sum \(histogram.sum)")
-        lines.append("\(name)_count \(histogram.count)")
-        return lines.joined(separator: "\n") + "\n"
+        return """
+            # HELP \(name) Time from a message falling due (an update: its acceptance) to its pushes leaving Islet, per push; retries not counted.
+            # TYPE \(name) histogram
+
+            """ + Metrics.histogramSamples(name, labels: "", bounds: DeliveryMetrics.lagBuckets, counts: histogram.buckets,
+                                           count: histogram.count, sum: histogram.sum)
     }
 
     /// A family of one unlabelled sample.

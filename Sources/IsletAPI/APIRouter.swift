@@ -20,12 +20,15 @@ public struct APIRouter: HTTPHandler {
     let perServerToken: RateLimiter?
     /// Reads wait too (storage across the network, PostgreSQL): every storage call runs on a worker.
     let readsWait: Bool
+    /// What `/healthz` says besides the database's state: this node's id and liveness (issue 14).
+    let healthDetails: @Sendable () -> JSONObject
 
     public init(methods: [APIMethod], store: any ApplicationStore, metrics: Metrics, logger: Logger,
                 now: @escaping @Sendable () -> Date = { Date() },
                 extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)] = [],
-                limits: RateLimits = RateLimits(), readsWait: Bool = false) {
+                limits: RateLimits = RateLimits(), readsWait: Bool = false, healthDetails: @escaping @Sendable () -> JSONObject = { [:] }) {
         self.now = now
+        self.healthDetails = healthDetails
         self.readsWait = readsWait
         self.perAddress = limits.devicePerAddress.map { RateLimiter(limit: $0) }
         self.perDeviceToken = limits.devicePerToken.map { RateLimiter(limit: $0) }
@@ -88,12 +91,18 @@ public struct APIRouter: HTTPHandler {
         switch request.path {
         case "/healthz":
             guard request.method == "GET" || request.method == "HEAD" else { return ("healthz", Self.methodNotAllowed(request, allow: "GET, HEAD")) }
+            var details = healthDetails()
             do {
                 _ = try store.hasNoApplications()
-                return ("healthz", Self.json(["status": "ok"], status: 200))
+                details["status"] = "ok"
+                details["database"] = "reachable"
+                return ("healthz", Self.json(.object(details), status: 200))
             } catch {
                 logger.error("health check failed", ["error": .string("\(error)")])
-                return ("healthz", Self.json(["status": "unavailable", "reason": "database"], status: 503))
+                details["status"] = "unavailable"
+                details["reason"] = "database"
+                details["database"] = "unreachable"
+                return ("healthz", Self.json(.object(details), status: 503))
             }
         case "/metrics":
             guard request.method == "GET" else { return ("metrics", Self.methodNotAllowed(request, allow: "GET")) }

@@ -75,4 +75,22 @@ public final class DeliveryMetrics: Sendable {
     }
 
     public func snapshot() -> [Key: Int] { counts.withLock { $0 } }
+
+    /// What this node did among the nodes sharing its database (issue 14).
+    public struct ClusterCounts: Sendable, Equatable {
+        /// Claims that took work: jobs and shards, groups of small messages, groups of due retries.
+        public var claims = 0
+        /// Claims whose lease was rescued before their outcome was written: their work went to another node.
+        public var leaseLosses = 0
+        /// Leases this node rescued (expired, or their node gone), and the jobs/shards and retries they freed.
+        public var rescuedLeases = 0
+        public var rescuedJobs = 0
+        public var rescuedDeliveries = 0
+    }
+
+    private let cluster = Mutex(ClusterCounts())
+
+    func count(_ change: (inout ClusterCounts) -> Void) { cluster.withLock { change(&$0) } }
+
+    public func clusterSnapshot() -> ClusterCounts { cluster.withLock { $0 } }
 }

@@ -34,11 +34,16 @@ public struct DeliveryConfiguration: Sendable {
     /// transaction (issue 18).
     public var smallJobsPerClaim: Int
     public var smallJobDevices: Int
+    /// How long a claim stays this node's without a renewal (issue 14): a node that stops renewing (paused,
+    /// cut off from the database) loses its work to another node after this, and a node that sees it has
+    /// lost a lease sends no further batch of it. Renewed four times per lease (at least every second).
+    public var lease: Duration
 
     public init(workers: Int = 8, workersPerApplication: Int? = nil, batchSize: Int = 1000, retryBatchSize: Int = 500,
                 retry: RetryPolicy = RetryPolicy(), sendTimeout: Duration = .seconds(30), pipelineDepth: Int = 3,
                 sharding: ShardPolicy = ShardPolicy(), idlePoll: Duration = .milliseconds(500),
-                smallJobsPerClaim: Int = 256, smallJobDevices: Int = 64) {
+                smallJobsPerClaim: Int = 256, smallJobDevices: Int = 64, lease: Duration = .seconds(10)) {
+        self.lease = max(.milliseconds(400), lease)
         self.sharding = sharding
         self.pipelineDepth = max(1, pipelineDepth)
         self.workers = max(1, workers)
@@ -68,7 +73,10 @@ public final class DeliveryService: Sendable {
     let logger: Logger
     let now: @Sendable () -> Date
     /// Recorded outcomes, for `/metrics`.
-    public let metrics = DeliveryMetrics()
+    public let metrics: DeliveryMetrics
+    /// This process among the nodes sharing the database: its leases, liveness and wake-ups.
+    let membership: NodeMembership
+    var leases: LeaseKeeper { membership.leases }
 
     private let wakeUp = NSCondition()
     private let pauses = NSCondition()
@@ -83,9 +91,16 @@ public final class DeliveryService: Sendable {
         var busy: [ApplicationCode: Int] = [:]
     }
 
+    /// `cluster` and `node` make this process a node among those sharing the database; `session` opens its
+    /// liveness session (PostgreSQL), given its node number.
     public init(messages: any MessageStore, devices: any DeviceStore, applications: any ApplicationStore, transport: any PushTransport,
+                cluster: any ClusterStore, node: NodeInfo, session: (@Sendable (Int) throws -> any NodeSession)? = nil,
                 configuration: DeliveryConfiguration = DeliveryConfiguration(), logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1.0) }) {
+        let metrics = DeliveryMetrics()
+        self.metrics = metrics
+        self.membership = NodeMembership(cluster: cluster, node: node, leaseDuration: configuration.lease, session: session, metrics: metrics,
+                                         logger: logger, now: now)
         self.messages = messages
         self.devices = devices
         self.applications = applications
@@ -96,9 +111,14 @@ public final class DeliveryService: Sendable {
         self.now = now
     }
 
-    /// Resumes what a previous run left unfinished, then starts the workers.
+    /// This node's id and whether its liveness session holds its lock (`/healthz`).
+    public var node: NodeID { membership.node.id }
+    public var nodeIsAlive: Bool { membership.isAlive }
+
+    /// Joins the cluster (resuming what a previous run left unfinished), then starts the workers.
     public func start() throws {
-        try messages.releaseClaims()
+        try membership.join()
+        membership.start(wake: { [weak self] in self?.kick() })
         state.withLock { $0.running = configuration.workers }
         for index in 0..<configuration.workers {
             let thread = Thread { [self] in work() }
@@ -131,7 +151,9 @@ public final class DeliveryService: Sendable {
         pauses.unlock()
         unblock()
         while state.withLock({ $0.running }) > 0 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
-        return state.withLock { $0.running } == 0
+        let stopped = state.withLock { $0.running } == 0
+        membership.stop(deadline: max(deadline, .now + .milliseconds(300)))
+        return stopped
     }
 
     private var stopping: Bool { state.withLock { $0.stopping } }
@@ -166,31 +188,40 @@ public final class DeliveryService: Sendable {
         // cannot both take a slow application's work past its share.
         let unit: (Unit, Set<ApplicationCode>)? = try claiming.withLock { _ in
             let (saturated, shardsFull) = busyApplications()
+            let lease = membership.claimLease
+            // Read before the claim: the lease's local deadline never runs past the one the database sets.
+            let claimedAt = ContinuousClock.now
             func claimSmall() throws(StoreError) -> (Unit, Set<ApplicationCode>)? {
                 let jobs = try messages.claimSmallJobs(at: now(), limit: configuration.smallJobsPerClaim,
-                                                       devicesAtMost: configuration.smallJobDevices, excluding: saturated)
-                return jobs.isEmpty ? nil : reserve((.small(jobs), Set(jobs.map(\.application))))
+                                                       devicesAtMost: configuration.smallJobDevices, excluding: saturated, lease: lease)
+                guard let first = jobs.first else { return nil }
+                leases.add(first.lease, claimedAt: claimedAt)
+                return reserve((.small(jobs), Set(jobs.map(\.application))))
             }
             if smallFirst, let small = try claimSmall() { return small }
             // Small updates are left to claimSmall: one at a time here they would each cost a whole job cycle.
             let leavingSmall = configuration.smallJobsPerClaim > 0 ? configuration.smallJobDevices : nil
             if let job = try messages.claimNextJob(at: now(), excluding: saturated, shardsExcluding: shardsFull,
-                                                   sharding: configuration.sharding, leavingSmall: leavingSmall) {
+                                                   sharding: configuration.sharding, leavingSmall: leavingSmall, lease: lease) {
+                leases.add(job.lease, claimedAt: claimedAt)
                 return reserve((.job(job), [job.application]))
             }
             if !smallFirst, let small = try claimSmall() { return small }
             // Pushes settled at the claim (expired, superseded, confirmed, failed after two copies) count in
             // /metrics once the claim has committed.
             var settled: [DeliveryMetrics.Key] = []
-            let due = try messages.claimDueDeliveries(at: now(), limit: configuration.retryBatchSize, excluding: saturated) { item, at in
+            let due = try messages.claimDueDeliveries(at: now(), limit: configuration.retryBatchSize, excluding: saturated, lease: lease) { item, at in
                 let verdict = decisions.verdict(item, now: at)
                 if case .settle(let state, let reason) = verdict { settled.append(DeliveryMetrics.settledKey(state, reason: reason)) }
                 return verdict
             }
             metrics.count(keys: settled)
-            return due.isEmpty ? nil : reserve((.due(due), Set(due.map(\.application))))
+            guard let first = due.first else { return nil }
+            leases.add(first.lease, claimedAt: claimedAt)
+            return reserve((.due(due), Set(due.map(\.application))))
         }
         guard let (work, applications) = unit else { return false }
+        metrics.count { $0.claims += 1 }
         kick()   // there may be more: the next sleeping worker looks while this one sends
         defer {
             let freed = state.withLock { s in
@@ -206,9 +237,15 @@ public final class DeliveryService: Sendable {
             if freed { kick() }
         }
         switch work {
-        case .job(let job): process(job)
-        case .small(let jobs): processSmall(jobs)
-        case .due(let due): try sendDue(due)
+        case .job(let job):
+            defer { leases.remove(job.lease) }
+            process(job)
+        case .small(let jobs):
+            defer { leases.remove(jobs[0].lease) }
+            processSmall(jobs)
+        case .due(let due):
+            defer { leases.remove(due[0].lease) }
+            try sendDue(due)
         }
         return true
     }
@@ -273,6 +310,12 @@ public final class DeliveryService: Sendable {
             while true {
                 // Checked before each new page is read: a newer update stops this one within a page.
                 let reading = !exhausted && window.count < configuration.pipelineDepth
+                // A lease past its local deadline may be another node's already: no further batch goes out, and
+                // what is on the wire is recorded only if the lease still holds (else that node sends it again).
+                if reading && !leases.isValid(job.lease) {
+                    while !window.isEmpty { try land() }
+                    throw StoreError(.leaseLost, "the lease of message \(job.code) ran past its deadline without a renewal")
+                }
                 let superseded = !stopping && reading && job.event == .update ? try messages.supersededBy(job) != nil : false
                 if stopping || superseded {
                     while !window.isEmpty { try land() }
@@ -309,10 +352,21 @@ public final class DeliveryService: Sendable {
             for flight in window {
                 guard (try? record(collect(flight, job: job), of: job)) != nil else { break }
             }
+            if lostLease(error, messages: [job.code]) { return }
             logger.error("delivery failed; the job will resume", ["message": .string(job.code), "error": .string("\(error)")])
             try? messages.release(job)
             pause(seconds: 1)
         }
+    }
+
+    /// True for a lease lost to a rescue: counted and logged; the work is another node's, nothing to give back.
+    private func lostLease(_ error: any Error, messages codes: [String]) -> Bool {
+        guard (error as? StoreError)?.code == .leaseLost else { return false }
+        metrics.count { $0.leaseLosses += 1 }
+        logger.warning("lease lost: another node resumes this work from its last recorded batch", [
+            "messages": .int(Int64(codes.count)), "message": codes.first.map { .string($0) } ?? .null, "error": .string("\(error)"),
+        ])
+        return true
     }
 
     /// Sends small jobs claimed together (updates and ends of small activities, starts to a few named
@@ -339,6 +393,9 @@ public final class DeliveryService: Sendable {
                 let batch = try nextBatch(job, planner: Self.planner(for: job, bundleID: bundle), after: job.cursor, limit: page)
                 planned.append((job, batch, batch.count < page))
             }
+            guard leases.isValid(jobs[0].lease) else {
+                throw StoreError(.leaseLost, "the lease of \(jobs.count) small messages ran past its deadline before they were sent")
+            }
             // One submit for all: the APNs client spreads them over its connections and streams.
             let parts = planned.map { Self.split($0.batch) }
             let pushes = parts.flatMap { $0.pushes.map(\.push) }
@@ -359,6 +416,7 @@ public final class DeliveryService: Sendable {
             metrics.count(try recordSmall(results).flatMap(\.result.records))
             logger.info("small messages delivered", ["messages": .int(Int64(results.count)), "pushes": .int(Int64(pushes.count))])
         } catch {
+            if lostLease(error, messages: jobs.map(\.code)) { return }
             logger.error("delivery failed; the jobs will resume", ["messages": .int(Int64(jobs.count)), "error": .string("\(error)")])
             try? messages.recordJobs(jobs.map(JobOutcome.givenBack), at: now())
             pause(seconds: 1)
@@ -372,7 +430,7 @@ public final class DeliveryService: Sendable {
         do {
             try persistently { try messages.recordJobs(results, at: now()) }
             return results
-        } catch where results.count > 1 {
+        } catch where results.count > 1 && (error as? StoreError)?.code != .leaseLost {
             var failed = 0
             var recorded: [JobOutcome] = []
             for result in results {
@@ -406,7 +464,7 @@ public final class DeliveryService: Sendable {
                 return try write()
             } catch {
                 attempt += 1
-                if attempt >= 5 { throw error }
+                if attempt >= 5 || (error as? StoreError)?.code == .leaseLost { throw error }
                 Thread.sleep(forTimeInterval: 0.2)
             }
         }
@@ -499,8 +557,14 @@ public final class DeliveryService: Sendable {
             }
         }
         let pushes = due.map { PushPlanner.push($0, bundleID: bundles[$0.application] ?? "") }
+        guard leases.isValid(due[0].lease) else {
+            _ = lostLease(StoreError(.leaseLost, "the lease of \(due.count) due retries ran past its deadline before they were sent"), messages: due.map(\.code))
+            return
+        }
         do {
             try send(due, pushes)
+        } catch where lostLease(error, messages: due.map(\.code)) {
+            return
         } catch {
             // Not recorded: give them back, due again in a few seconds, their start copies still counted.
             logger.error("could not record retries; they are due again shortly", ["error": .string("\(error)")])
@@ -519,7 +583,7 @@ public final class DeliveryService: Sendable {
             result.records.append((item.message, record))
             result.effects.add(outcome, of: push, isStart: isStart, activity: item.activity, device: item.device)
         }
-        try persistently { try messages.recordRetries(result, at: at) }
+        try persistently { try messages.recordRetries(result, lease: due[0].lease, at: at) }
         metrics.count(result.records.map(\.record))
     }
 }

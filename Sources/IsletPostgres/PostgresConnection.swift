@@ -84,6 +84,33 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         return rows
     }
 
+    /// Waits up to `timeout` for a notification on a channel this connection LISTENs to: true if one (or more)
+    /// came, false if none; throws when the connection is lost.
+    func waitForNotification(timeout: Duration) throws(StoreError) -> Bool {
+        if drainNotifications() { return true }
+        let socket = PQsocket(handle)
+        guard socket >= 0, PQstatus(handle) == CONNECTION_OK else { throw StoreError(.io, "the liveness connection to \(origin) is closed") }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(max(0, min(60_000, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)))
+        let ready = poll(&descriptor, 1, milliseconds)
+        if ready < 0 && errno == EINTR { return false }
+        guard ready >= 0 else { throw StoreError(.io, "waiting on the liveness connection to \(origin) failed") }
+        guard ready > 0 else { return false }
+        guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
+            throw StoreError(.io, "the liveness connection to \(origin) was lost: \(Self.trimmed(PQerrorMessage(handle)))")
+        }
+        return drainNotifications()
+    }
+
+    private func drainNotifications() -> Bool {
+        var any = false
+        while let notification = PQnotifies(handle) {
+            any = true
+            PQfreemem(notification)
+        }
+        return any
+    }
+
     func inTransaction<T>(_ body: () throws -> T) throws -> T {
         try transaction(opening: "BEGIN; SELECT pg_advisory_xact_lock(\(Self.writerLock), hashtext(current_schema()))", body)
     }

@@ -60,6 +60,19 @@ public final class PostgresDatabase: SQLDatabase {
     public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try pool.inWriteTransaction(body)
     }
+
+    /// A plain READ COMMITTED transaction: claims lock their rows with SKIP LOCKED, not the writers' lock.
+    public func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        try pool.withConnection { (connection) throws(StoreError) -> T in
+            do {
+                return try connection.transaction(opening: "BEGIN", { () throws -> T in try body(connection) })
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw StoreError(.io, "\(error)")
+            }
+        }
+    }
 }
 
 /// After a failed connect, new connects wait (50 ms doubling up to 5 s) so an outage is not hammered; calls

@@ -101,6 +101,10 @@ public protocol SQLDatabase: Sendable {
     func withConnection<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T
     /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
     func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T
+    /// Runs a claim in a transaction of its own. SQLite: a write transaction like any other. PostgreSQL: one
+    /// that does not take the writers' lock, so the nodes' claims run at once, each skipping the rows another
+    /// is claiming (`SQLDialect.skipLocked`) rather than queueing behind every write of the cluster.
+    func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T
 }
 
 extension SQLDatabase {
@@ -114,6 +118,10 @@ extension SQLDatabase {
     @discardableResult
     public func write<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         try onlyStoreErrors { try inWriteTransaction { (c) throws -> T in try body(c) } }
+    }
+
+    public func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        try write(body)
     }
 
     /// The schema version the database is at (it is not migrated here).
@@ -158,6 +166,39 @@ public struct SQLDialect: Sendable {
     public func identityReset(_ table: String) -> String? {
         guard engine == .postgresql, ["devices", "activities", "messages"].contains(table) else { return nil }
         return "SELECT setval(pg_get_serial_sequence('\(table)', 'id'), COALESCE(MAX(id), 0) + 1, false) AS next FROM \(table)"
+    }
+
+    /// Locks the rows a claim's query returns from `table` (its alias), skipping those another transaction
+    /// holds: PostgreSQL's claims run at once (`inClaimTransaction`); SQLite's single writer needs none.
+    public func skipLocked(of table: String) -> String { engine == .postgresql ? "FOR UPDATE OF \(table) SKIP LOCKED" : "" }
+
+    /// Locks the row read until the transaction ends (a decision made on it must not race a claim).
+    public var forUpdate: String { engine == .postgresql ? "FOR UPDATE" : "" }
+
+    /// The database's clock in milliseconds since 1970: leases are timed on it, so nodes' clocks may differ.
+    public var nowMilliseconds: String {
+        engine == .postgresql ? "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+            : "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+    }
+
+    /// The notification channel of this database's nodes (a schema of its own per Islet database).
+    public static let workChannel = "'islet.' || current_schema()"
+
+    /// Wakes the other nodes at commit (PostgreSQL's NOTIFY; nil on SQLite, which has one server).
+    public var notifyWork: String? { engine == .postgresql ? "SELECT pg_notify(\(Self.workChannel), '')" : nil }
+
+    /// The advisory lock a node holds for as long as it runs, keyed by its number (`?` or a column): the
+    /// schema's hash and the number, as PostgreSQL's `pg_locks` shows them.
+    public static let nodeLockClass = "hashtext(current_schema() || '.islet-node')"
+
+    /// The nodes (alias `n`) whose liveness lock is held; nil where the engine has no such lock (SQLite).
+    public var nodeIsAlive: String? {
+        guard engine == .postgresql else { return nil }
+        return """
+            EXISTS (SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 2
+                    AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    AND k.classid = CAST(\(Self.nodeLockClass) AS oid) AND k.objid = CAST(n.number AS oid))
+            """
     }
 
     /// The column that orders tokens as they were inserted.

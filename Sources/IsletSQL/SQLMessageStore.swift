@@ -20,7 +20,7 @@ public struct SQLMessageStore: MessageStore {
             for (index, message) in messages.enumerated() {
                 let state: ActivityState = message.dueAt > date ? .scheduled : .active
                 let activity: Int64
-                if let existing = try activityRow(message.activityID, application, c) {
+                if let existing = try activityRow(message.activityID, application, locking: true, c) {
                     let facts = ActivityRules.StartFacts(
                         state: existing.state,
                         hasMessages: try !c.query("SELECT 1 FROM messages WHERE activity = ? LIMIT 1", [.int(existing.id)]).isEmpty,
@@ -53,6 +53,7 @@ public struct SQLMessageStore: MessageStore {
                 }
                 try insert(message, activity: activity, application: application, at: date, c)
             }
+            try notifyNodes(c)
         }
     }
 
@@ -76,7 +77,8 @@ public struct SQLMessageStore: MessageStore {
     public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws {
         try accept(validateOnly: validateOnly) { c in
             for (index, message) in messages.enumerated() {
-                let existing = try activityRow(message.activityID, application, c)
+                // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14).
+                let existing = try activityRow(message.activityID, application, locking: true, c)
                 if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.state) {
                     throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                 }
@@ -87,7 +89,13 @@ public struct SQLMessageStore: MessageStore {
                 let id = try insert(message, activity: activity.id, application: application, at: date, c)
                 try supersedeOlder(than: id, activity: activity.id, at: date, c)
             }
+            try notifyNodes(c)
         }
+    }
+
+    /// Wakes the other nodes when this transaction commits (PostgreSQL's NOTIFY; nothing on SQLite).
+    private func notifyNodes(_ c: any SQLConnection) throws(StoreError) {
+        if let notify = database.dialect.notifyWork { try c.run(notify) }
     }
 
     /// Runs `body` in one write transaction, rolled back when only validating.
@@ -121,28 +129,32 @@ public struct SQLMessageStore: MessageStore {
     // MARK: - Jobs
 
     public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,
-                             sharding: ShardPolicy, leavingSmall: Int?) throws(StoreError) -> MessageJob? {
-        // One transaction: the claim, the activity's id and the decoded target, so a failure leaves nothing claimed.
-        try database.write { (c) throws(StoreError) -> MessageJob? in
-            // First a shard of a fan-out under way, so a large message is sent by several workers at once.
+                             sharding: ShardPolicy, leavingSmall: Int?, lease: ClaimLease) throws(StoreError) -> MessageJob? {
+        // One transaction: the claim, its lease, the activity's id and the decoded target, so a failure leaves nothing claimed.
+        try database.inClaimTransaction { (c) throws(StoreError) -> MessageJob? in
+            // First a shard of a fan-out under way, so a large message is sent by several workers (and nodes) at once.
             if let shard = try c.query("""
-                UPDATE message_shards SET state = 'sending', claimed = 1
-                WHERE (message, shard) = (SELECT s.message, s.shard FROM message_shards s JOIN messages m ON m.id = s.message
-                               WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
-                               ORDER BY m.due_at, s.message, s.shard LIMIT 1)
-                RETURNING message, shard, up_to, cursor
-                """).first, let message = shard["message"].int {
-                var job = try loadJob(message, at: date, c)
-                job?.shard = (Int(shard["shard"].int ?? 0), shard["up_to"].int ?? .max)
-                return job.map { MessageJob(copying: $0, cursor: shard["cursor"].int ?? 0) }
+                SELECT s.message, s.shard, s.up_to, s.cursor FROM message_shards s JOIN messages m ON m.id = s.message
+                WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
+                ORDER BY m.due_at, s.message, s.shard LIMIT 1 \(database.dialect.skipLocked(of: "s"))
+                """).first, let message = shard["message"].int, let number = shard["shard"].int {
+                let leaseID = try newLease(lease, c)
+                try c.run("UPDATE message_shards SET state = 'sending', claimed = 1, lease = ? WHERE message = ? AND shard = ?",
+                          [.int(leaseID), .int(message), .int(number)])
+                guard var job = try loadJob(message, at: date, c) else { return nil }
+                job.shard = (Int(number), shard["up_to"].int ?? .max)
+                job.lease = leaseID
+                return MessageJob(copying: job, cursor: shard["cursor"].int ?? 0)
             }
             guard let id = try c.query("""
-                UPDATE messages SET state = 'sending', claimed = 1
-                WHERE id = (SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
-                            \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND NOT \(Self.smallMessage(devicesAtMost: $0))" } ?? "")
-                            ORDER BY m.due_at, m.id LIMIT 1)
-                RETURNING id
-                """, [Self.milliseconds(date)]).first?["id"].int, let job = try loadJob(id, at: date, c) else { return nil }
+                SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
+                    \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND NOT \(Self.smallMessage(devicesAtMost: $0))" } ?? "")
+                ORDER BY m.due_at, m.id LIMIT 1 \(database.dialect.skipLocked(of: "m"))
+                """, [Self.milliseconds(date)]).first?["id"].int else { return nil }
+            let leaseID = try newLease(lease, c)
+            try c.run("UPDATE messages SET state = 'sending', claimed = 1, lease = ? WHERE id = ?", [.int(leaseID), .int(id)])
+            guard var job = try loadJob(id, at: date, c) else { return nil }
+            job.lease = leaseID
             // A start to a large audience, claimed for the first time: split it, and take the first shard.
             guard job.event == .start, job.target != nil, job.cursor == 0,
                   let range = try c.query("SELECT MIN(id) AS lowest, MAX(id) AS highest FROM devices WHERE application = ?",
@@ -152,32 +164,35 @@ public struct SQLMessageStore: MessageStore {
             guard let first = shards.first else { return job }
             for (number, shard) in shards.enumerated() {
                 try c.run("""
-                    INSERT INTO message_shards (message, shard, after_id, up_to, cursor, state, claimed) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO message_shards (message, shard, after_id, up_to, cursor, state, claimed, lease) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """, [.int(id), .int(Int64(number)), .int(shard.after), .int(shard.upTo), .int(shard.after),
-                          .text(number == 0 ? "sending" : "pending"), .int(number == 0 ? 1 : 0)])
+                          .text(number == 0 ? "sending" : "pending"), .int(number == 0 ? 1 : 0), number == 0 ? .int(leaseID) : .null])
             }
+            // The shards carry the claims from here; other nodes take the rest.
+            try c.run("UPDATE messages SET claimed = 0, lease = NULL WHERE id = ?", [.int(id)])
+            try notifyNodes(c)
             var sharded = MessageJob(copying: job, cursor: first.after)
             sharded.shard = (0, first.upTo)
             return sharded
         }
     }
 
-    public func claimSmallJobs(at date: Date, limit: Int, devicesAtMost: Int, excluding: Set<ApplicationCode>) throws(StoreError) -> [MessageJob] {
+    public func claimSmallJobs(at date: Date, limit: Int, devicesAtMost: Int, excluding: Set<ApplicationCode>,
+                               lease: ClaimLease) throws(StoreError) -> [MessageJob] {
         guard limit > 0 else { return [] }
-        return try database.write { (c) throws(StoreError) -> [MessageJob] in
+        return try database.inClaimTransaction { (c) throws(StoreError) -> [MessageJob] in
             // `claimable` lets only the oldest unfinished message of an activity through, so one claim never
             // holds two of the same activity. Small: no device past the first `devicesAtMost` (an index probe).
             let ids = try c.query("""
-                UPDATE messages SET state = 'sending', claimed = 1
-                WHERE id IN (SELECT m.id FROM messages m
-                             WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
-                               AND \(Self.smallMessage(devicesAtMost: devicesAtMost))
-                             ORDER BY m.due_at, m.id LIMIT ?)
-                RETURNING id
+                SELECT m.id FROM messages m
+                WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application")) AND \(Self.smallMessage(devicesAtMost: devicesAtMost))
+                ORDER BY m.due_at, m.id LIMIT ? \(database.dialect.skipLocked(of: "m"))
                 """, [Self.milliseconds(date), .int(Int64(limit))]).compactMap { $0["id"].int }
             guard !ids.isEmpty else { return [] }
+            let leaseID = try newLease(lease, c)
             let idList = SQLValue.text(JSONValue.array(ids.map { .int($0) }).jsonText)
             let inList = "(SELECT CAST(value AS BIGINT) FROM \(database.dialect.elements(ofJSONArray: "?1")))"
+            try c.run("UPDATE messages SET state = 'sending', claimed = 1, lease = ?2 WHERE id IN \(inList)", [idList, .int(leaseID)])
             // A start's scheduled activity is active from its claim, as on the job path.
             try c.run("""
                 UPDATE activities SET state = 'active', updated_at = ?2
@@ -185,7 +200,10 @@ public struct SQLMessageStore: MessageStore {
                 """, [idList, Self.seconds(date)])
             var jobs: [MessageJob] = []
             for row in try c.query("\(Self.selectJobs) WHERE m.id IN \(inList) ORDER BY m.due_at, m.id", [idList]) {
-                if let job = try Self.job(row, c) { jobs.append(job) }
+                if var job = try Self.job(row, c) {
+                    job.lease = leaseID
+                    jobs.append(job)
+                }
             }
             return jobs
         }
@@ -193,18 +211,21 @@ public struct SQLMessageStore: MessageStore {
 
     public func recordJobs(_ outcomes: [JobOutcome], at date: Date) throws(StoreError) {
         guard !outcomes.isEmpty else { return }
+        let leases = Set(outcomes.map(\.job.lease))
         try database.write { (c) throws(StoreError) in
+            for lease in leases { try Self.hold(lease, c) }
             for outcome in outcomes {
                 let job = outcome.job
                 try Self.write(outcome.result, message: job.id, at: date, c)
                 if outcome.finished {
-                    try c.run("UPDATE messages SET state = 'done', claimed = 0, finished_at = ?, cursor = ? WHERE id = ?",
+                    try c.run("UPDATE messages SET state = 'done', claimed = 0, lease = NULL, finished_at = ?, cursor = ? WHERE id = ?",
                               [Self.seconds(date), .int(outcome.result.cursor), .int(job.id)])
                 } else {
-                    try c.run("UPDATE messages SET claimed = 0, cursor = ? WHERE id = ? AND state = 'sending'",
+                    try c.run("UPDATE messages SET claimed = 0, lease = NULL, cursor = ? WHERE id = ? AND state = 'sending'",
                               [.int(outcome.result.cursor), .int(job.id)])
                 }
             }
+            for lease in leases { try Self.endLease(lease, c) }
         }
     }
 
@@ -356,21 +377,6 @@ public struct SQLMessageStore: MessageStore {
         }
     }
 
-    public func releaseClaims() throws(StoreError) {
-        let inAMinute = Self.milliseconds(Date().addingTimeInterval(60))
-        try database.write { (c) throws(StoreError) in
-            try c.run("UPDATE messages SET claimed = 0 WHERE state = 'sending' AND claimed = 1")
-            try c.run("UPDATE message_shards SET claimed = 0 WHERE claimed = 1")
-            // Retries a previous run had in flight: due again now. A start among them keeps the copy it counted
-            // and waits for its device's token like any start whose answer was lost.
-            try c.run("""
-                UPDATE deliveries SET state = \(Self.backToWaiting),
-                    next_at = CASE WHEN copies > 0 THEN ? ELSE 0 END
-                WHERE state = 'sending'
-                """, [inAMinute])
-        }
-    }
-
     public func updateTargets(activity: Int64, afterID: Int64, limit: Int) throws(StoreError) -> [UpdateTarget] {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("""
@@ -393,6 +399,7 @@ public struct SQLMessageStore: MessageStore {
 
     public func recordBatch(_ result: BatchResult, of job: MessageJob, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
+            try Self.hold(job.lease, c)
             try Self.write(result, message: job.id, at: date, c)
             if let shard = job.shard {
                 try c.run("UPDATE message_shards SET cursor = ? WHERE message = ? AND shard = ?",
@@ -415,7 +422,8 @@ public struct SQLMessageStore: MessageStore {
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
             ON CONFLICT (message, device) DO UPDATE SET push_type = excluded.push_type, status = excluded.status,
                 reason = excluded.reason, apns_id = excluded.apns_id, attempts = deliveries.attempts + excluded.attempts, at = excluded.at,
-                state = excluded.state, next_at = excluded.next_at, token = COALESCE(excluded.token, deliveries.token), copies = excluded.copies
+                state = excluded.state, next_at = excluded.next_at, token = COALESCE(excluded.token, deliveries.token), copies = excluded.copies,
+                lease = NULL
             """, [.int(message), .int(record.device), optional(record.pushType), .int(Int64(record.status)),
                   optional(record.reason), optional(record.apnsID), .int(Int64(record.attempts)), seconds(date),
                   .text(record.state.rawValue), record.nextAttemptAt.map { milliseconds($0) } ?? .null, optional(record.token),
@@ -431,9 +439,9 @@ public struct SQLMessageStore: MessageStore {
 
     // MARK: - Due deliveries (retries, unconfirmed starts, catch-ups)
 
-    public func claimDueDeliveries(at date: Date, limit: Int, excluding: Set<ApplicationCode>,
+    public func claimDueDeliveries(at date: Date, limit: Int, excluding: Set<ApplicationCode>, lease: ClaimLease,
                                    verdict: (DueDelivery, Date) -> DueVerdict) throws(StoreError) -> [DueDelivery] {
-        try database.write { (c) throws(StoreError) -> [DueDelivery] in
+        try database.inClaimTransaction { (c) throws(StoreError) -> [DueDelivery] in
             let rows = try c.query("""
                 SELECT d.message, m.code, m.application, m.event, m.activity, d.device, dev.sandbox, d.state,
                        COALESCE(d.push_type, 'liveactivity') AS push_type, d.token, m.payload, m.fallback_payload, m.priority,
@@ -446,9 +454,10 @@ public struct SQLMessageStore: MessageStore {
                 JOIN activities a ON a.id = m.activity
                 JOIN devices dev ON dev.id = d.device
                 WHERE d.state IN ('retrying', 'unconfirmed') AND d.next_at <= ? \(Self.notIn(excluding, column: "m.application"))
-                ORDER BY d.next_at LIMIT ?
+                ORDER BY d.next_at LIMIT ? \(database.dialect.skipLocked(of: "d"))
                 """, [Self.milliseconds(date), .int(Int64(limit))])
             var claimed: [DueDelivery] = []
+            var leaseID: Int64?
             for row in rows {
                 guard let application = ApplicationCode(row["application"].text ?? ""), let token = row["token"].text else {
                     try c.run("UPDATE deliveries SET state = 'failed', next_at = NULL, reason = 'no device token stored' WHERE message = ? AND device = ?",
@@ -456,7 +465,7 @@ public struct SQLMessageStore: MessageStore {
                     continue
                 }
                 let pushType = row["push_type"].text ?? "liveactivity"
-                let due = DueDelivery(
+                var due = DueDelivery(
                     message: row["message"].int ?? 0, code: row["code"].text ?? "", application: application,
                     event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: row["activity"].int ?? 0,
                     device: row["device"].int ?? 0, gateway: row["sandbox"].bool ? .sandbox : .production,
@@ -473,8 +482,11 @@ public struct SQLMessageStore: MessageStore {
                 case .send:
                     // Every send of a start counts as a possible copy before it goes, so a crash cannot make a third;
                     // an answer that proves it did not land gives the count back (`DeliveryDecisions.record`).
-                    try c.run("UPDATE deliveries SET state = 'sending', next_at = NULL, copies = copies + ? WHERE message = ? AND device = ?",
-                              [.int(due.event == .start && due.pushType == "liveactivity" ? 1 : 0), row["message"], row["device"]])
+                    if leaseID == nil { leaseID = try newLease(lease, c) }
+                    let held = leaseID ?? 0
+                    try c.run("UPDATE deliveries SET state = 'sending', next_at = NULL, copies = copies + ?, lease = ? WHERE message = ? AND device = ?",
+                              [.int(due.event == .start && due.pushType == "liveactivity" ? 1 : 0), .int(held), row["message"], row["device"]])
+                    due.lease = held
                     claimed.append(due)
                 }
             }
@@ -482,10 +494,12 @@ public struct SQLMessageStore: MessageStore {
         }
     }
 
-    public func recordRetries(_ result: RetryResult, at date: Date) throws(StoreError) {
+    public func recordRetries(_ result: RetryResult, lease: Int64, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
+            try Self.hold(lease, c)
             for (message, record) in result.records { try Self.write(record, message: message, at: date, c) }
             try Self.apply(result.effects, c)
+            try Self.endLease(lease, c)
         }
     }
 
@@ -512,11 +526,15 @@ public struct SQLMessageStore: MessageStore {
 
     public func requeue(_ due: [DueDelivery], at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            for item in due {
-                try c.run("""
-                    UPDATE deliveries SET state = \(Self.backToWaiting), next_at = ?
-                    WHERE message = ? AND device = ? AND state = 'sending'
-                    """, [Self.milliseconds(date), .int(item.message), .int(item.device)])
+            // Those of a lease that was rescued are another node's already.
+            for (lease, items) in Dictionary(grouping: due, by: \.lease) where try Self.holds(lease, c) {
+                for item in items {
+                    try c.run("""
+                        UPDATE deliveries SET state = \(Self.backToWaiting), next_at = ?, lease = NULL
+                        WHERE message = ? AND device = ? AND state = 'sending' AND lease = ?
+                        """, [Self.milliseconds(date), .int(item.message), .int(item.device), .int(lease)])
+                }
+                try Self.endLease(lease, c)
             }
         }
     }
@@ -529,33 +547,73 @@ public struct SQLMessageStore: MessageStore {
 
     public func finish(_ job: MessageJob, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
+            try Self.hold(job.lease, c)
             if let shard = job.shard {
-                try c.run("UPDATE message_shards SET state = 'done', claimed = 0 WHERE message = ? AND shard = ?",
+                try c.run("UPDATE message_shards SET state = 'done', claimed = 0, lease = NULL WHERE message = ? AND shard = ?",
                           [.int(job.id), .int(Int64(shard.number))])
             }
             // A sharded message is done with its last shard.
             try c.run("""
-                UPDATE messages SET state = 'done', claimed = 0, finished_at = ?1
+                UPDATE messages SET state = 'done', claimed = 0, lease = NULL, finished_at = ?1
                 WHERE id = ?2 AND NOT EXISTS (SELECT 1 FROM message_shards WHERE message = ?2 AND state != 'done')
                 """, [Self.seconds(date), .int(job.id)])
+            try Self.endLease(job.lease, c)
         }
     }
 
     public func release(_ job: MessageJob) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
+            // A lease that was rescued: the job is another node's already.
+            guard try Self.holds(job.lease, c) else { return }
             if let shard = job.shard {
-                try c.run("UPDATE message_shards SET claimed = 0 WHERE message = ? AND shard = ?", [.int(job.id), .int(Int64(shard.number))])
+                try c.run("UPDATE message_shards SET claimed = 0, lease = NULL WHERE message = ? AND shard = ?", [.int(job.id), .int(Int64(shard.number))])
             } else {
-                try c.run("UPDATE messages SET claimed = 0 WHERE id = ? AND state = 'sending'", [.int(job.id)])
+                try c.run("UPDATE messages SET claimed = 0, lease = NULL WHERE id = ? AND state = 'sending'", [.int(job.id)])
             }
+            try Self.endLease(job.lease, c)
         }
+    }
+
+    // MARK: - Leases (issue 14)
+
+    /// A new lease of `lease.owner`, timed on the database's clock; its id is the claim's fencing token.
+    func newLease(_ lease: ClaimLease, _ c: any SQLConnection) throws(StoreError) -> Int64 {
+        guard let id = try c.query("""
+            INSERT INTO leases (owner, until_ms, created_at) VALUES (?, \(database.dialect.nowMilliseconds) + ?, ?) RETURNING id
+            """, [.text(lease.owner.rawValue), .int(Int64((lease.duration * 1000).rounded())), Self.seconds(Date())]).first?["id"].int
+        else { throw StoreError(.io, "a new lease has no id") }
+        return id
+    }
+
+    /// Locks the lease's row to the commit, so no rescue can delete it while this transaction writes what
+    /// its work came to; false when it was rescued already.
+    static func holds(_ lease: Int64, _ c: any SQLConnection) throws(StoreError) -> Bool {
+        try c.run("UPDATE leases SET until_ms = until_ms WHERE id = ?", [.int(lease)]) == 1
+    }
+
+    /// `holds`, or `.leaseLost`: the fencing check of every write of a claim's outcome.
+    static func hold(_ lease: Int64, _ c: any SQLConnection) throws(StoreError) {
+        guard try holds(lease, c) else {
+            throw StoreError(.leaseLost, "lease \(lease) was rescued (it expired or its node was taken for gone); its work went to another node")
+        }
+    }
+
+    /// Deletes the lease once nothing claimed names it any more.
+    static func endLease(_ lease: Int64, _ c: any SQLConnection) throws(StoreError) {
+        try c.run("""
+            DELETE FROM leases WHERE id = ?1
+              AND NOT EXISTS (SELECT 1 FROM messages WHERE claimed = 1 AND lease = ?1)
+              AND NOT EXISTS (SELECT 1 FROM message_shards WHERE claimed = 1 AND lease = ?1)
+              AND NOT EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND lease = ?1)
+            """, [.int(lease)])
     }
 
     // MARK: - Reading and cancelling
 
     public func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> CancelResult {
         try database.write { (c) throws(StoreError) -> CancelResult in
-            guard let row = try c.query("SELECT id, state, event, activity FROM messages WHERE code = ? AND application = ?",
+            // Locked: a node claiming it at this moment either has it (then it is sending) or skips it.
+            guard let row = try c.query("SELECT id, state, event, activity FROM messages WHERE code = ? AND application = ? \(database.dialect.forUpdate)",
                                         [.text(code), .text(application.rawValue)]).first else { return .notFound }
             let state = MessageState(rawValue: row["state"].text ?? "") ?? .done
             let event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
@@ -606,7 +664,7 @@ public struct SQLMessageStore: MessageStore {
     }
 
     public func activity(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> ActivityRecord? {
-        try database.withConnection { (c) throws(StoreError) in try activityRow(activityID, application, c) }
+        try database.withConnection { (c) throws(StoreError) in try activityRow(activityID, application, locking: false, c) }
     }
 
     public func activityDevices(activity: Int64, after: Int64, limit: Int) throws(StoreError) -> [ActivityDevice] {
@@ -641,10 +699,12 @@ public struct SQLMessageStore: MessageStore {
 
     // MARK: - Rows
 
-    private func activityRow(_ activityID: String, _ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> ActivityRecord? {
+    /// An activity; `locking` it to the commit (PostgreSQL) when a decision and an enqueue depend on it.
+    private func activityRow(_ activityID: String, _ application: ApplicationCode, locking: Bool,
+                             _ c: any SQLConnection) throws(StoreError) -> ActivityRecord? {
         try c.query("""
             SELECT id, activity_id, state, attributes_type, name, content_state, updated_at FROM activities
-            WHERE application = ? AND activity_id = ?
+            WHERE application = ? AND activity_id = ? \(locking ? database.dialect.forUpdate : "")
             """, [.text(application.rawValue), .text(activityID)]).first.map { row in
             ActivityRecord(
                 id: row["id"].int ?? 0, activityID: row["activity_id"].text ?? "", state: ActivityState(rawValue: row["state"].text ?? "") ?? .ended,

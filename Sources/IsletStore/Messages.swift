@@ -166,6 +166,8 @@ public struct MessageJob: Sendable, Equatable {
     public let dueAt: Date
     /// A shard of a large fan-out: its number, and the last device id it covers.
     public var shard: (number: Int, upTo: Int64)?
+    /// The lease of the claim that took it: its fencing token (issue 14).
+    public var lease: Int64 = 0
 
     public static func == (a: MessageJob, b: MessageJob) -> Bool {
         a.id == b.id && a.cursor == b.cursor && a.shard?.number == b.shard?.number && a.shard?.upTo == b.shard?.upTo
@@ -194,6 +196,7 @@ public struct MessageJob: Sendable, Equatable {
                   activityID: job.activityID, target: job.target, attributesType: job.attributesType, payload: job.payload,
                   fallbackPayload: job.fallbackPayload, priority: job.priority, cursor: cursor, expiresAt: job.expiresAt, dueAt: job.dueAt)
         shard = job.shard
+        lease = job.lease
     }
 }
 
@@ -276,6 +279,8 @@ public struct DueDelivery: Sendable, Equatable {
     public let newerMessage: Bool
     /// The activity runs on the device (its start was answered 200, or the device reported an update token).
     public let tokenReportedSince: Bool
+    /// The lease of the claim that took it (issue 14).
+    public var lease: Int64 = 0
 
     public init(message: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, device: Int64,
                 gateway: Gateway, state: DeliveryState, pushType: String, token: String, payload: [UInt8], priority: Int, expiresAt: Date,
@@ -495,20 +500,23 @@ public protocol MessageStore: Sendable {
     /// Stores update/end messages, all or none; refuses unknown and ended activities (U1).
     func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws
 
-    /// Takes the next due job, if any, for this process to send; none of the `excluding` applications.
+    /// Takes the next due job, if any, under a new lease of `lease.owner`; none of the `excluding` applications.
     /// A start to a large audience is split into shards (`sharding`) on its first claim, and each
-    /// shard is a job of its own, so several workers send it at once.
+    /// shard is a job of its own, so several workers (of any node) send it at once.
     /// Shards are not taken for the `shardsExcluding` applications, so their small messages always find a worker.
     /// With `leavingSmall`, the messages `claimSmallJobs(devicesAtMost: leavingSmall)` takes are left to it.
+    /// Jobs another node is claiming at this moment are skipped, not waited for.
     func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,
-                      sharding: ShardPolicy, leavingSmall: Int?) throws(StoreError) -> MessageJob?
+                      sharding: ShardPolicy, leavingSmall: Int?, lease: ClaimLease) throws(StoreError) -> MessageJob?
     /// Takes up to `limit` due small messages (at most one per activity: the oldest, so order holds), none of
-    /// the `excluding` applications, in one transaction: updates and ends of activities with at most
-    /// `devicesAtMost` devices, and starts to a short list of named devices (their scheduled activity becomes
-    /// active). Small messages are sent and recorded together (issue 18) instead of a job cycle each.
-    func claimSmallJobs(at date: Date, limit: Int, devicesAtMost: Int, excluding: Set<ApplicationCode>) throws(StoreError) -> [MessageJob]
+    /// the `excluding` applications, in one transaction and under one lease: updates and ends of activities with
+    /// at most `devicesAtMost` devices, and starts to a short list of named devices (their scheduled activity
+    /// becomes active). Small messages are sent and recorded together (issue 18) instead of a job cycle each.
+    func claimSmallJobs(at date: Date, limit: Int, devicesAtMost: Int, excluding: Set<ApplicationCode>,
+                        lease: ClaimLease) throws(StoreError) -> [MessageJob]
     /// Records the batches of several jobs in one transaction: each job's results, then the job finished
-    /// (`finished`) or given back with its cursor (more devices than one page, or not sent).
+    /// (`finished`) or given back with its cursor (more devices than one page, or not sent). Throws
+    /// `.leaseLost`, writing nothing, when a job's lease was rescued.
     func recordJobs(_ outcomes: [JobOutcome], at date: Date) throws(StoreError)
     /// When the next pending job or due delivery of an application not `excluding` falls due; nil when none waits.
     func nextDueDate(excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>) throws(StoreError) -> Date?
@@ -521,19 +529,18 @@ public protocol MessageStore: Sendable {
     func queueStatistics(at date: Date) throws(StoreError) -> DeliveryQueueStatistics
     /// Gives claimed due deliveries back unsent (their outcomes could not be recorded), due at `date`.
     func requeue(_ due: [DueDelivery], at date: Date) throws(StoreError)
-    /// Claims up to `limit` deliveries due at `date` (not of `excluding` applications), settling in the same
-    /// transaction those `verdict` says need no send; returns the ones to send, now `.sending`.
-    func claimDueDeliveries(at date: Date, limit: Int, excluding: Set<ApplicationCode>,
+    /// Claims up to `limit` deliveries due at `date` (not of `excluding` applications) under a new lease,
+    /// settling in the same transaction those `verdict` says need no send; returns the ones to send, now `.sending`.
+    func claimDueDeliveries(at date: Date, limit: Int, excluding: Set<ApplicationCode>, lease: ClaimLease,
                             verdict: (DueDelivery, Date) -> DueVerdict) throws(StoreError) -> [DueDelivery]
-    /// Writes what sending due deliveries came to, in one transaction.
-    func recordRetries(_ result: RetryResult, at date: Date) throws(StoreError)
+    /// Writes what sending due deliveries of one claim (`lease`) came to, in one transaction; `.leaseLost`
+    /// when the lease was rescued.
+    func recordRetries(_ result: RetryResult, lease: Int64, at date: Date) throws(StoreError)
     /// The newer message that superseded this job while it was being sent, if any.
     func supersededBy(_ job: MessageJob) throws(StoreError) -> Int64?
-    /// Frees jobs a previous run of this process claimed but did not finish (a crash), so they resume now.
-    func releaseClaims() throws(StoreError)
     /// A page of the devices an update goes to, in id order after `afterID` (U2).
     func updateTargets(activity: Int64, afterID: Int64, limit: Int) throws(StoreError) -> [UpdateTarget]
-    /// Writes one batch's results and advances the job, in one transaction.
+    /// Writes one batch's results and advances the job, in one transaction; `.leaseLost` when its lease was rescued.
     func recordBatch(_ result: BatchResult, of job: MessageJob, at date: Date) throws(StoreError)
     func finish(_ job: MessageJob, at date: Date) throws(StoreError)
     /// Gives a claimed job back unfinished (its cursor kept), for any worker to resume.

@@ -14,6 +14,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let io = Code(rawValue: "io")
         /// An APNs key is sealed and the master key to open it is missing or wrong.
         public static let locked = Code(rawValue: "locked")
+        /// A claim's lease was rescued (it expired, or its node was taken for gone): its work is another
+        /// node's now, and nothing of this write was kept (issue 14).
+        public static let leaseLost = Code(rawValue: "lease_lost")
     }
 
     public let code: Code

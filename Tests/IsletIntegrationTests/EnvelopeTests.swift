@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import IsletStore
 import IsletCore
 
 private let demoRequest = #"{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN"}}"#
@@ -107,7 +108,9 @@ struct EnvelopeTests {
     @Test func healthAndMetrics() throws {
         let health = try request(running.port, method: "GET", "/healthz")
         #expect(health.status == 200)
-        #expect(health.json == ["status": "ok"])
+        let fields = health.json?.objectValue
+        #expect(fields?["status"] == "ok" && fields?["database"] == "reachable" && fields?["liveness"] == .bool(true))
+        #expect(fields?["node"]?.stringValue.flatMap(NodeID.init) != nil, "this node's id (issue 14)")
         #expect(try request(running.port, method: "POST", "/healthz", body: "{}").status == 405)
 
         _ = try request(running.port, "/json/1.3/getApplication", body: demoRequest)

@@ -16,6 +16,8 @@ public final class IsletServer: Sendable {
     public let store: any ApplicationStore
     public let devices: any DeviceStore
     public let messages: any MessageStore
+    /// The nodes sharing the database (`islet cluster status`, `/healthz`).
+    public let cluster: any ClusterStore
     public let metrics = Metrics()
     /// Sends accepted messages.
     public let delivery: DeliveryService?
@@ -69,10 +71,13 @@ public final class IsletServer: Sendable {
         }
         self.simulator = simulator
         self.client = client
+        let node = NodeInfo(id: configuration.node, host: ProcessInfo.processInfo.hostName, pid: Int(ProcessInfo.processInfo.processIdentifier),
+                            version: IsletVersion.current)
         let delivery = pushes.map {
-            DeliveryService(messages: messages, devices: devices, applications: store, transport: $0,
-                            configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock)
+            DeliveryService(messages: messages, devices: devices, applications: store, transport: $0, cluster: storage.cluster, node: node,
+                            session: storage.nodeSession, configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock)
         }
+        self.cluster = storage.cluster
         self.delivery = delivery
         self.retention = RetentionService(messages: messages, policy: configuration.retention, logger: logger.with(label: "islet.retention"), now: clock)
         var simulatedKey: (@Sendable (ApplicationCode) throws -> APNsKeyInfo?)?
@@ -88,7 +93,8 @@ public final class IsletServer: Sendable {
         let routes = SimulatorRoutes(wiring: wiring, authenticator: Authenticator(store: store))
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
                                extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })],
-                               limits: configuration.rateLimits, readsWait: configuration.location.isNetworked)
+                               limits: configuration.rateLimits, readsWait: configuration.location.isNetworked,
+                               healthDetails: { ["node": .string(node.id.rawValue), "liveness": .bool(delivery?.nodeIsAlive ?? true)] })
         self.router = router
         self.http = HTTPServer(configuration: configuration.http, handler: router)
         self.prefixRoutes = simulator == nil ? [] : ["/simulator/devices"]

@@ -4,6 +4,12 @@ import IsletAPI
 import IsletCrypto
 import IsletDelivery
 import IsletHTTP
+import IsletStore
+
+/// This build's version, as nodes report it to each other (`islet cluster status`).
+public enum IsletVersion {
+    public static let current = "0.1.0"
+}
 
 /// Where pushes go: the built-in simulator or Apple's APNs.
 public struct APNsMode: WireValue {
@@ -72,6 +78,8 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var masterKey: MasterKey?
     /// Where admin actions are logged: a file, "off", or unset for `audit.log` beside an SQLite database.
     public var auditLogSetting: String?
+    /// This process among the nodes sharing the database (issue 14); unique per run unless given.
+    public var node = NodeID.generated()
 
     /// The audit log this configuration writes to.
     public var auditLog: AuditLog { AuditLog(setting: auditLogSetting, directory: location.localDirectory) }
@@ -97,6 +105,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var summary: JSONValue {
         var object: JSONObject = [
             "listen": .string(listen.description), "database": .string(location.description), "apns": .string(apns.rawValue),
+            "node": .string(node.rawValue),
             "max_body_bytes": .int(Int64(http.maximumBodyBytes)), "threads": .int(Int64(http.threads)),
             "phone_started_activities": .string(phoneStartedActivities.rawValue),
             "audit_log": auditLog.path.map { .string($0) } ?? .string("off"),

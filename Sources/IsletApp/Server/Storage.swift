@@ -63,6 +63,13 @@ public struct Storage: Sendable {
     public var messages: SQLMessageStore { SQLMessageStore(database: database) }
     public var schemas: SQLSchemaStore { SQLSchemaStore(database: database) }
     public var simulated: SQLSimulatorStore { SQLSimulatorStore(database: database) }
+    public var cluster: SQLClusterStore { SQLClusterStore(database: database) }
+
+    /// Opens a node's liveness session, given its number: PostgreSQL only (SQLite has one server per file).
+    public var nodeSession: (@Sendable (Int) throws -> any NodeSession)? {
+        guard case .postgresql(let url) = location else { return nil }
+        return { number in try PostgresNodeSession(url: url, number: number) }
+    }
 
     /// The schema version of the database as it is, without migrating it (`islet db version`).
     public static func schemaVersion(of location: StorageLocation) throws(StoreError) -> Int {

@@ -1,0 +1,173 @@
+import Foundation
+import IsletCore
+import IsletStore
+import Synchronization
+
+/// The leases this node's workers hold, each with the local instant it is safe until: a worker sends the
+/// next batch of a claim only before then (issue 14). The instant is measured from before the claim or
+/// renewal left this process, so it never runs past the expiry the database set.
+public final class LeaseKeeper: Sendable {
+    private let deadlines = Mutex<[Int64: ContinuousClock.Instant]>([:])
+    /// Subtracted from a lease's duration: room for clock-rate drift and the send that follows a check.
+    let margin: Duration
+    let duration: Duration
+
+    init(duration: Duration) {
+        self.duration = duration
+        margin = min(.seconds(1), duration / 5)
+    }
+
+    /// A claim made at `claimedAt` (read before the claim began) took `lease`.
+    func add(_ lease: Int64, claimedAt: ContinuousClock.Instant) {
+        deadlines.withLock { $0[lease] = claimedAt + duration - margin }
+    }
+
+    func remove(_ lease: Int64) { _ = deadlines.withLock { $0.removeValue(forKey: lease) } }
+
+    /// True while the lease is surely still this node's.
+    func isValid(_ lease: Int64) -> Bool {
+        deadlines.withLock { $0[lease] }.map { ContinuousClock.now < $0 } ?? false
+    }
+
+    var held: Set<Int64> { Set(deadlines.withLock { $0.keys }) }
+
+    /// A renewal sent at `sentAt` extended `renewed` of `asked`; the others were rescued and are lost now.
+    func renewed(_ renewed: Set<Int64>, of asked: Set<Int64>, sentAt: ContinuousClock.Instant) -> Int {
+        deadlines.withLock { deadlines in
+            var lost = 0
+            for lease in asked where deadlines[lease] != nil {
+                if renewed.contains(lease) {
+                    deadlines[lease] = sentAt + duration - margin
+                } else {
+                    deadlines[lease] = .now - .seconds(1)
+                    lost += 1
+                }
+            }
+            return lost
+        }
+    }
+}
+
+/// This process as a node of the cluster sharing its database (issue 14): it joins (freeing what a previous
+/// run left claimed), holds its liveness session, renews its leases, rescues the leases of nodes that are
+/// gone, wakes the delivery workers when work is accepted on another node, and leaves on shutdown.
+final class NodeMembership: Sendable {
+    let cluster: any ClusterStore
+    let node: NodeInfo
+    let leases: LeaseKeeper
+    let metrics: DeliveryMetrics
+    let logger: Logger
+    let now: @Sendable () -> Date
+    private let openSession: (@Sendable (Int) throws -> any NodeSession)?
+    private let session = Mutex<(any NodeSession)?>(nil)
+    private let state = Mutex((stopping: false, running: false))
+    private let idle = NSCondition()
+    /// How often leases are renewed and dead nodes looked for.
+    let tick: Duration
+
+    init(cluster: any ClusterStore, node: NodeInfo, leaseDuration: Duration, session: (@Sendable (Int) throws -> any NodeSession)?,
+         metrics: DeliveryMetrics, logger: Logger, now: @escaping @Sendable () -> Date) {
+        self.cluster = cluster
+        self.node = node
+        self.leases = LeaseKeeper(duration: leaseDuration)
+        self.openSession = session
+        self.metrics = metrics
+        self.logger = logger
+        self.now = now
+        tick = min(.seconds(1), leaseDuration / 4)
+    }
+
+    /// The lease every claim of this node asks for.
+    var claimLease: ClaimLease { ClaimLease(owner: node.id, duration: leases.duration.timeInterval) }
+
+    /// Joins and opens the liveness session; throws when either fails (another process runs with this node id).
+    func join() throws {
+        let number = try cluster.join(node, at: now())
+        if let openSession { session.withLock { $0 = nil }; let opened = try openSession(number); session.withLock { $0 = opened } }
+        logger.info("joined the cluster", ["node": .string(node.id.rawValue), "number": .int(Int64(number))])
+    }
+
+    /// Runs the node's thread: `wake` is called when another node accepted work or a rescue freed some.
+    func start(wake: @escaping @Sendable () -> Void) {
+        state.withLock { $0.running = true }
+        let thread = Thread { [self] in
+            defer { state.withLock { $0.running = false } }
+            run(wake: wake)
+        }
+        thread.name = "islet-node"
+        thread.start()
+    }
+
+    private var stopping: Bool { state.withLock { $0.stopping } }
+
+    private func run(wake: @Sendable () -> Void) {
+        var nextTick = ContinuousClock.now
+        var nextHeartbeat = ContinuousClock.now + .seconds(5)
+        while !stopping {
+            let wait = min(max(.zero, nextTick - .now), .milliseconds(250))
+            if let session = session.withLock({ $0 }) {
+                if session.waitForWork(timeout: wait) { wake() }
+            } else {
+                idle.lock()
+                if !stopping { _ = idle.wait(until: Date().addingTimeInterval(wait.timeInterval)) }
+                idle.unlock()
+            }
+            guard !stopping, ContinuousClock.now >= nextTick else { continue }
+            nextTick = .now + tick
+            renew()
+            rescue(wake: wake)
+            if ContinuousClock.now >= nextHeartbeat {
+                nextHeartbeat = .now + .seconds(5)
+                do { try cluster.heartbeat(node.id, at: now()) } catch { logger.warning("cluster heartbeat failed", ["error": .string("\(error)")]) }
+            }
+        }
+    }
+
+    private func renew() {
+        let asked = leases.held
+        guard !asked.isEmpty else { return }
+        let sentAt = ContinuousClock.now
+        do {
+            let held = try cluster.renew(asked, of: node.id, for: leases.duration.timeInterval)
+            let lost = leases.renewed(held, of: asked, sentAt: sentAt)
+            if lost > 0 {
+                logger.warning("leases were rescued by another node; their work is theirs now", ["leases": .int(Int64(lost))])
+            }
+        } catch {
+            // Not renewed: the local deadlines run on, and workers stop sending when they pass.
+            logger.warning("lease renewal failed", ["error": .string("\(error)")])
+        }
+    }
+
+    private func rescue(wake: @Sendable () -> Void) {
+        do {
+            let report = try cluster.rescue(at: now())
+            guard !report.isEmpty else { return }
+            metrics.count { counts in
+                counts.rescuedLeases += report.leases
+                counts.rescuedJobs += report.jobs
+                counts.rescuedDeliveries += report.deliveries
+            }
+            logger.warning("rescued work of leases that expired or whose node is gone", [
+                "leases": .int(Int64(report.leases)), "jobs": .int(Int64(report.jobs)), "deliveries": .int(Int64(report.deliveries)),
+            ])
+            wake()
+        } catch {
+            logger.warning("lease rescue failed", ["error": .string("\(error)")])
+        }
+    }
+
+    /// Whether the liveness session holds its lock (always true without one: SQLite's single server).
+    var isAlive: Bool { session.withLock { $0 }?.isAlive ?? true }
+
+    /// Stops the thread (within `deadline`), leaves the cluster and closes the session.
+    func stop(deadline: ContinuousClock.Instant) {
+        state.withLock { $0.stopping = true }
+        idle.lock()
+        idle.broadcast()
+        idle.unlock()
+        while state.withLock({ $0.running }) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        do { try cluster.leave(node.id, at: now()) } catch { logger.warning("could not leave the cluster cleanly", ["error": .string("\(error)")]) }
+        session.withLock { $0?.close(); $0 = nil }
+    }
+}

@@ -33,6 +33,8 @@ public struct APNsClientConfiguration: Sendable {
     public var sweepInterval: Duration
     /// TCP connect and TLS handshake together; a connection not up by then is closed and retried.
     public var connectTimeout: Duration
+    /// Where provider tokens are shared with the other nodes of the database (issue 14); nil: this process only.
+    public var sharedTokens: (any ClusterStore)?
 
     public init(overrideURL: URL? = nil, extraCA: String? = nil, connectionsPerPool: Int = 2, maximumStreams: UInt32 = 1000,
                 requestTimeout: Duration = .seconds(30), pingAfter: Duration = .seconds(60), pingTimeout: Duration = .seconds(5),
@@ -165,7 +167,7 @@ final class ClientState: @unchecked Sendable {
     let logger: Logger
     let now: @Sendable () -> Date
     let loop: EventLoop
-    let tokens = ProviderTokens()
+    let tokens: ProviderTokens
     private var pools: [String: ConnectionPool] = [:]
     /// The pool the previous push went to: a batch is usually one application and environment.
     private var lastPool: (application: ApplicationCode, gateway: Gateway, pool: ConnectionPool)?
@@ -194,6 +196,7 @@ final class ClientState: @unchecked Sendable {
         self.logger = logger
         self.now = now
         self.loop = loop
+        tokens = ProviderTokens(shared: configuration.sharedTokens, logger: logger)
     }
 
     func enqueue(_ push: Push, deadline: ContinuousClock.Instant, completion: @escaping (PushOutcome) -> Void) {

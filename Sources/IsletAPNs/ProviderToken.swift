@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import IsletCore
 import IsletStore
 
 /// Base64url without padding, as JWTs use.
@@ -62,21 +63,45 @@ public final class SigningKey: @unchecked Sendable {
 }
 
 /// One provider token per key, reused for about 50 minutes and never renewed more often than every 20 (A3).
+/// With `shared`, the token is the one every node of the database uses: a node asks the store when its copy
+/// is 50 minutes old, and only the first to ask signs a new one (issue 14). The store is asked on the client's
+/// loop, about once every 50 minutes per key; if it cannot answer, this node signs its own meanwhile.
 ///
 /// Loop-confined: used only on the APNs client's event loop thread.
 final class ProviderTokens {
     static let reuseFor: TimeInterval = 50 * 60
     static let minimumAge: TimeInterval = 20 * 60
 
+    private let shared: (any ClusterStore)?
+    private let logger: Logger
     private var tokens: [String: (token: String, issuedAt: Date)] = [:]
-    /// Tokens signed since the client started (first ones and renewals), for `/metrics`.
+    /// Tokens signed by this process since the client started (first ones and renewals), for `/metrics`.
     private(set) var issued = 0
+
+    init(shared: (any ClusterStore)? = nil, logger: Logger = Logger(label: "islet.apns")) {
+        self.shared = shared
+        self.logger = logger
+    }
 
     static func name(_ key: SigningKey) -> String { "\(key.info.teamID).\(key.info.keyID)" }
 
     func token(for key: SigningKey, now: Date) -> String? {
         let name = Self.name(key)
         if let current = tokens[name], now.timeIntervalSince(current.issuedAt) < Self.reuseFor { return current.token }
+        if let shared {
+            var signed = false
+            do {
+                let got = try shared.providerToken(named: name, issuedAfter: now.addingTimeInterval(-Self.reuseFor), at: now) { date in
+                    signed = true
+                    return key.providerToken(issuedAt: date)
+                }
+                if signed { issued += 1 }
+                tokens[name] = got
+                return got?.token
+            } catch {
+                logger.warning("cannot read the shared provider token; this node signs its own", ["key": .string(name), "error": .string("\(error)")])
+            }
+        }
         guard let token = key.providerToken(issuedAt: now) else { return nil }
         tokens[name] = (token, now)
         issued += 1
@@ -91,6 +116,16 @@ final class ProviderTokens {
         guard let current = tokens[name] else { return true }
         guard current.token == token else { return true }   // already replaced
         guard now.timeIntervalSince(current.issuedAt) >= Self.minimumAge else { return false }
+        if let shared {
+            do {
+                // Another node may have replaced it already, or (a younger token there) must not yet.
+                guard try shared.expireProviderToken(named: name, token: token, renewableBefore: now.addingTimeInterval(-Self.minimumAge)) else {
+                    return false
+                }
+            } catch {
+                logger.warning("cannot expire the shared provider token; this node renews its own", ["key": .string(name), "error": .string("\(error)")])
+            }
+        }
         tokens[name] = nil
         return true
     }

@@ -340,6 +340,8 @@ public final class DeliveryService: Sendable {
                 guard !window.isEmpty else { break }
                 try land()
             }
+            // Off the renewal list first: a renewal racing the end of the lease would take it for rescued.
+            leases.remove(job.lease)
             try messages.finish(job, at: now())
             logger.info(job.shard == nil ? "message delivered" : "message shard delivered", [
                 "message": .string(job.code), "shard": job.shard.map { .int(Int64($0.number)) } ?? .null, "event": .string(job.event.rawValue), "activity": .string(job.activityID),
@@ -413,6 +415,7 @@ public final class DeliveryService: Sendable {
                 offset += mine.count
                 results.append(JobOutcome(job: job, result: result, finished: complete))
             }
+            leases.remove(jobs[0].lease)
             metrics.count(try recordSmall(results).flatMap(\.result.records))
             logger.info("small messages delivered", ["messages": .int(Int64(results.count)), "pushes": .int(Int64(pushes.count))])
         } catch {
@@ -583,6 +586,7 @@ public final class DeliveryService: Sendable {
             result.records.append((item.message, record))
             result.effects.add(outcome, of: push, isStart: isStart, activity: item.activity, device: item.device)
         }
+        leases.remove(due[0].lease)
         try persistently { try messages.recordRetries(result, lease: due[0].lease, at: at) }
         metrics.count(result.records.map(\.record))
     }

@@ -7,7 +7,8 @@ import Synchronization
 /// next batch of a claim only before then (issue 14). The instant is measured from before the claim or
 /// renewal left this process, so it never runs past the expiry the database set.
 public final class LeaseKeeper: Sendable {
-    private let deadlines = Mutex<[Int64: ContinuousClock.Instant]>([:])
+    /// Each lease held, with the instant it is safe until; nil once it was found rescued (never renewed again).
+    private let deadlines = Mutex<[Int64: ContinuousClock.Instant?]>([:])
     /// Subtracted from a lease's duration: room for clock-rate drift and the send that follows a check.
     let margin: Duration
     let duration: Duration
@@ -19,17 +20,18 @@ public final class LeaseKeeper: Sendable {
 
     /// A claim made at `claimedAt` (read before the claim began) took `lease`.
     func add(_ lease: Int64, claimedAt: ContinuousClock.Instant) {
-        deadlines.withLock { $0[lease] = claimedAt + duration - margin }
+        deadlines.withLock { $0[lease] = .some(claimedAt + duration - margin) }
     }
 
     func remove(_ lease: Int64) { _ = deadlines.withLock { $0.removeValue(forKey: lease) } }
 
     /// True while the lease is surely still this node's.
     func isValid(_ lease: Int64) -> Bool {
-        deadlines.withLock { $0[lease] }.map { ContinuousClock.now < $0 } ?? false
+        deadlines.withLock { $0[lease] ?? nil }.map { ContinuousClock.now < $0 } ?? false
     }
 
-    var held: Set<Int64> { Set(deadlines.withLock { $0.keys }) }
+    /// The leases to renew: held and not known lost.
+    var held: Set<Int64> { Set(deadlines.withLock { $0.compactMap { $0.value == nil ? nil : $0.key } }) }
 
     /// A renewal sent at `sentAt` extended `renewed` of `asked`; the others were rescued and are lost now.
     func renewed(_ renewed: Set<Int64>, of asked: Set<Int64>, sentAt: ContinuousClock.Instant) -> Int {
@@ -37,9 +39,9 @@ public final class LeaseKeeper: Sendable {
             var lost = 0
             for lease in asked where deadlines[lease] != nil {
                 if renewed.contains(lease) {
-                    deadlines[lease] = sentAt + duration - margin
+                    deadlines[lease] = .some(sentAt + duration - margin)
                 } else {
-                    deadlines[lease] = .now - .seconds(1)
+                    deadlines[lease] = .some(nil)
                     lost += 1
                 }
             }

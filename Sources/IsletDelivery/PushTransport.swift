@@ -136,10 +136,11 @@ public final class PendingOutcomes: Sendable {
         for (index, outcome) in outcomes.enumerated() { fulfil(index, outcome) }
     }
 
-    /// Waits for the outcomes until `deadline`; what has not come by then is `.unknown`.
+    /// Waits for the outcomes until `deadline`; what has not come by then is `.unknown`. Waiting again (a batch
+    /// collected once more after its record failed) returns at once once they are all in.
     public func wait(deadline: ContinuousClock.Instant) -> [PushOutcome] {
         let remaining = deadline - .now
-        _ = done.wait(timeout: .now() + .milliseconds(Int(max(0, remaining / .milliseconds(1)))))
+        if done.wait(timeout: .now() + .milliseconds(Int(max(0, remaining / .milliseconds(1))))) == .success { done.signal() }
         return state.withLock { $0.outcomes.map { $0 ?? .unknown("no answer from the transport before the deadline") } }
     }
 }

@@ -22,6 +22,9 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// single writer is, so both engines decide on the same facts.
     static let writerLock: Int32 = 0x4953_4C45   // "ISLE"
 
+    /// Seconds a session may stay idle inside a transaction before the server ends it (and its locks).
+    static let idleInTransactionLimit = 5
+
     /// Connects to `url` (`postgresql://user:password@host:port/database?sslmode=…`); `origin` names the
     /// server in messages, without the password.
     init(url: String, origin: String) throws(StoreError) {
@@ -40,7 +43,10 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         }
         handle = connection
         islet_pq_quiet(connection)
-        try execute("SET TIME ZONE 'UTC'")
+        // A process paused (SIGSTOP, a VM freeze) inside a transaction would hold the writers' lock, and every
+        // node's writes with it: the server ends such a session after this. Islet's own transactions never wait
+        // on anything but the database, so they are never idle this long.
+        try execute("SET TIME ZONE 'UTC'; SET idle_in_transaction_session_timeout = '\(Self.idleInTransactionLimit)s'")
     }
 
     deinit { PQfinish(handle) }

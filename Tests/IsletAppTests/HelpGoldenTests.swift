@@ -8,7 +8,8 @@ struct HelpGoldenTests {
     static let commands = ["", "serve", "app", "app create", "app list", "app show", "app token", "app token create",
                            "app token revoke", "app set-apns-key", "app rotate-master-key", "simulator", "simulator run", "simulator device",
                            "simulator device add", "simulator device set", "simulator show", "schema", "schema set", "schema get",
-                           "schema list", "schema delete", "schema infer", "db", "db backup", "db version", "db migrate-to", "manual"]
+                           "schema list", "schema delete", "schema infer", "db", "db backup", "db version", "db migrate-to", "cluster",
+                           "cluster status", "manual"]
 
     static func golden(_ command: String) throws -> String {
         let name = (["islet"] + command.split(separator: " ").map(String.init)).joined(separator: "-")

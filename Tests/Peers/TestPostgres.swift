@@ -37,6 +37,14 @@ public enum TestPostgres {
 
     private static let cluster = Mutex<(data: String, directory: String, binaries: String, asRoot: Bool)?>(nil)
 
+    /// Stops the tests' own clusters still running at exit.
+    static func stopPrivateClusters() {
+        for running in privateClusters.withLock({ $0 }) {
+            try? run(running.binaries + "/pg_ctl", ["-D", running.data, "-m", "immediate", "-s", "stop"], asPostgres: running.asRoot)
+            try? FileManager.default.removeItem(atPath: running.directory)
+        }
+    }
+
     /// Stops the throwaway cluster (immediately: its data is thrown away) and removes its folder.
     static func stopCluster() {
         guard let running = cluster.withLock({ $0 }) else { return }
@@ -76,6 +84,58 @@ public enum TestPostgres {
         try psql(try server.get(), sql)
     }
 
+    /// A PostgreSQL cluster of one test's own (initdb in a temporary folder, a Unix socket there, no TCP port),
+    /// for a test that restarts the server under its clients; stopped and removed by `stop()` or at exit.
+    public final class PrivateCluster: Sendable {
+        public let url: String
+        let data: String
+        let directory: String
+        let binaries: String
+        let asRoot: Bool
+
+        public init() throws {
+            binaries = try binDirectory()
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-pgc-\(UUID().uuidString.prefix(8))").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            asRoot = getuid() == 0
+            if asRoot { try TestPostgres.run("/bin/chown", ["postgres:postgres", directory]) }
+            data = directory + "/data"
+            try TestPostgres.run(binaries + "/initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+                                 asPostgres: asRoot)
+            url = "postgresql:///postgres?host=\(directory)&user=postgres"
+            try start()
+            let started = (data, directory, binaries, asRoot)
+            let first = TestPostgres.privateClusters.withLock { clusters in
+                defer { clusters.append(started) }
+                return clusters.isEmpty
+            }
+            if first { atexit { TestPostgres.stopPrivateClusters() } }
+        }
+
+        /// Starts the server; fsync stays on: this cluster's restarts are what its test is about.
+        public func start() throws {
+            try TestPostgres.run(binaries + "/pg_ctl", ["-D", data, "-w", "-s", "-l", directory + "/server.log", "-o",
+                                                        "-c listen_addresses='' -k \(directory) -c max_connections=200", "start"], asPostgres: asRoot)
+        }
+
+        /// Stops the server at once (`immediate`: as a crash, recovery at the next start) or cleanly.
+        public func stopServer(immediate: Bool) throws {
+            try TestPostgres.run(binaries + "/pg_ctl", ["-D", data, "-m", immediate ? "immediate" : "fast", "-s", "-w", "stop"], asPostgres: asRoot)
+        }
+
+        /// Runs one SQL command on the cluster.
+        public func administer(_ sql: String) throws {
+            try TestPostgres.run(binaries + "/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+        }
+
+        public func stop() {
+            try? stopServer(immediate: true)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    private static let privateClusters = Mutex<[(data: String, directory: String, binaries: String, asRoot: Bool)]>([])
+
     /// The server's URL with `search_path` set to `schema` (libpq's `options` parameter).
     private static func schemaURL(_ server: Server, _ schema: String) -> String {
         let separator = server.url.contains("?") ? "&" : "?"
@@ -86,7 +146,7 @@ public enum TestPostgres {
         try run(server.binaries + "/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", server.url, "-c", sql])
     }
 
-    private static func binDirectory() throws -> String {
+    static func binDirectory() throws -> String {
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         guard let newest = versions.compactMap(Int.init).max() else {
             throw PeerError("no PostgreSQL server in /usr/lib/postgresql: run scripts/install-deps --test (make test does)")
@@ -97,7 +157,7 @@ public enum TestPostgres {
     /// Runs a PostgreSQL program to its end. Not through Foundation's Process: it sees a child end when an
     /// inherited descriptor closes, and the server that `pg_ctl start` leaves running would hold it open. The
     /// child gets only stdin, stdout and stderr (stderr into a file), so the server holds nothing of this process.
-    private static func run(_ executable: String, _ arguments: [String], asPostgres: Bool = false) throws {
+    static func run(_ executable: String, _ arguments: [String], asPostgres: Bool = false) throws {
         let argv = asPostgres ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("islet-pg-run-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: errors) }

@@ -1,6 +1,7 @@
 // islet-test-server: `islet serve` with a transport that appends every push to a file instead of
 // sending it, slowly, so a test can kill -9 the process in the middle of a fan-out (issue 4).
-// Usage: islet-test-server --database PATH --record FILE [--batch-size N] [--batch-delay-ms N] [--workers N] [--shard-span N]
+// Usage: islet-test-server --database PATH|URL --record FILE [--batch-size N] [--batch-delay-ms N] [--workers N] [--shard-span N]
+//        [--node-id ID] [--lease-seconds N]
 import Foundation
 import IsletApp
 import IsletCore
@@ -8,30 +9,36 @@ import IsletDelivery
 import IsletStore
 
 final class FileRecordingTransport: PushTransport {
-    let handle: FileHandle
+    /// Opened O_APPEND: several nodes record into one file, each line whole, in the order they were sent.
+    let descriptor: Int32
+    let node: String
     let delay: TimeInterval
-    let lock = NSLock()
 
-    init(path: String, delay: TimeInterval) throws {
-        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        handle.seekToEndOfFile()
+    init(path: String, node: String, delay: TimeInterval) throws {
+        descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+        guard descriptor >= 0 else { throw CocoaError(.fileWriteUnknown) }
+        self.node = node
         self.delay = delay
     }
 
+    /// Records the pushes as they are handed over (what a real transport would put on the wire at once), then
+    /// waits `delay` for the "answers": a process stopped or killed meanwhile has sent them, unanswered.
     func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome] {
-        Thread.sleep(forTimeInterval: delay)
-        lock.lock()
-        defer { lock.unlock() }
         var lines = ""
         for push in pushes {
-            let line: JSONValue = ["token": .string(push.deviceToken), "apns_id": .string(push.apnsID),
+            let line: JSONValue = ["node": .string(node), "token": .string(push.deviceToken), "apns_id": .string(push.apnsID),
                                    "payload": .string(String(decoding: push.payload, as: UTF8.self))]
             lines += line.jsonText + "\n"
         }
-        // Written and flushed before answering: what the recorder holds was really "sent".
-        handle.write(Data(lines.utf8))
-        try? handle.synchronize()
+        // One write per batch: appends of one write are never interleaved with another process's.
+        let bytes = Array(lines.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if written <= 0 { break }
+            offset += written
+        }
+        Thread.sleep(forTimeInterval: delay)
         return pushes.map { _ in .delivered }
     }
 }
@@ -52,10 +59,13 @@ sigemptyset(&unblocked)
 sigprocmask(SIG_SETMASK, &unblocked, nil)
 
 do {
-    let transport = try FileRecordingTransport(path: record, delay: Double(option("--batch-delay-ms") ?? "20")! / 1000)
-    let configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), database: database)
+    let transport = try FileRecordingTransport(path: record, node: option("--node-id") ?? "node",
+                                               delay: Double(option("--batch-delay-ms") ?? "20")! / 1000)
+    var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), database: database)
+    if let node = option("--node-id").flatMap(NodeID.init) { configuration.node = node }
     let delivery = DeliveryConfiguration(workers: Int(option("--workers") ?? "1")!, batchSize: Int(option("--batch-size") ?? "10")!,
-                                         sharding: ShardPolicy(span: Int64(option("--shard-span") ?? "50000")!))
+                                         sharding: ShardPolicy(span: Int64(option("--shard-span") ?? "50000")!),
+                                         lease: .milliseconds(Int((Double(option("--lease-seconds") ?? "10")! * 1000).rounded())))
     let logger = Logger(label: "islet-test-server")
     let server = try IsletServer(configuration: configuration, logger: logger, transport: transport, delivery: delivery)
     _ = try server.createDemoIfEligible()

@@ -5,6 +5,7 @@ import IsletAPNs
 import IsletCore
 import IsletDelivery
 import IsletSQLite
+import IsletStore
 import Synchronization
 
 /// `islet serve`: run the API server until SIGTERM or SIGINT.
@@ -46,12 +47,19 @@ struct ServeCommand: CLICommand {
             OptionSpec(name: "--retention-days", valueName: "days|off",
                        help: "Keep finished messages and their delivery records this long.", environment: "ISLET_RETENTION_DAYS",
                        defaultValue: "30"),
+            OptionSpec(name: "--node-id", valueName: "id",
+                       help: "This node's name among the islet serve processes sharing the database (letters, digits, .-_:).",
+                       environment: "ISLET_NODE_ID", defaultValue: "host-pid-random"),
+            OptionSpec(name: "--lease-seconds", valueName: "seconds",
+                       help: "How long a node's claim on work outlives its last renewal before another node takes it over.",
+                       environment: "ISLET_LEASE_SECONDS", defaultValue: "10"),
             OptionSpec(name: "--server-rate-per-token", valueName: "n[/burst]|off",
                        help: "Server API calls a second with an application's server API tokens.", environment: "ISLET_SERVER_RATE_PER_TOKEN",
                        defaultValue: "off"),
         ])
 
     let configuration: ServerConfiguration
+    let delivery: DeliveryConfiguration
 
     init(_ arguments: ParsedArguments, context: CLIContext) throws {
         let listenText = arguments.value("--listen") ?? ServerConfiguration.defaultListen
@@ -105,6 +113,20 @@ struct ServeCommand: CLICommand {
             }
             configuration.rateLimits[keyPath: keyPath] = limit
         }
+        if let text = arguments.value("--node-id") {
+            guard let node = NodeID(text) else {
+                throw CLIError.usage("--node-id: '\(text.prefix(80))' is not 1 to 64 letters, digits, '.', '-', '_' or ':'")
+            }
+            configuration.node = node
+        }
+        var delivery = DeliveryConfiguration()
+        if let text = arguments.value("--lease-seconds") {
+            guard let seconds = Double(text), seconds >= 1, seconds <= 600 else {
+                throw CLIError.usage("--lease-seconds: '\(text.prefix(40))' is not a number of seconds from 1 to 600")
+            }
+            delivery.lease = .milliseconds(Int(seconds * 1000))
+        }
+        self.delivery = delivery
         self.configuration = configuration
     }
 
@@ -116,7 +138,7 @@ struct ServeCommand: CLICommand {
         let server: IsletServer
         let demo: ApplicationAdmin.Created?
         do {
-            server = try IsletServer(configuration: configuration, logger: logger)
+            server = try IsletServer(configuration: configuration, logger: logger, delivery: delivery)
             demo = try server.createDemoIfEligible()
             try server.start()
         } catch {

@@ -10,6 +10,11 @@ import IsletSQLite
 import IsletStore
 import Synchronization
 
+/// Why `islet serve` refuses to start, in words for its operator.
+public struct StartRefusal: Error, CustomStringConvertible {
+    public let description: String
+}
+
 /// The composition root of `islet serve`: opens storage, wires the API to the HTTP server, runs, stops.
 public final class IsletServer: Sendable {
     public let configuration: ServerConfiguration
@@ -58,6 +63,7 @@ public final class IsletServer: Sendable {
         if pushes == nil {
             var clientConfiguration = APNsClientConfiguration(overrideURL: configuration.apnsURL.flatMap(URL.init(string:)),
                                                               extraCA: configuration.apnsCA)
+            clientConfiguration.sharedTokens = storage.cluster
             var keys: APNsClient.KeyLookup = { try store.apnsKey(for: $0) }
             if configuration.apns == .simulator {
                 let running = try Self.startSimulator(configuration, wiring: wiring, logger: logger)
@@ -145,6 +151,13 @@ public final class IsletServer: Sendable {
             logger.warning("APNs keys are stored unencrypted: set ISLET_MASTER_KEY or --master-key-file (docs/PRODUCTION.md)", ["plain_keys": .int(Int64(keys.plain))])
         } else if configuration.masterKey != nil && keys.plain > 0 {
             logger.warning("some APNs keys are stored unencrypted; seal them with: islet app rotate-master-key", ["plain_keys": .int(Int64(keys.plain))])
+        }
+        // The simulator's phones live in this process: another node would send their pushes nowhere (issue 14).
+        if simulator != nil, configuration.location.isNetworked,
+           let other = try cluster.nodes(since: Date().addingTimeInterval(-60)).first(where: {
+               $0.info.id != configuration.node && $0.alive == true && $0.stoppedAt == nil
+           }) {
+            throw StartRefusal(description: "--apns simulator runs on one node only, and node \(other.info.id) (\(other.info.host), pid \(other.info.pid)) is running on this database; with several nodes use --apns apple")
         }
         if let delivery {
             try delivery.start()

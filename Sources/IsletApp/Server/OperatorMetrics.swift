@@ -22,6 +22,23 @@ struct OperatorMetrics: Sendable {
             }
             out += pushes.text
             out += Self.lagHistogram(delivery.metrics.lagSnapshot())
+            let cluster = delivery.metrics.clusterSnapshot()
+            var node = MetricFamily("islet_node_info", .gauge, help: "This node's id among the islet serve processes sharing the database (always 1).")
+            node.add(1, labels: ["node": delivery.node.rawValue])
+            out += node.text
+            out += Self.single("islet_node_liveness", .gauge, "1 while this node's liveness session holds its lock (PostgreSQL; always 1 on SQLite).",
+                               delivery.nodeIsAlive ? 1 : 0)
+            out += Self.single("islet_cluster_claims_total", .counter, "Claims this node made that took work: a job or shard, a group of small messages, a group of due retries.",
+                               Double(cluster.claims))
+            out += Self.single("islet_cluster_lease_losses_total", .counter,
+                               "Claims whose lease was rescued by another node before their outcome was written: that node resumed the work.",
+                               Double(cluster.leaseLosses))
+            var rescued = MetricFamily("islet_cluster_rescued_total", .counter,
+                                       help: "What this node rescued from leases that expired or whose node was gone: leases, jobs and shards, retries.")
+            rescued.add(cluster.rescuedLeases, labels: ["what": "leases"])
+            rescued.add(cluster.rescuedJobs, labels: ["what": "jobs"])
+            rescued.add(cluster.rescuedDeliveries, labels: ["what": "deliveries"])
+            out += rescued.text
         }
         let at = now()
         if let queue = try? messages.queueStatistics(at: at) {

@@ -1,0 +1,232 @@
+import Foundation
+import Synchronization
+import Testing
+import IsletCore
+import IsletStore
+import IsletTestPeers
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 14: three `islet serve` nodes (the test server, recording every push into one shared file in the
+/// order sent) on a PostgreSQL cluster of the test's own. A start to 10,000 devices and 10 activities × 3
+/// updates while one node is killed with kill -9; then a node paused (SIGSTOP) past its lease and resumed;
+/// then PostgreSQL itself stopped at once (a crash) and started again mid-fan-out. Every device gets every
+/// start; repeats are the same request (bytes and apns-id); each device's updates arrive in order.
+@Suite("Several nodes on one PostgreSQL")
+struct ClusterTests {
+    static let devices = 10_000
+    static let auth = ["Authorization": "Token SECRET_API_TOKEN"]
+
+    /// One push as the shared record holds it.
+    struct Sent {
+        let node: String
+        let token: String
+        let apnsID: String
+        let payload: String
+        /// `content-state.round` of a start to the whole audience, `step` of an order's update.
+        let round: Int?
+        let step: Int?
+    }
+
+    /// `@unchecked Sendable`: its nodes are started before the order thread shares it, which only reads them.
+    final class Cluster: @unchecked Sendable {
+        let postgres: TestPostgres.PrivateCluster
+        let directory: URL
+        let record: URL
+        var nodes: [String: ServeProcess] = [:]
+
+        init() throws {
+            postgres = try TestPostgres.PrivateCluster()
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-cluster-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            record = directory.appendingPathComponent("pushes.jsonl")
+        }
+
+        func start(_ node: String) throws {
+            nodes[node] = try ServeProcess(executable: "islet-test-server", arguments: [
+                "--database", postgres.url, "--record", record.path, "--node-id", node, "--batch-size", "100", "--batch-delay-ms", "40",
+                "--workers", "2", "--shard-span", "2500", "--lease-seconds", "3",
+            ], directory: directory)
+        }
+
+        func port(_ node: String) -> Int { nodes[node]!.port }
+
+        /// Every push recorded so far, in the order sent.
+        func sent() -> [Sent] {
+            ((try? String(contentsOf: record, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { line in
+                guard let object = try? JSONParser.parse(String(line)).objectValue, let payload = object["payload"]?.stringValue,
+                      let state = (try? JSONParser.parse(payload))?.objectValue?["aps"]?.objectValue?["content-state"]?.objectValue else { return nil }
+                return Sent(node: object["node"]?.stringValue ?? "", token: object["token"]?.stringValue ?? "", apnsID: object["apns_id"]?.stringValue ?? "",
+                            payload: payload, round: state["round"]?.intValue.map(Int.init), step: state["step"]?.intValue.map(Int.init))
+            }
+        }
+
+        /// How many pushes of round `round` (by `node`, if given) were recorded: a quick scan for polling.
+        func count(round: Int, node: String? = nil) -> Int {
+            let marker = #"\"round\":\#(round)"#
+            return ((try? String(contentsOf: record, encoding: .utf8)) ?? "").split(separator: "\n").count { line in
+                line.contains(marker) && (node.map { line.contains(#""node":"\#($0)""#) } ?? true)
+            }
+        }
+
+        func details(_ code: String, via node: String) -> JSONObject? {
+            let body = #"{"request":{"auth":"SECRET_API_TOKEN","message":"\#(code)"}}"#
+            return (try? request(port(node), "/json/1.3/getMessageDetails", body: body))?.json?.objectValue?["response"]?.objectValue?["message"]?.objectValue
+        }
+
+        func send(_ method: String, _ notification: String, via node: String) throws -> String {
+            let body = #"{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN","notifications":[\#(notification)]}}"#
+            let answer = try request(port(node), "/json/1.3/" + method, body: body)
+            guard answer.status == 200, let code = answer.json?.objectValue?["response"]?.objectValue?["Messages"]?.arrayValue?.first?.stringValue else {
+                throw TestClientError(description: "\(method) via \(node): \(answer.status) \(String(decoding: answer.body, as: UTF8.self))")
+            }
+            return code
+        }
+
+        /// A start of round `round` to the 10,000 devices of the filter `bulk`.
+        func startEveryone(round: Int, via node: String) throws -> String {
+            try send("startLiveActivity", #"{"title":"Round","live_activity":{"content-state":{"round":\#(round)},"attributes-type":"OrderAttributes","attributes":{}},"live_activity_id":"EVERYONE_\#(round)","filter":"bulk"}"#, via: node)
+        }
+
+        deinit {
+            for node in nodes.values where node.process.isRunning {
+                kill(node.process.processIdentifier, SIGCONT)
+                node.process.terminate()
+                node.process.waitUntilExit()
+            }
+            postgres.stop()
+            IntegrationEngine.remove(directory)
+        }
+    }
+
+    /// The bulk devices' push-to-start tokens, by the device id they were made from.
+    static func bulkToken(_ id: Int) -> String { String(format: "%080x", id + 1_000_000) }
+
+    /// Each token got the round's start at least once, and every repeat is the same request.
+    static func checkRound(_ round: Int, _ sent: [Sent]) -> (delivered: Int, repeats: Int) {
+        let pushes = sent.filter { $0.round == round }
+        let byToken = Dictionary(grouping: pushes, by: \.token)
+        for (token, copies) in byToken where copies.count > 1 {
+            #expect(Set(copies.map(\.payload)).count == 1 && Set(copies.map(\.apnsID)).count == 1, "round \(round), \(token): a repeat is the same request")
+        }
+        return (byToken.count, pushes.count - byToken.count)
+    }
+
+    @Test(.enabled(if: IntegrationEngine.isPostgreSQL, "the PostgreSQL pass runs it"), .timeLimit(.minutes(4)))
+    func threeNodesSurviveKillNineAPausedNodeAndADatabaseRestart() throws {
+        let cluster = try Cluster()
+        try cluster.start("node-1")   // creates the demo application in the empty database
+        try cluster.start("node-2")
+        try cluster.start("node-3")
+        #expect(try request(cluster.port("node-2"), method: "GET", "/healthz").json?.objectValue?["node"] == "node-2")
+
+        // 10,000 devices with push-to-start tokens, written straight into the database: registering them one by
+        // one would take most of this test's time, and registration is not under test here.
+        try cluster.postgres.administer("""
+            INSERT INTO devices (application, hwid, push_token, sandbox, language, updated_at)
+                SELECT 'XXXXX-XXXXX', 'bulk-' || n, lpad(to_hex(n), 64, '0'), 0, 'en', 1 FROM generate_series(1, \(Self.devices)) n;
+            INSERT INTO push_to_start_tokens (device, attributes_type, token, updated_at)
+                SELECT id, '', lpad(to_hex(id + 1000000), 80, '0'), 1 FROM devices WHERE hwid LIKE 'bulk-%';
+            """)
+        let filter = #"{"request":{"auth":"SECRET_API_TOKEN","name":"bulk","conditions":[["Language","EQ","en"]]}}"#
+        #expect(try request(cluster.port("node-1"), "/json/1.3/createFilter", body: filter).status == 200)
+        for n in 0..<10 {
+            let register = #"{"request":{"application":"XXXXX-XXXXX","hwid":"order-\#(n)","push_token":"\#(String(format: "%064x", 900_000 + n))","language":"fr"}}"#
+            #expect(try request(cluster.port("node-\(n % 3 + 1)"), "/json/1.3/registerDevice", body: register, headers: Self.auth).status == 200)
+            let token = #"{"request":{"application":"XXXXX-XXXXX","hwid":"order-\#(n)","activity_push_to_start_token":"\#(String(format: "%080x", 800_000 + n))"}}"#
+            #expect(try request(cluster.port("node-\(n % 3 + 1)"), "/json/1.3/setActivityPushToStartToken", body: token, headers: Self.auth).status == 200)
+        }
+
+        // Phase 1: the fan-out and the orders on all three nodes; kill -9 the busiest node a third of the way.
+        let everyone = try cluster.startEveryone(round: 1, via: "node-2")
+        let orderCodes = Mutex<[(order: Int, step: Int, code: String)]>([])
+        let orders = Thread {
+            for n in 0..<10 {
+                let via = "node-\(n % 2 + 2)"   // nodes 2 and 3: node 1 is the one killed
+                guard let start = try? cluster.send("startLiveActivity", #"{"title":"Order","live_activity":{"content-state":{"step":0},"attributes-type":"OrderAttributes","attributes":{}},"live_activity_id":"ORDER_\#(n)","devices":["order-\#(n)"]}"#, via: via) else { return }
+                orderCodes.withLock { $0.append((n, 0, start)) }
+                let report = #"{"request":{"application":"XXXXX-XXXXX","hwid":"order-\#(n)","activity_id":"ORDER_\#(n)","activity_token":"\#(String(format: "%064x", 700_000 + n))"}}"#
+                guard (try? request(cluster.port(via), "/json/1.3/setActivityToken", body: report, headers: Self.auth))?.status == 200 else { return }
+                for step in 1...3 {
+                    let node = "node-\((n + step) % 2 + 2)"
+                    guard let code = try? cluster.send("updateLiveActivity", #"{"live_activity":{"event":"update","content-state":{"step":\#(step)}},"live_activity_id":"ORDER_\#(n)"}"#, via: node) else { return }
+                    orderCodes.withLock { $0.append((n, step, code)) }
+                }
+            }
+        }
+        orders.start()
+        #expect(eventually(60) { cluster.count(round: 1) >= Self.devices / 3 }, "the fan-out is under way")
+        let byNode = Dictionary(grouping: cluster.sent().filter { $0.round == 1 }, by: \.node).mapValues(\.count)
+        #expect(byNode.count >= 2, "the shards went to several nodes: \(byNode)")
+        let killed = cluster.nodes["node-1"]!
+        kill(killed.process.processIdentifier, SIGKILL)
+        #expect(cluster.count(round: 1) < Self.devices, "killed mid-fan-out")
+        killed.process.waitUntilExit()
+        let sentByKilled = cluster.sent().filter { $0.node == "node-1" }.count
+        #expect(eventually(60) { !orders.isExecuting && orders.isFinished }, "the order requests were answered")
+        #expect(orderCodes.withLock { $0.count } == 40, "every order start and update was accepted")
+        #expect(eventually(90) { cluster.details(everyone, via: "node-2")?["status"] == "done" }, "the fan-out finished on the surviving nodes")
+        let codes = orderCodes.withLock { $0 }
+        #expect(eventually(60) { codes.allSatisfy { ["done", "superseded"].contains(cluster.details($0.code, via: "node-3")?["status"]?.stringValue) } })
+        #expect(cluster.details(everyone, via: "node-3")?["counts"]?.objectValue?["sent"] == .int(Int64(Self.devices)))
+        var sent = cluster.sent()
+        let first = Self.checkRound(1, sent)
+        #expect(first.delivered == Self.devices, "every device got the start")
+        #expect(first.repeats <= 3 * 100 * 2, "repeats are at most the killed node's batches in flight (3 of 100 per worker): \(first.repeats)")
+        #expect(sent.filter { $0.node == "node-1" }.count == sentByKilled, "nothing more from the killed node")
+        // Repeats only of what the killed node had sent: a device sent twice was first sent by node-1.
+        let repeated = Dictionary(grouping: sent.filter { $0.round == 1 }, by: \.token).filter { $0.value.count > 1 }
+        #expect(repeated.values.allSatisfy { $0.first?.node == "node-1" }, "only the killed node's last batches were sent again")
+        // Each order's device saw its steps in order (a repeat of the same step is allowed), ending with the last.
+        for n in 0..<10 {
+            let steps = sent.filter { $0.token == String(format: "%064x", 700_000 + n) }.compactMap(\.step)
+            #expect(steps == steps.sorted() && steps.last == 3, "ORDER_\(n) updates in order, the latest delivered: \(steps)")
+        }
+
+        // Phase 2: node-2 paused past its 3 s lease: node-3 takes its shard over; resumed, node-2 sends nothing more of it.
+        let paused = cluster.nodes["node-2"]!
+        let second = try cluster.startEveryone(round: 2, via: "node-3")
+        #expect(eventually(60) { cluster.count(round: 2, node: "node-2") >= 300 }, "node-2 is sending a shard")
+        kill(paused.process.processIdentifier, SIGSTOP)
+        #expect(cluster.count(round: 2) < Self.devices, "paused mid-fan-out")
+        let beforePause = cluster.sent().filter { $0.round == 2 && $0.node == "node-2" }
+        #expect(eventually(30) { cluster.count(round: 2, node: "node-3") >= Self.devices - beforePause.count },
+                "node-3 sent the rest, the paused node's shard included")
+        let resumedAt = cluster.sent().count
+        kill(paused.process.processIdentifier, SIGCONT)
+        #expect(eventually(60) { cluster.details(second, via: "node-3")?["status"] == "done" })
+        sent = cluster.sent()
+        #expect(Self.checkRound(2, sent).delivered == Self.devices)
+        // The shards node-2 held when paused: those of the devices it last sent.
+        let pausedShards = Set(beforePause.suffix(200).compactMap { Self.shard(of: $0.token) })
+        let afterResume = sent[resumedAt...].filter { $0.round == 2 && $0.node == "node-2" && pausedShards.contains(Self.shard(of: $0.token) ?? -1) }
+        #expect(afterResume.isEmpty, "node-2 sent \(afterResume.count) pushes of its lost shard after it resumed")
+        #expect(eventually(20) { Self.metric("islet_cluster_lease_losses_total", port: cluster.port("node-2")) ?? 0 >= 1 },
+                "the resumed node counted the lease it lost")
+
+        // Phase 3: PostgreSQL crashes and comes back mid-fan-out: nothing accepted is lost.
+        let third = try cluster.startEveryone(round: 3, via: "node-3")
+        #expect(eventually(60) { cluster.count(round: 3) >= 2_000 })
+        #expect(cluster.count(round: 3) < Self.devices, "the database went away mid-fan-out")
+        try cluster.postgres.stopServer(immediate: true)
+        try cluster.postgres.start()
+        #expect(eventually(120) { cluster.details(third, via: "node-3")?["status"] == "done" }, "the fan-out finished after the restart")
+        let last = Self.checkRound(3, cluster.sent())
+        #expect(last.delivered == Self.devices, "every device got the start after the database restart")
+    }
+
+    /// A metric's value from a node's /metrics.
+    static func metric(_ name: String, port: Int) -> Double? {
+        guard let response = try? request(port, method: "GET", "/metrics") else { return nil }
+        let line = String(decoding: response.body, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    /// The bulk shard (of ShardPolicy(span: 2500), devices 1...10,010) a bulk token's device falls in.
+    static func shard(of token: String) -> Int? {
+        guard let value = Int(token, radix: 16), value > 1_000_000, value <= 1_000_000 + devices else { return nil }
+        let id = Int64(value - 1_000_000)
+        return ShardPolicy(span: 2500).shards(lowest: 1, highest: Int64(devices + 10)).firstIndex { id > $0.after && id <= $0.upTo }
+    }
+}

@@ -90,7 +90,7 @@ public final class APNsClient: PushTransport, Sendable {
     }
 
     /// Hands the pushes to the client's loop and returns at once; the outcomes fill `PendingOutcomes`.
-    public func submit(_ pushes: [Push], deadline: ContinuousClock.Instant) -> PendingOutcomes {
+    public func submit(_ pushes: [Push], deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant? = nil) -> PendingOutcomes {
         let pending = PendingOutcomes(count: pushes.count)
         guard !pushes.isEmpty else { return pending }
         let state = self.state
@@ -101,7 +101,7 @@ public final class APNsClient: PushTransport, Sendable {
         }
         loop.execute {
             for (index, push) in pushes.enumerated() {
-                state.enqueue(push, deadline: pushDeadline) { pending.fulfil(index, $0) }
+                state.enqueue(push, deadline: pushDeadline, writeBy: writeBy) { pending.fulfil(index, $0) }
             }
         }
         return pending
@@ -142,11 +142,14 @@ final class PendingPush {
     var renewedToken = false
     var token: String?
     let deadline: ContinuousClock.Instant
+    /// Not written after this: the sender's claim on it may belong to another node by then.
+    let writeBy: ContinuousClock.Instant?
     private(set) var completed = false
 
-    init(push: Push, deadline: ContinuousClock.Instant, completion: @escaping (PushOutcome) -> Void) {
+    init(push: Push, deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant? = nil, completion: @escaping (PushOutcome) -> Void) {
         self.push = push
         self.deadline = deadline
+        self.writeBy = writeBy
         self.completion = completion
     }
 
@@ -199,9 +202,9 @@ final class ClientState: @unchecked Sendable {
         tokens = ProviderTokens(shared: configuration.sharedTokens, logger: logger)
     }
 
-    func enqueue(_ push: Push, deadline: ContinuousClock.Instant, completion: @escaping (PushOutcome) -> Void) {
+    func enqueue(_ push: Push, deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant? = nil, completion: @escaping (PushOutcome) -> Void) {
         loop.preconditionInLoop()
-        let pending = PendingPush(push: push, deadline: deadline, completion: completion)
+        let pending = PendingPush(push: push, deadline: deadline, writeBy: writeBy, completion: completion)
         guard !stopped else { return pending.complete(.notSent("the APNs client is shutting down")) }
         guard let key = signingKey(for: push.application) else {
             return pending.complete(PushOutcome(status: 403, reason: "NoAPNsKey"))

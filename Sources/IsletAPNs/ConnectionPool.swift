@@ -139,6 +139,10 @@ final class ConnectionPool: H2ConnectionDelegate {
     private enum SubmitResult { case submitted, completed, connectionFull }
 
     private func submit(_ pending: PendingPush, on member: Member) -> SubmitResult {
+        if let writeBy = pending.writeBy, ContinuousClock.now >= writeBy {
+            pending.complete(.notSent("not written before its sender's claim ran out"))
+            return .completed
+        }
         guard let key = state.signingKey(for: pending.push.application),
               let token = state.tokens.token(for: key, now: state.now()) else {
             pending.complete(PushOutcome(status: 403, reason: "NoAPNsKey"))

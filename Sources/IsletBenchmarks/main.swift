@@ -10,6 +10,7 @@ let usage = """
            islet-bench e2e [--devices N] [--clients N] [--probes N]
            islet-bench register --database PATH|URL[,PATH|URL...] [--devices N] [--clients N] [--threads N]
            islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--database PATH|URL]
+           islet-bench cluster [--devices N] [--nodes N,N...] [--database URL]
 
     """
 
@@ -19,7 +20,7 @@ func fail(_ message: String, code: Int32) -> Never {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-guard let command = arguments.first, ["devices", "apns", "apns-sink", "e2e", "register", "updates"].contains(command) else { fail(usage, code: 64) }
+guard let command = arguments.first, ["devices", "apns", "apns-sink", "e2e", "register", "updates", "cluster"].contains(command) else { fail(usage, code: 64) }
 arguments.removeFirst()
 var options: [String: String] = [:]
 while let option = arguments.first {
@@ -81,6 +82,17 @@ do {
         benchmark.seconds = number("--seconds", benchmark.seconds)
         if options["--rate"] != nil { benchmark.rate = number("--rate", 1) }
         benchmark.database = take("--database")
+        if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
+        try benchmark.run()
+    case "cluster":
+        var benchmark = ClusterBenchmark()
+        benchmark.devices = number("--devices", benchmark.devices)
+        if let nodes = take("--nodes") {
+            let counts = nodes.split(separator: ",").compactMap { Int($0) }
+            guard !counts.isEmpty, counts.allSatisfy({ (1...16).contains($0) }) else { fail("islet-bench: --nodes wants counts from 1 to 16, like 1,3\n", code: 64) }
+            benchmark.nodeCounts = counts
+        }
+        benchmark.url = take("--database")
         if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
         try benchmark.run()
     default:

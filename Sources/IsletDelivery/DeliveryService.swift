@@ -331,7 +331,7 @@ public final class DeliveryService: Sendable {
                 if reading {
                     let batch = try nextBatch(job, planner: planner, after: readUpTo)
                     if let last = batch.last {
-                        window.append(dispatch(batch, cursor: last.device, dueAt: job.dueAt))
+                        window.append(dispatch(batch, cursor: last.device, dueAt: job.dueAt, lease: job.lease))
                         readUpTo = last.device
                         continue
                     }
@@ -402,7 +402,7 @@ public final class DeliveryService: Sendable {
             let parts = planned.map { Self.split($0.batch) }
             let pushes = parts.flatMap { $0.pushes.map(\.push) }
             let deadline = ContinuousClock.now + configuration.sendTimeout
-            let outcomes = transport.submit(pushes, deadline: deadline)
+            let outcomes = transport.submit(pushes, deadline: deadline, writeBy: leases.deadline(jobs[0].lease))
             let sentAt = now()
             let answers = outcomes.wait(deadline: deadline + .seconds(2))
             let at = now()
@@ -518,10 +518,10 @@ public final class DeliveryService: Sendable {
     }
 
     /// Puts a batch's pushes on the wire and returns at once.
-    func dispatch(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64, dueAt: Date) -> Flight {
+    func dispatch(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64, dueAt: Date, lease: Int64) -> Flight {
         let (skips, pushes) = Self.split(batch)
         let deadline = ContinuousClock.now + configuration.sendTimeout
-        let outcomes = transport.submit(pushes.map(\.push), deadline: deadline)
+        let outcomes = transport.submit(pushes.map(\.push), deadline: deadline, writeBy: leases.deadline(lease))
         metrics.recordLag(now().timeIntervalSince(dueAt), pushes: pushes.count)
         return Flight(cursor: cursor, skips: skips, pushes: pushes, outcomes: outcomes, deadline: deadline)
     }
@@ -576,7 +576,8 @@ public final class DeliveryService: Sendable {
     }
 
     private func send(_ due: [DueDelivery], _ pushes: [Push]) throws {
-        let outcomes = transport.send(pushes, deadline: .now + configuration.sendTimeout)
+        let deadline = ContinuousClock.now + configuration.sendTimeout
+        let outcomes = transport.submit(pushes, deadline: deadline, writeBy: leases.deadline(due[0].lease)).wait(deadline: deadline + .seconds(2))
         let at = now()
         var result = RetryResult()
         for ((item, push), outcome) in zip(zip(due, pushes), outcomes) {

@@ -25,6 +25,11 @@ public final class LeaseKeeper: Sendable {
 
     func remove(_ lease: Int64) { _ = deadlines.withLock { $0.removeValue(forKey: lease) } }
 
+    /// The instant the lease is safe until (the past once it was lost): nothing of it is written after that.
+    func deadline(_ lease: Int64) -> ContinuousClock.Instant {
+        (deadlines.withLock { $0[lease] ?? nil }) ?? .now - .seconds(1)
+    }
+
     /// True while the lease is surely still this node's.
     func isValid(_ lease: Int64) -> Bool {
         deadlines.withLock { $0[lease] ?? nil }.map { ContinuousClock.now < $0 } ?? false
@@ -33,17 +38,15 @@ public final class LeaseKeeper: Sendable {
     /// The leases to renew: held and not known lost.
     var held: Set<Int64> { Set(deadlines.withLock { $0.compactMap { $0.value == nil ? nil : $0.key } }) }
 
-    /// A renewal sent at `sentAt` extended `renewed` of `asked`; the others were rescued and are lost now.
-    func renewed(_ renewed: Set<Int64>, of asked: Set<Int64>, sentAt: ContinuousClock.Instant) -> Int {
+    /// A renewal sent at `sentAt` came to `renewal`: its renewed leases run on from then, its gone ones were
+    /// rescued and are lost now. Returns how many this node lost.
+    func apply(_ renewal: LeaseRenewal, sentAt: ContinuousClock.Instant) -> Int {
         deadlines.withLock { deadlines in
             var lost = 0
-            for lease in asked where deadlines[lease] != nil {
-                if renewed.contains(lease) {
-                    deadlines[lease] = .some(sentAt + duration - margin)
-                } else {
-                    deadlines[lease] = .some(nil)
-                    lost += 1
-                }
+            for lease in renewal.renewed where deadlines[lease] != nil { deadlines[lease] = .some(sentAt + duration - margin) }
+            for lease in renewal.gone where deadlines[lease] != nil {
+                deadlines[lease] = .some(nil)
+                lost += 1
             }
             return lost
         }
@@ -130,8 +133,7 @@ final class NodeMembership: Sendable {
         guard !asked.isEmpty else { return }
         let sentAt = ContinuousClock.now
         do {
-            let held = try cluster.renew(asked, of: node.id, for: leases.duration.timeInterval)
-            let lost = leases.renewed(held, of: asked, sentAt: sentAt)
+            let lost = leases.apply(try cluster.renew(asked, of: node.id, for: leases.duration.timeInterval), sentAt: sentAt)
             if lost > 0 {
                 logger.warning("leases were rescued by another node; their work is theirs now", ["leases": .int(Int64(lost))])
             }
@@ -168,6 +170,7 @@ final class NodeMembership: Sendable {
         idle.lock()
         idle.broadcast()
         idle.unlock()
+        session.withLock { $0 }?.interrupt()
         while state.withLock({ $0.running }) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
         do { try cluster.leave(node.id, at: now()) } catch { logger.warning("could not leave the cluster cleanly", ["error": .string("\(error)")]) }
         session.withLock { $0?.close(); $0 = nil }

@@ -91,8 +91,10 @@ public protocol PushTransport: Sendable {
     /// could prove never processed has fate `.notSent`; the transport never resends a push whose fate
     /// is unknown: that is the caller's decision (a start resent blindly is a second card on the phone).
     func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome]
-    /// Starts sending and returns at once; the outcomes arrive in the `PendingOutcomes`, same order.
-    func submit(_ pushes: [Push], deadline: ContinuousClock.Instant) -> PendingOutcomes
+    /// Starts sending and returns at once; the outcomes arrive in the `PendingOutcomes`, same order. A push not
+    /// yet written by `writeBy` is not written at all (`.notSent`): its sender's claim on it may have passed to
+    /// another node by then (issue 14).
+    func submit(_ pushes: [Push], deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant?) -> PendingOutcomes
 }
 
 extension PushTransport {
@@ -100,10 +102,16 @@ extension PushTransport {
     public func send(_ pushes: [Push]) -> [PushOutcome] { send(pushes, deadline: .now + .seconds(120)) }
 
     /// Starts sending and returns at once; the outcomes arrive in `pending` (a transport without a
-    /// native way sends on a thread of its own).
-    public func submit(_ pushes: [Push], deadline: ContinuousClock.Instant) -> PendingOutcomes {
+    /// native way sends on a thread of its own, checking `writeBy` as that thread starts).
+    public func submit(_ pushes: [Push], deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant? = nil) -> PendingOutcomes {
         let pending = PendingOutcomes(count: pushes.count)
-        Thread.detachNewThread { pending.fulfil(send(pushes, deadline: deadline)) }
+        Thread.detachNewThread {
+            if let writeBy, ContinuousClock.now >= writeBy {
+                pending.fulfil(pushes.map { _ in .notSent("not written before its sender's claim ran out") })
+            } else {
+                pending.fulfil(send(pushes, deadline: deadline))
+            }
+        }
         return pending
     }
 }

@@ -92,16 +92,17 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
 
     /// Waits up to `timeout` for a notification on a channel this connection LISTENs to: true if one (or more)
     /// came, false if none; throws when the connection is lost.
-    func waitForNotification(timeout: Duration) throws(StoreError) -> Bool {
+    /// `interrupt`, when readable, ends the wait early (a shutdown).
+    func waitForNotification(timeout: Duration, interrupt: Int32) throws(StoreError) -> Bool {
         if drainNotifications() { return true }
         let socket = PQsocket(handle)
         guard socket >= 0, PQstatus(handle) == CONNECTION_OK else { throw StoreError(.io, "the liveness connection to \(origin) is closed") }
-        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: interrupt, events: Int16(POLLIN), revents: 0)]
         let milliseconds = Int32(max(0, min(60_000, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)))
-        let ready = poll(&descriptor, 1, milliseconds)
+        let ready = poll(&descriptors, 2, milliseconds)
         if ready < 0 && errno == EINTR { return false }
         guard ready >= 0 else { throw StoreError(.io, "waiting on the liveness connection to \(origin) failed") }
-        guard ready > 0 else { return false }
+        guard descriptors[0].revents != 0 else { return false }
         guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
             throw StoreError(.io, "the liveness connection to \(origin) was lost: \(Self.trimmed(PQerrorMessage(handle)))")
         }

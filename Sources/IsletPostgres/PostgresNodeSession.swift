@@ -16,13 +16,34 @@ public final class PostgresNodeSession: NodeSession, @unchecked Sendable {
     private var connection: PostgresConnection?
     private var nextAttempt = ContinuousClock.now
     private let alive = Atomic<Bool>(false)
+    /// A pipe whose read end a wait also polls: `interrupt()` ends the wait at once (shutdown).
+    private let wakeUp: (read: Int32, write: Int32)
 
     /// Opens the session and takes node `number`'s lock; throws if another process holds it.
     public init(url: String, number: Int) throws(StoreError) {
         self.url = url
         self.origin = PostgresDatabase.redacted(url)
         self.number = number
-        try open()
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw StoreError(.io, "cannot make the liveness session's wake-up pipe") }
+        wakeUp = (ends[0], ends[1])
+        do {
+            try open()
+        } catch {
+            Glibc.close(ends[0])
+            Glibc.close(ends[1])
+            throw error
+        }
+    }
+
+    deinit {
+        Glibc.close(wakeUp.read)
+        Glibc.close(wakeUp.write)
+    }
+
+    public func interrupt() {
+        var byte: UInt8 = 1
+        _ = write(wakeUp.write, &byte, 1)
     }
 
     private func open() throws(StoreError) {
@@ -58,7 +79,7 @@ public final class PostgresNodeSession: NodeSession, @unchecked Sendable {
             }
         }
         do {
-            return try connection?.waitForNotification(timeout: timeout) ?? false
+            return try connection?.waitForNotification(timeout: timeout, interrupt: wakeUp.read) ?? false
         } catch {
             connection = nil
             alive.store(false, ordering: .relaxed)
@@ -67,6 +88,7 @@ public final class PostgresNodeSession: NodeSession, @unchecked Sendable {
     }
 
     public func close() {
+        interrupt()
         lock.lock()
         defer { lock.unlock() }
         connection = nil   // ends the server's session: the lock goes with it

@@ -37,15 +37,19 @@ public struct SQLClusterStore: ClusterStore {
         }
     }
 
-    public func renew(_ leases: Set<Int64>, of owner: NodeID, for duration: TimeInterval) throws(StoreError) -> Set<Int64> {
-        guard !leases.isEmpty else { return [] }
+    public func renew(_ leases: Set<Int64>, of owner: NodeID, for duration: TimeInterval) throws(StoreError) -> LeaseRenewal {
+        guard !leases.isEmpty else { return LeaseRenewal(renewed: [], gone: []) }
         let list = SQLValue.text(JSONValue.array(leases.sorted().map { .int($0) }).jsonText)
-        return try database.inClaimTransaction { (c) throws(StoreError) -> Set<Int64> in
-            Set(try c.query("""
+        let mine = "owner = ?2 AND id IN (SELECT CAST(value AS BIGINT) FROM \(database.dialect.elements(ofJSONArray: "?1")))"
+        return try database.inClaimTransaction { (c) throws(StoreError) -> LeaseRenewal in
+            // Rows a write is deleting at this moment (a lease ending) are skipped: renewing them would wait for it.
+            let renewed = Set(try c.query("""
                 UPDATE leases SET until_ms = \(database.dialect.nowMilliseconds) + ?3
-                WHERE owner = ?2 AND id IN (SELECT CAST(value AS BIGINT) FROM \(database.dialect.elements(ofJSONArray: "?1")))
+                WHERE id IN (SELECT id FROM leases WHERE \(mine) \(database.dialect.skipLocked(of: "leases", updatingKey: false)))
                 RETURNING id
                 """, [list, .text(owner.rawValue), .int(Int64((duration * 1000).rounded()))]).compactMap { $0["id"].int })
+            let present = Set(try c.query("SELECT id FROM leases WHERE \(mine)", [list, .text(owner.rawValue)]).compactMap { $0["id"].int })
+            return LeaseRenewal(renewed: renewed, gone: leases.subtracting(present))
         }
     }
 

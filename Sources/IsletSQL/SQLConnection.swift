@@ -161,6 +161,20 @@ public struct SQLDialect: Sendable {
         engine == .sqlite ? "json_each(\(placeholder))" : "json_array_elements_text(CAST(\(placeholder) AS json))"
     }
 
+    /// The type of a column of `rows(ofJSONArray:columns:)`.
+    public enum ColumnType: Sendable { case integer, text }
+
+    /// The objects of a JSON array parameter as a table `r` with these columns (a missing key or JSON null is NULL):
+    /// many rows written with one statement.
+    public func rows(ofJSONArray placeholder: String, columns: [(name: String, type: ColumnType)]) -> String {
+        if engine == .postgresql {
+            let declared = columns.map { "\($0.name) \($0.type == .integer ? "BIGINT" : "TEXT")" }.joined(separator: ", ")
+            return "json_to_recordset(CAST(\(placeholder) AS json)) AS r(\(declared))"
+        }
+        let picked = columns.map { "value ->> '$.\($0.name)' AS \($0.name)" }.joined(separator: ", ")
+        return "(SELECT \(picked) FROM json_each(\(placeholder))) AS r"
+    }
+
     /// After rows were copied in with their ids: the statement that moves a table's id sequence past them
     /// (PostgreSQL's identity columns), nil when the engine needs none.
     public func identityReset(_ table: String) -> String? {
@@ -170,10 +184,18 @@ public struct SQLDialect: Sendable {
 
     /// Locks the rows a claim's query returns from `table` (its alias), skipping those another transaction
     /// holds: PostgreSQL's claims run at once (`inClaimTransaction`); SQLite's single writer needs none.
-    public func skipLocked(of table: String) -> String { engine == .postgresql ? "FOR UPDATE OF \(table) SKIP LOCKED" : "" }
+    /// `updatingKey: false` takes the weaker lock of an update that leaves the key alone (FOR NO KEY UPDATE), which
+    /// rows held FOR KEY SHARE (`forKeyShare`) do not block.
+    public func skipLocked(of table: String, updatingKey: Bool = true) -> String {
+        engine == .postgresql ? "FOR \(updatingKey ? "UPDATE" : "NO KEY UPDATE") OF \(table) SKIP LOCKED" : ""
+    }
 
     /// Locks the row read until the transaction ends (a decision made on it must not race a claim).
     public var forUpdate: String { engine == .postgresql ? "FOR UPDATE" : "" }
+
+    /// Keeps the row read from being deleted until the transaction ends, without stopping updates of its
+    /// other columns (PostgreSQL's FOR KEY SHARE; SQLite's single writer needs none).
+    public var forKeyShare: String { engine == .postgresql ? "FOR KEY SHARE" : "" }
 
     /// The database's clock in milliseconds since 1970: leases are timed on it, so nodes' clocks may differ.
     public var nowMilliseconds: String {

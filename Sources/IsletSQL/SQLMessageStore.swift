@@ -213,10 +213,10 @@ public struct SQLMessageStore: MessageStore {
         guard !outcomes.isEmpty else { return }
         let leases = Set(outcomes.map(\.job.lease))
         try database.write { (c) throws(StoreError) in
-            for lease in leases { try Self.hold(lease, c) }
+            for lease in leases { try hold(lease, c) }
             for outcome in outcomes {
                 let job = outcome.job
-                try Self.write(outcome.result, message: job.id, at: date, c)
+                try write(outcome.result, message: job.id, at: date, c)
                 if outcome.finished {
                     try c.run("UPDATE messages SET state = 'done', claimed = 0, lease = NULL, finished_at = ?, cursor = ? WHERE id = ?",
                               [Self.seconds(date), .int(outcome.result.cursor), .int(job.id)])
@@ -399,8 +399,8 @@ public struct SQLMessageStore: MessageStore {
 
     public func recordBatch(_ result: BatchResult, of job: MessageJob, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            try Self.hold(job.lease, c)
-            try Self.write(result, message: job.id, at: date, c)
+            try hold(job.lease, c)
+            try write(result, message: job.id, at: date, c)
             if let shard = job.shard {
                 try c.run("UPDATE message_shards SET cursor = ? WHERE message = ? AND shard = ?",
                           [.int(result.cursor), .int(job.id), .int(Int64(shard.number))])
@@ -411,19 +411,47 @@ public struct SQLMessageStore: MessageStore {
     }
 
     /// A batch's delivery records and what they change beyond themselves (its cursor is the caller's).
-    static func write(_ result: BatchResult, message: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
-        for record in result.records { try write(record, message: message, at: date, c) }
+    /// A batch's records in one statement (a round trip each was most of a PostgreSQL batch's time), then its effects.
+    func write(_ result: BatchResult, message: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        if result.records.count == 1, let record = result.records.first {
+            try Self.write(record, message: message, at: date, c)
+        } else if !result.records.isEmpty {
+            let rows = JSONValue.array(result.records.map { record in
+                [
+                    "device": .int(record.device), "push_type": record.pushType.map { .string($0) } ?? .null, "status": .int(Int64(record.status)),
+                    "reason": record.reason.map { .string($0) } ?? .null, "apns_id": record.apnsID.map { .string($0) } ?? .null,
+                    "attempts": .int(Int64(record.attempts)), "state": .string(record.state.rawValue),
+                    "next_at": record.nextAttemptAt.map { .int(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null,
+                    "token": record.token.map { .string($0) } ?? .null, "copies": .int(Int64(record.uncertainCopies)),
+                ]
+            })
+            let source = database.dialect.rows(ofJSONArray: "?3", columns: [
+                ("device", .integer), ("push_type", .text), ("status", .integer), ("reason", .text), ("apns_id", .text), ("attempts", .integer),
+                ("state", .text), ("next_at", .integer), ("token", .text), ("copies", .integer),
+            ])
+            try c.run("""
+                INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies)
+                SELECT ?1, r.device, r.push_type, r.status, r.reason, r.apns_id, r.attempts, ?2, r.state, r.next_at, r.token, r.copies
+                FROM \(source) WHERE true
+                \(Self.upsertDelivery)
+                """, [.int(message), Self.seconds(date), .text(rows.jsonText)])
+        }
         try apply(result.effects, c)
     }
+
+    /// What writing a delivery over an earlier record of the same push keeps: the attempts add up, a token stays.
+    static let upsertDelivery = """
+        ON CONFLICT (message, device) DO UPDATE SET push_type = excluded.push_type, status = excluded.status,
+            reason = excluded.reason, apns_id = excluded.apns_id, attempts = deliveries.attempts + excluded.attempts, at = excluded.at,
+            state = excluded.state, next_at = excluded.next_at, token = COALESCE(excluded.token, deliveries.token), copies = excluded.copies,
+            lease = NULL
+        """
 
     static func write(_ record: DeliveryRecord, message: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
         try c.run("""
             INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-            ON CONFLICT (message, device) DO UPDATE SET push_type = excluded.push_type, status = excluded.status,
-                reason = excluded.reason, apns_id = excluded.apns_id, attempts = deliveries.attempts + excluded.attempts, at = excluded.at,
-                state = excluded.state, next_at = excluded.next_at, token = COALESCE(excluded.token, deliveries.token), copies = excluded.copies,
-                lease = NULL
+            \(upsertDelivery)
             """, [.int(message), .int(record.device), optional(record.pushType), .int(Int64(record.status)),
                   optional(record.reason), optional(record.apnsID), .int(Int64(record.attempts)), seconds(date),
                   .text(record.state.rawValue), record.nextAttemptAt.map { milliseconds($0) } ?? .null, optional(record.token),
@@ -496,38 +524,50 @@ public struct SQLMessageStore: MessageStore {
 
     public func recordRetries(_ result: RetryResult, lease: Int64, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            try Self.hold(lease, c)
+            try hold(lease, c)
             for (message, record) in result.records { try Self.write(record, message: message, at: date, c) }
-            try Self.apply(result.effects, c)
+            try apply(result.effects, c)
             try Self.endLease(lease, c)
         }
     }
 
-    static func apply(_ effects: DeliveryEffects, _ c: any SQLConnection) throws(StoreError) {
-        for (activity, device) in effects.startedOn { try started(activity: activity, device: device, c) }
+    func apply(_ effects: DeliveryEffects, _ c: any SQLConnection) throws(StoreError) {
+        // Where the batch's starts landed, in one statement, each pair once (an upsert may touch a row once).
+        var pairs = Set<[Int64]>()
+        let started = effects.startedOn.filter { pairs.insert([$0.activity, $0.device]).inserted }
+        if started.count == 1, let only = started.first {
+            try Self.started(activity: only.activity, device: only.device, c)
+        } else if !started.isEmpty {
+            let rows = JSONValue.array(started.map { ["activity": .int($0.activity), "device": .int($0.device)] })
+            try c.run("""
+                INSERT INTO activity_devices (activity, device, state)
+                SELECT r.activity, r.device, 'active' FROM \(database.dialect.rows(ofJSONArray: "?1", columns: [("activity", .integer), ("device", .integer)]))
+                WHERE true ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
+                """, [.text(rows.jsonText)])
+        }
         // A token registered again after APNs found it invalid (the 410's timestamp) is alive: keep it. The
         // cast types the parameter for PostgreSQL, which cannot infer the type of a NULL compared with NULL.
         let since = "CAST(?3 AS BIGINT)"
         let notRenewed = "(\(since) IS NULL OR updated_at * 1000 <= \(since))"
         for dead in effects.deadPushToStartTokens {
-            try c.run("DELETE FROM push_to_start_tokens WHERE device = ?1 AND token = ?2 AND \(notRenewed)", parameters(dead))
+            try c.run("DELETE FROM push_to_start_tokens WHERE device = ?1 AND token = ?2 AND \(notRenewed)", Self.parameters(dead))
         }
         for (activity, dead) in effects.deadUpdateTokens {
             try c.run("""
                 UPDATE activity_devices SET state = 'token-dead' WHERE activity = ?4 AND device = ?1 AND EXISTS (
                     SELECT 1 FROM activity_tokens t JOIN activities a ON a.id = ?4
                     WHERE t.device = ?1 AND t.activity_id = a.activity_id AND t.token = ?2 AND (\(since) IS NULL OR t.updated_at * 1000 <= \(since)))
-                """, parameters(dead) + [.int(activity)])
+                """, Self.parameters(dead) + [.int(activity)])
         }
         for dead in effects.deadPushTokens {
-            try c.run("UPDATE devices SET push_token = NULL WHERE id = ?1 AND push_token = ?2 AND \(notRenewed)", parameters(dead))
+            try c.run("UPDATE devices SET push_token = NULL WHERE id = ?1 AND push_token = ?2 AND \(notRenewed)", Self.parameters(dead))
         }
     }
 
     public func requeue(_ due: [DueDelivery], at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             // Those of a lease that was rescued are another node's already.
-            for (lease, items) in Dictionary(grouping: due, by: \.lease) where try Self.holds(lease, c) {
+            for (lease, items) in Dictionary(grouping: due, by: \.lease) where try holds(lease, c) {
                 for item in items {
                     try c.run("""
                         UPDATE deliveries SET state = \(Self.backToWaiting), next_at = ?, lease = NULL
@@ -547,7 +587,7 @@ public struct SQLMessageStore: MessageStore {
 
     public func finish(_ job: MessageJob, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            try Self.hold(job.lease, c)
+            try hold(job.lease, c)
             if let shard = job.shard {
                 try c.run("UPDATE message_shards SET state = 'done', claimed = 0, lease = NULL WHERE message = ? AND shard = ?",
                           [.int(job.id), .int(Int64(shard.number))])
@@ -564,7 +604,7 @@ public struct SQLMessageStore: MessageStore {
     public func release(_ job: MessageJob) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             // A lease that was rescued: the job is another node's already.
-            guard try Self.holds(job.lease, c) else { return }
+            guard try holds(job.lease, c) else { return }
             if let shard = job.shard {
                 try c.run("UPDATE message_shards SET claimed = 0, lease = NULL WHERE message = ? AND shard = ?", [.int(job.id), .int(Int64(shard.number))])
             } else {
@@ -586,13 +626,14 @@ public struct SQLMessageStore: MessageStore {
     }
 
     /// Locks the lease's row to the commit, so no rescue can delete it while this transaction writes what
-    /// its work came to; false when it was rescued already.
-    static func holds(_ lease: Int64, _ c: any SQLConnection) throws(StoreError) -> Bool {
-        try c.run("UPDATE leases SET until_ms = until_ms WHERE id = ?", [.int(lease)]) == 1
+    /// its work came to; false when it was rescued already. A key-share lock: it stops a delete, not the
+    /// renewal of the lease's expiry, so renewals and these writes never wait for each other.
+    func holds(_ lease: Int64, _ c: any SQLConnection) throws(StoreError) -> Bool {
+        try !c.query("SELECT id FROM leases WHERE id = ? \(database.dialect.forKeyShare)", [.int(lease)]).isEmpty
     }
 
     /// `holds`, or `.leaseLost`: the fencing check of every write of a claim's outcome.
-    static func hold(_ lease: Int64, _ c: any SQLConnection) throws(StoreError) {
+    func hold(_ lease: Int64, _ c: any SQLConnection) throws(StoreError) {
         guard try holds(lease, c) else {
             throw StoreError(.leaseLost, "lease \(lease) was rescued (it expired or its node was taken for gone); its work went to another node")
         }

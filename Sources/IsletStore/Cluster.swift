@@ -78,6 +78,17 @@ public struct NodeStatus: Sendable, Equatable {
     }
 }
 
+/// What a renewal came to: the leases extended, and those gone (rescued: their work went to another node).
+public struct LeaseRenewal: Sendable, Equatable {
+    public var renewed: Set<Int64>
+    public var gone: Set<Int64>
+
+    public init(renewed: Set<Int64>, gone: Set<Int64>) {
+        self.renewed = renewed
+        self.gone = gone
+    }
+}
+
 /// What one rescue freed: leases that expired or whose node is gone, and the work they covered.
 public struct RescueReport: Sendable, Equatable {
     public var leases = 0
@@ -103,9 +114,9 @@ public protocol ClusterStore: Sendable {
     /// claimed: on SQLite, where one server owns the file, every claim; on PostgreSQL the claims of nodes
     /// that are gone.
     func join(_ node: NodeInfo, at date: Date) throws(StoreError) -> Int
-    /// Extends the leases the node still holds among `leases` by `duration` from the database's clock;
-    /// returns those it holds (the others were rescued: their work went to another node).
-    func renew(_ leases: Set<Int64>, of owner: NodeID, for duration: TimeInterval) throws(StoreError) -> Set<Int64>
+    /// Extends the leases the node still holds among `leases` by `duration` from the database's clock. A lease
+    /// being ended at that moment is skipped, not waited for (neither in `renewed` nor in `gone`).
+    func renew(_ leases: Set<Int64>, of owner: NodeID, for duration: TimeInterval) throws(StoreError) -> LeaseRenewal
     /// Records that the node is running (`islet cluster status`).
     func heartbeat(_ node: NodeID, at date: Date) throws(StoreError)
     /// Deletes leases that expired or whose node is gone, and frees the jobs, shards and retries they covered.
@@ -134,5 +145,7 @@ public protocol NodeSession: AnyObject, Sendable {
     func waitForWork(timeout: Duration) -> Bool
     /// True while the liveness lock is held.
     var isAlive: Bool { get }
+    /// Ends a wait in progress at once (shutdown).
+    func interrupt()
     func close()
 }

@@ -44,6 +44,21 @@ struct APNsClientTests {
         #expect(tokens.count == 1, "one provider token reused (A3)")
     }
 
+    /// Issue 14: a push handed over with a `writeBy` that has passed (its node's lease on it ran out, say
+    /// while the process was paused) is not written at all, and says so; the others go as usual.
+    @Test func aPushPastItsWriteByIsNeverWritten() throws {
+        let fake = try FakeAPNs(files: files, key: key)
+        let client = try client(fake)
+        defer { client.shutdown() }
+        let inTime = push(3)
+        let late = client.submit([push(1), push(2)], deadline: .now + .seconds(30), writeBy: .now - .milliseconds(1))
+        let onTime = client.submit([inTime], deadline: .now + .seconds(30), writeBy: .now + .seconds(30))
+        let lateOutcomes = late.wait(deadline: .now + .seconds(30))
+        #expect(lateOutcomes.allSatisfy { $0.fate == .notSent }, "\(lateOutcomes)")
+        #expect(onTime.wait(deadline: .now + .seconds(30)).map(\.status) == [200])
+        #expect(fake.processed.map(\.apnsID) == [inTime.apnsID], "only the push still in time reached APNs")
+    }
+
     @Test func reportsEveryAnswerWithItsReason() throws {
         let answers: [Int: FakeAPNs.Answer] = [
             1: .status(410, reason: "Unregistered", timestamp: 1_700_000_000_000), 2: .status(400, reason: "BadDeviceToken"),

@@ -16,14 +16,17 @@ struct LeaseKeeperTests {
         #expect(!keeper.isValid(4), "a lease this node never held")
 
         // The renewal extended 1 and 3; 2 was rescued by another node.
-        #expect(keeper.renewed([1, 3], of: [1, 2, 3], sentAt: .now) == 1)
+        #expect(keeper.apply(LeaseRenewal(renewed: [1, 3], gone: [2]), sentAt: .now) == 1)
         #expect(keeper.isValid(1) && keeper.isValid(3), "renewed from the moment the renewal was sent")
         #expect(!keeper.isValid(2))
         #expect(keeper.held == [1, 3], "a lost lease is not renewed again")
 
         keeper.remove(1)
         #expect(!keeper.isValid(1) && keeper.held == [3])
-        #expect(keeper.renewed([], of: [1], sentAt: .now) == 0, "a lease that ended is not counted lost")
+        #expect(keeper.apply(LeaseRenewal(renewed: [], gone: [1]), sentAt: .now) == 0, "a lease that ended here is not counted lost")
+        keeper.add(5, claimedAt: .now - .seconds(120))
+        #expect(keeper.apply(LeaseRenewal(renewed: [], gone: []), sentAt: .now) == 0)
+        #expect(!keeper.isValid(5) && keeper.held.contains(5), "skipped by a renewal: neither extended nor lost")
     }
 
     @Test func theMarginKeepsTheLocalDeadlineBeforeTheDatabases() {

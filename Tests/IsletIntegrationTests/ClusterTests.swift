@@ -138,7 +138,7 @@ struct ClusterTests {
             #expect(try request(cluster.port("node-\(n % 3 + 1)"), "/json/1.3/setActivityPushToStartToken", body: token, headers: Self.auth).status == 200)
         }
 
-        // Phase 1: the fan-out and the orders on all three nodes; kill -9 the busiest node a third of the way.
+        // Phase 1: the fan-out and the orders on all three nodes; kill -9 node-1 a fifth of the way.
         let everyone = try cluster.startEveryone(round: 1, via: "node-2")
         let orderCodes = Mutex<[(order: Int, step: Int, code: String)]>([])
         let orders = Thread {
@@ -156,7 +156,7 @@ struct ClusterTests {
             }
         }
         orders.start()
-        #expect(eventually(60) { cluster.count(round: 1) >= Self.devices / 3 }, "the fan-out is under way")
+        #expect(eventually(60) { cluster.count(round: 1) >= Self.devices / 5 }, "the fan-out is under way")
         let byNode = Dictionary(grouping: cluster.sent().filter { $0.round == 1 }, by: \.node).mapValues(\.count)
         #expect(byNode.count >= 2, "the shards went to several nodes: \(byNode)")
         let killed = cluster.nodes["node-1"]!
@@ -201,13 +201,16 @@ struct ClusterTests {
         // The shards node-2 held when paused: those of the devices it last sent.
         let pausedShards = Set(beforePause.suffix(200).compactMap { Self.shard(of: $0.token) })
         let afterResume = sent[resumedAt...].filter { $0.round == 2 && $0.node == "node-2" && pausedShards.contains(Self.shard(of: $0.token) ?? -1) }
-        #expect(afterResume.isEmpty, "node-2 sent \(afterResume.count) pushes of its lost shard after it resumed")
+        #expect(afterResume.count == 0, "node-2 sent pushes of its lost shard after it resumed")
         #expect(eventually(20) { Self.metric("islet_cluster_lease_losses_total", port: cluster.port("node-2")) ?? 0 >= 1 },
                 "the resumed node counted the lease it lost")
 
         // Phase 3: PostgreSQL crashes and comes back mid-fan-out: nothing accepted is lost.
+        let recorded = { ((try? FileManager.default.attributesOfItem(atPath: cluster.record.path))?[.size] as? NSNumber)?.intValue ?? 0 }
+        let sizeBefore = recorded()
         let third = try cluster.startEveryone(round: 3, via: "node-3")
-        #expect(eventually(60) { cluster.count(round: 3) >= 2_000 })
+        // As soon as its first pushes are out (the record grows): the whole fan-out takes well under a second.
+        #expect(eventually(60) { recorded() > sizeBefore })
         #expect(cluster.count(round: 3) < Self.devices, "the database went away mid-fan-out")
         try cluster.postgres.stopServer(immediate: true)
         try cluster.postgres.start()

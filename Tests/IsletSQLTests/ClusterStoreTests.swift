@@ -124,15 +124,44 @@ struct ClusterStoreTests {
         // Renew `kept` only, until `lost` has expired and been rescued.
         var report = RescueReport()
         while report.isEmpty && Date() < deadline {
-            #expect(try f.cluster.renew([kept.lease], of: NodeID("n")!, for: 5) == [kept.lease])
+            #expect(try f.cluster.renew([kept.lease], of: NodeID("n")!, for: 5) == LeaseRenewal(renewed: [kept.lease], gone: []))
             renewals += 1
             report = try f.cluster.rescue(at: now)
             Thread.sleep(forTimeInterval: 0.02)
         }
         #expect(report.leases == 1 && report.jobs == 1, "only the lease that was not renewed")
-        #expect(try f.cluster.renew([kept.lease, lost.lease], of: NodeID("n")!, for: 5) == [kept.lease])
-        #expect(try f.cluster.renew([kept.lease], of: NodeID("someone-else")!, for: 5).isEmpty, "a lease is renewed by its owner only")
+        #expect(try f.cluster.renew([kept.lease, lost.lease], of: NodeID("n")!, for: 5) == LeaseRenewal(renewed: [kept.lease], gone: [lost.lease]))
+        #expect(try f.cluster.renew([kept.lease], of: NodeID("someone-else")!, for: 5).renewed.isEmpty, "a lease is renewed by its owner only")
         try f.db.messages.recordBatch(f.batch(1...3, apnsID: "kept"), of: kept, at: now)
+    }
+
+    /// PostgreSQL: a renewal never waits for a write recording a lease's work (it holds the lease FOR KEY SHARE),
+    /// nor for one ending a lease (skipped, neither renewed nor gone): it once deadlocked with them.
+    @Test func renewalsDoNotWaitForWritesOfTheirLeases() throws {
+        let f = try Fixture(.postgresql)
+        try f.start("W1", "ORDER_W1")
+        try f.start("W2", "ORDER_W2")
+        let session = try f.live("n")
+        defer { session?.close() }
+        let recording = try #require(try f.claim(Self.lease("n")))
+        let ending = try #require(try f.claim(Self.lease("n")))
+        let done = Mutex<LeaseRenewal?>(nil)
+        struct RollBack: Error {}
+        do {
+            try f.db.database.write(rethrowing: { c in
+            _ = try c.query("SELECT id FROM leases WHERE id = ? FOR KEY SHARE", [.int(recording.lease)])
+            try c.run("DELETE FROM leases WHERE id = ?", [.int(ending.lease)])
+            let renewal = Thread {
+                let result = try? f.cluster.renew([recording.lease, ending.lease], of: NodeID("n")!, for: 30)
+                done.withLock { $0 = result }
+            }
+            renewal.start()
+            let deadline = Date().addingTimeInterval(5)
+            while done.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            throw RollBack()   // the lease being ended stays
+            })
+        } catch is RollBack {}
+        #expect(done.withLock { $0 } == LeaseRenewal(renewed: [recording.lease], gone: []), "answered while both writes were open")
     }
 
     /// Retries claimed under a lease go back to waiting when it is rescued, and a late record of them is refused.

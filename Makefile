@@ -60,7 +60,10 @@ BENCH_E2E_DEVICES ?= 100000
 # `register` compares SQLite with an empty PostgreSQL database when BENCH_POSTGRES_URL names one.
 # `updates` is the hot path: updateLiveActivity over 2,000 one-phone activities, as fast as 16 clients go,
 # then paced at 1,000/s for 60 s, nginx as APNs; acceptance, arrival and the delivery lag.
+# `cluster` delivers one start to BENCH_CLUSTER_DEVICES devices with 1 node, then 3 nodes, on a throwaway PostgreSQL
+# (or in schemas of BENCH_POSTGRES_URL's database).
 BENCH_POSTGRES_URL ?=
+BENCH_CLUSTER_DEVICES ?= 1000000
 comma := ,
 bench:
 	@scripts/install-deps --bench
@@ -72,6 +75,7 @@ bench:
 	.build/release/islet-bench register --devices 30000 --clients 16 --database 'var/bench-register.sqlite$(if $(BENCH_POSTGRES_URL),$(comma)$(BENCH_POSTGRES_URL))'
 	.build/release/islet-bench updates --activities 2000 --seconds 20
 	.build/release/islet-bench updates --activities 2000 --seconds 60 --rate 1000
+	.build/release/islet-bench cluster --devices $(BENCH_CLUSTER_DEVICES) --nodes 1,3$(if $(BENCH_POSTGRES_URL), --database '$(BENCH_POSTGRES_URL)')
 
 clean:
 	swift package clean

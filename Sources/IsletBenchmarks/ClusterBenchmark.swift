@@ -23,6 +23,26 @@ struct ClusterBenchmark {
         let shards: Int
         /// WAL PostgreSQL wrote during the fan-out, per push recorded.
         let walPerPush: Double
+        /// CPU seconds during the fan-out: the nodes (this process), PostgreSQL's processes, nginx.
+        let cpu: (islet: Double, postgres: Double, nginx: Double)
+    }
+
+    /// CPU seconds (user + system) used so far by this process, and by every process named `name`.
+    static func cpuSeconds(named name: String? = nil) -> Double {
+        let tick = Double(sysconf(Int32(_SC_CLK_TCK)))
+        func seconds(_ stat: String) -> Double {
+            // Fields after the command (which may hold spaces, in parentheses): utime and stime are the 12th and 13th.
+            guard let close = stat.lastIndex(of: ")") else { return 0 }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+            return (user + system) / tick
+        }
+        guard let name else { return seconds((try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8)) ?? "") }
+        let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { Int($0) != nil }
+        return pids.reduce(0) { total, pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), stat.contains("(\(name))") else { return total }
+            return total + seconds(stat)
+        }
     }
 
     func run() throws {
@@ -33,14 +53,15 @@ struct ClusterBenchmark {
         print("machine: \(ProcessInfo.processInfo.processorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB; database: \(url.map { StorageLocation($0).description } ?? "a throwaway cluster (initdb, fsync on)")")
         var results: [Result] = []
         for count in nodeCounts { results.append(try once(nodes: count, base: base)) }
-        print("\n| nodes | time | pushes/s | ratio to 1 node | per node (pushes) | shards | WAL per push |")
-        print("|---|---|---|---|---|---|---|")
+        print("\n| nodes | time | pushes/s | ratio to 1 node | per node (pushes) | shards | WAL per push | CPU s: Islet, PostgreSQL, nginx |")
+        print("|---|---|---|---|---|---|---|---|")
         let single = results.first { $0.nodes == 1 }
         for result in results {
             let rate = Double(devices) / result.seconds
             let ratio = single.map { String(format: "%.2f", rate / (Double(devices) / $0.seconds)) } ?? "n/a"
-            print(String(format: "| %d | %.2f s | %.0f | %@ | %@ | %d | %.0f bytes |", result.nodes, result.seconds, rate, ratio,
-                         result.perNode.map { "\($0.node) \($0.pushes)" }.joined(separator: ", "), result.shards, result.walPerPush))
+            print(String(format: "| %d | %.2f s | %.0f | %@ | %@ | %d | %.0f bytes | %.0f, %.0f, %.0f |", result.nodes, result.seconds, rate, ratio,
+                         result.perNode.map { "\($0.node) \($0.pushes)" }.joined(separator: ", "), result.shards, result.walPerPush,
+                         result.cpu.islet, result.cpu.postgres, result.cpu.nginx))
         }
     }
 
@@ -77,6 +98,7 @@ struct ClusterBenchmark {
             try storage.database.withConnection { (c) throws(StoreError) in try c.query("SELECT CAST(pg_current_wal_lsn() AS TEXT) AS lsn")[0]["lsn"].text ?? "0/0" }
         }
         let walBefore = try walPosition()
+        let cpuBefore = (Self.cpuSeconds(), Self.cpuSeconds(named: "postgres"), Self.cpuSeconds(named: "nginx"))
         let before = world.nginx.requests()
         let begin = ContinuousClock.now
         let code = try EndToEndBenchmark().startByFilter(http, world.app, world.auth, id: "CLUSTER", filter: "ALL")
@@ -87,12 +109,15 @@ struct ClusterBenchmark {
             (server.configuration.node.rawValue, server.delivery?.metrics.snapshot().filter { $0.key.result == .sent }.values.reduce(0, +) ?? 0)
         }
         let walAfter = try walPosition()
+        let cpu = (Self.cpuSeconds() - cpuBefore.0, Self.cpuSeconds(named: "postgres") - cpuBefore.1, Self.cpuSeconds(named: "nginx") - cpuBefore.2)
         let (shards, wal) = try storage.database.withConnection { (c) throws(StoreError) in
             (Int(try c.query("SELECT COUNT(*) AS shards FROM message_shards")[0]["shards"].int ?? 0),
              try c.query("SELECT CAST(pg_wal_lsn_diff(CAST(? AS pg_lsn), CAST(? AS pg_lsn)) AS BIGINT) AS bytes", [.text(walAfter), .text(walBefore)])[0]["bytes"].int ?? 0)
         }
-        print(String(format: "%d node(s): delivered in %.2f s (%.0f pushes/s); per node: %@; %d shards; %.1f MB of WAL",
-                     count, seconds, Double(devices) / seconds, perNode.map { "\($0.0) \($0.1)" }.joined(separator: ", "), shards, Double(wal) / 1e6))
-        return Result(nodes: count, seconds: seconds, perNode: perNode, shards: shards, walPerPush: Double(wal) / Double(devices))
+        print(String(format: "%d node(s): delivered in %.2f s (%.0f pushes/s); per node: %@; %d shards; %.1f MB of WAL; CPU s: Islet %.1f, PostgreSQL %.1f, nginx %.1f",
+                     count, seconds, Double(devices) / seconds, perNode.map { "\($0.0) \($0.1)" }.joined(separator: ", "), shards, Double(wal) / 1e6,
+                     cpu.0, cpu.1, cpu.2))
+        return Result(nodes: count, seconds: seconds, perNode: perNode, shards: shards, walPerPush: Double(wal) / Double(devices),
+                      cpu: (cpu.0, cpu.1, cpu.2))
     }
 }

@@ -161,6 +161,11 @@ public struct SQLDialect: Sendable {
         engine == .sqlite ? "json_each(\(placeholder))" : "json_array_elements_text(CAST(\(placeholder) AS json))"
     }
 
+    /// Whether many rows are better written with one statement (`rows(ofJSONArray:columns:)`) than a statement
+    /// each: PostgreSQL's statements are network round trips; SQLite's are calls into the process, cheaper than
+    /// building and parsing the JSON (a fan-out on SQLite was 10–20% slower with it).
+    public var writesRowsTogether: Bool { engine == .postgresql }
+
     /// The type of a column of `rows(ofJSONArray:columns:)`.
     public enum ColumnType: Sendable { case integer, text }
 

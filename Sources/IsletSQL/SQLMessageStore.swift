@@ -413,8 +413,8 @@ public struct SQLMessageStore: MessageStore {
     /// A batch's delivery records and what they change beyond themselves (its cursor is the caller's).
     /// A batch's records in one statement (a round trip each was most of a PostgreSQL batch's time), then its effects.
     func write(_ result: BatchResult, message: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
-        if result.records.count == 1, let record = result.records.first {
-            try Self.write(record, message: message, at: date, c)
+        if result.records.count == 1 || !database.dialect.writesRowsTogether {
+            for record in result.records { try Self.write(record, message: message, at: date, c) }
         } else if !result.records.isEmpty {
             let rows = JSONValue.array(result.records.map { record in
                 [
@@ -535,8 +535,8 @@ public struct SQLMessageStore: MessageStore {
         // Where the batch's starts landed, in one statement, each pair once (an upsert may touch a row once).
         var pairs = Set<[Int64]>()
         let started = effects.startedOn.filter { pairs.insert([$0.activity, $0.device]).inserted }
-        if started.count == 1, let only = started.first {
-            try Self.started(activity: only.activity, device: only.device, c)
+        if started.count == 1 || !database.dialect.writesRowsTogether {
+            for pair in started { try Self.started(activity: pair.activity, device: pair.device, c) }
         } else if !started.isEmpty {
             let rows = JSONValue.array(started.map { ["activity": .int($0.activity), "device": .int($0.device)] })
             try c.run("""

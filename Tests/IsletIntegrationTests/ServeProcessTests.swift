@@ -144,6 +144,37 @@ struct ServeProcessTests {
         #expect(first.waitForExit() == 0)
     }
 
+    /// Issue 14: the simulator's phones live in one process, so a second `--apns simulator` node on the same
+    /// PostgreSQL database refuses to start and names the running one; a node with Apple's APNs may join.
+    @Test(.enabled(if: IntegrationEngine.isPostgreSQL, "several nodes need PostgreSQL"))
+    func aSecondSimulatorNodeRefusesToStartNamingTheFirst() throws {
+        let first = try ServeProcess(arguments: ["--node-id", "sim-1"])
+        let database = try IntegrationEngine.database(in: first.directory)
+        let process = Process()
+        process.executableURL = try builtExecutable("islet")
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--database", database, "--node-id", "sim-2", "--audit-log", "off"]
+        let errors = first.directory.appendingPathComponent("second-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let exited = eventually(20) { !process.isRunning }
+        if !exited { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        #expect(exited && process.terminationStatus == 1)
+        #expect(text.contains("--apns simulator runs on one node only, and node sim-1"), "\(text)")
+        let apple = try ServeProcess(executable: "islet", arguments: ["serve", "--listen", "127.0.0.1:0", "--database", database, "--apns", "apple",
+                                                                      "--node-id", "apple-1", "--audit-log", "off"], directory: first.directory)
+        #expect(try request(apple.port, method: "GET", "/healthz").json?.objectValue?["node"] == "apple-1")
+        let status = try runProgram(try builtExecutable("islet"), ["cluster", "status", "--database", database])
+        #expect(status.output.split(separator: "\n").contains { $0.hasPrefix("sim-1 ") && $0.contains("running") }, "\(status.output)")
+        #expect(status.output.split(separator: "\n").contains { $0.hasPrefix("apple-1 ") && $0.contains("running") })
+        kill(apple.process.processIdentifier, SIGTERM)
+        kill(first.process.processIdentifier, SIGTERM)
+        #expect(apple.waitForExit() == 0 && first.waitForExit() == 0)
+    }
+
     /// Issue 13: two servers on one SQLite file would both send some pushes; the second refuses to start and
     /// names the first, while CLI commands keep working beside it. After the first stops, a server starts.
     @Test(.enabled(if: !IntegrationEngine.isPostgreSQL, "one server per SQLite file; PostgreSQL takes several"))

@@ -85,10 +85,20 @@ final class NodeMembership: Sendable {
     /// The lease every claim of this node asks for.
     var claimLease: ClaimLease { ClaimLease(owner: node.id, duration: leases.duration.timeInterval) }
 
-    /// Joins and opens the liveness session; throws when either fails (another process runs with this node id).
+    /// Takes the node's liveness lock, then joins (freeing what its previous run held); throws when another
+    /// process runs with this node id, having changed nothing of that process's.
     func join() throws {
-        let number = try cluster.join(node, at: now())
-        if let openSession { session.withLock { $0 = nil }; let opened = try openSession(number); session.withLock { $0 = opened } }
+        let number = try cluster.register(node, at: now())
+        if let openSession {
+            let opened = try openSession(number)
+            session.withLock { $0 = opened }
+        }
+        do {
+            _ = try cluster.join(node, at: now())
+        } catch {
+            session.withLock { $0?.close(); $0 = nil }
+            throw error
+        }
         logger.info("joined the cluster", ["node": .string(node.id.rawValue), "number": .int(Int64(number))])
     }
 

@@ -13,16 +13,23 @@ public struct SQLClusterStore: ClusterStore {
     /// Nodes not seen for this long, holding no lease, are forgotten.
     static let forgetAfter: TimeInterval = 24 * 3600
 
-    public func join(_ node: NodeInfo, at date: Date) throws(StoreError) -> Int {
+    public func register(_ node: NodeInfo, at date: Date) throws(StoreError) -> Int {
         try database.write { (c) throws(StoreError) -> Int in
-            var number = try c.query("SELECT number FROM nodes WHERE id = ?", [.text(node.id.rawValue)]).first?["number"].int
-            if number == nil { number = try c.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM nodes")[0]["next"].int }
-            let assigned = number ?? 1
+            if let number = try c.query("SELECT number FROM nodes WHERE id = ?", [.text(node.id.rawValue)]).first?["number"].int { return Int(number) }
+            let number = try c.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM nodes")[0]["next"].int ?? 1
             try c.run("""
                 INSERT INTO nodes (id, number, host, pid, version, started_at, heartbeat_at, stopped_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL)
-                ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, version = excluded.version,
-                    started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stopped_at = NULL
-                """, [.text(node.id.rawValue), .int(assigned), .text(node.host), .int(Int64(node.pid)), .text(node.version), Self.seconds(date)])
+                """, [.text(node.id.rawValue), .int(number), .text(node.host), .int(Int64(node.pid)), .text(node.version), Self.seconds(date)])
+            return Int(number)
+        }
+    }
+
+    public func join(_ node: NodeInfo, at date: Date) throws(StoreError) -> Int {
+        let assigned = try register(node, at: date)
+        return try database.write { (c) throws(StoreError) -> Int in
+            try c.run("""
+                UPDATE nodes SET host = ?2, pid = ?3, version = ?4, started_at = ?5, heartbeat_at = ?5, stopped_at = NULL WHERE id = ?1
+                """, [.text(node.id.rawValue), .text(node.host), .int(Int64(node.pid)), .text(node.version), Self.seconds(date)])
             // What a previous run left claimed: every lease on SQLite (this is its only server), this node id's on PostgreSQL.
             if database.dialect.nodeIsAlive == nil {
                 try c.run("DELETE FROM leases")

@@ -110,9 +110,11 @@ public struct RescueReport: Sendable, Equatable {
 /// the claimed work came to holds the lease (its row locked to the commit) or fails with `.leaseLost`; a
 /// rescue deletes the leases that expired or whose node's session ended, and frees the rows they covered.
 public protocol ClusterStore: Sendable {
-    /// Registers the node (its number is the key of its liveness lock) and frees what a previous run left
-    /// claimed: on SQLite, where one server owns the file, every claim; on PostgreSQL the claims of nodes
-    /// that are gone.
+    /// The node's number (the key of its liveness lock), registering the node if it is new; changes nothing
+    /// else, so a second process with a running node's id learns the number and is refused its lock.
+    func register(_ node: NodeInfo, at date: Date) throws(StoreError) -> Int
+    /// Once the node holds its liveness lock (PostgreSQL): records this run and frees what a previous run of
+    /// the node left claimed (on SQLite, where one server owns the file, every claim). Returns its number.
     func join(_ node: NodeInfo, at date: Date) throws(StoreError) -> Int
     /// Extends the leases the node still holds among `leases` by `duration` from the database's clock. A lease
     /// being ended at that moment is skipped, not waited for (neither in `renewed` nor in `gone`).

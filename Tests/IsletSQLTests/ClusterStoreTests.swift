@@ -213,6 +213,11 @@ struct ClusterStoreTests {
         #expect(statuses["b"]?.leases == (engine == .postgresql ? 1 : 0), "SQLite's one server frees all; PostgreSQL only its own")
         if engine == .postgresql {
             #expect(statuses["b"]?.alive == true && statuses["b"]?.claimed == 1)
+            // A second process started with b's id learns b's number and changes nothing of b's; its lock is refused.
+            let intruder = NodeInfo(id: NodeID("b")!, host: "elsewhere", pid: 99, version: "test")
+            #expect(try f.cluster.register(intruder, at: now) == second)
+            let after = try f.cluster.nodes(since: now.addingTimeInterval(-1)).first { $0.info.id.rawValue == "b" }
+            #expect(after?.leases == 1 && after?.info.pid == 1 && after?.info.host == "host", "b's leases and row untouched")
             #expect(throws: StoreError.self, "a second process with node b's number is refused") {
                 _ = try PostgresNodeSession(url: f.db.location, number: second)
             }

@@ -98,7 +98,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         let socket = PQsocket(handle)
         guard socket >= 0, PQstatus(handle) == CONNECTION_OK else { throw StoreError(.io, "the liveness connection to \(origin) is closed") }
         var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: interrupt, events: Int16(POLLIN), revents: 0)]
-        let milliseconds = Int32(max(0, min(60_000, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)))
+        let milliseconds = Int32(max(0, min(60_000, timeout / .milliseconds(1))))
         let ready = poll(&descriptors, 2, milliseconds)
         if ready < 0 && errno == EINTR { return false }
         guard ready >= 0 else { throw StoreError(.io, "waiting on the liveness connection to \(origin) failed") }

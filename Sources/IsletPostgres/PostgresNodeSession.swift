@@ -66,7 +66,7 @@ public final class PostgresNodeSession: NodeSession, @unchecked Sendable {
         if connection == nil {
             guard ContinuousClock.now >= nextAttempt else {
                 lock.unlock()
-                Thread.sleep(forTimeInterval: timeout.timeIntervalSeconds)
+                Thread.sleep(forTimeInterval: timeout / .seconds(1))
                 lock.lock()
                 return false
             }
@@ -94,8 +94,4 @@ public final class PostgresNodeSession: NodeSession, @unchecked Sendable {
         connection = nil   // ends the server's session: the lock goes with it
         alive.store(false, ordering: .relaxed)
     }
-}
-
-extension Duration {
-    var timeIntervalSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -144,16 +144,13 @@ struct ServeProcessTests {
         #expect(first.waitForExit() == 0)
     }
 
-    /// Issue 14: the simulator's phones live in one process, so a second `--apns simulator` node on the same
-    /// PostgreSQL database refuses to start and names the running one; a node with Apple's APNs may join.
-    @Test(.enabled(if: IntegrationEngine.isPostgreSQL, "several nodes need PostgreSQL"))
-    func aSecondSimulatorNodeRefusesToStartNamingTheFirst() throws {
-        let first = try ServeProcess(arguments: ["--node-id", "sim-1"])
-        let database = try IntegrationEngine.database(in: first.directory)
+    /// `islet serve --listen 127.0.0.1:0 <arguments>` expected to refuse to start: its exit status (-1 if it was
+    /// still running after 20 s, then killed) and what it wrote on stderr.
+    static func serveRefused(_ arguments: [String], logsIn directory: URL) throws -> (status: Int32, errors: String) {
         let process = Process()
         process.executableURL = try builtExecutable("islet")
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--database", database, "--node-id", "sim-2", "--audit-log", "off"]
-        let errors = first.directory.appendingPathComponent("second-\(UUID().uuidString).log")
+        process.arguments = ["serve", "--listen", "127.0.0.1:0"] + arguments
+        let errors = directory.appendingPathComponent("refused-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: errors)
         process.standardOutput = FileHandle.nullDevice
@@ -161,9 +158,18 @@ struct ServeProcessTests {
         let exited = eventually(20) { !process.isRunning }
         if !exited { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-        #expect(exited && process.terminationStatus == 1)
-        #expect(text.contains("--apns simulator runs on one node only, and node sim-1"), "\(text)")
+        return (exited ? process.terminationStatus : -1, (try? String(contentsOf: errors, encoding: .utf8)) ?? "")
+    }
+
+    /// Issue 14: the simulator's phones live in one process, so a second `--apns simulator` node on the same
+    /// PostgreSQL database refuses to start and names the running one; a node with Apple's APNs may join.
+    @Test(.enabled(if: IntegrationEngine.isPostgreSQL, "several nodes need PostgreSQL"))
+    func aSecondSimulatorNodeRefusesToStartNamingTheFirst() throws {
+        let first = try ServeProcess(arguments: ["--node-id", "sim-1"])
+        let database = try IntegrationEngine.database(in: first.directory)
+        let second = try Self.serveRefused(["--database", database, "--node-id", "sim-2", "--audit-log", "off"], logsIn: first.directory)
+        #expect(second.status == 1)
+        #expect(second.errors.contains("--apns simulator runs on one node only, and node sim-1"), "\(second.errors)")
         let apple = try ServeProcess(executable: "islet", arguments: ["serve", "--listen", "127.0.0.1:0", "--database", database, "--apns", "apple",
                                                                       "--node-id", "apple-1", "--audit-log", "off"], directory: first.directory)
         #expect(try request(apple.port, method: "GET", "/healthz").json?.objectValue?["node"] == "apple-1")
@@ -181,21 +187,7 @@ struct ServeProcessTests {
     func aSecondServerOnTheSameSQLiteFileRefusesNamingTheFirst() throws {
         let first = try ServeProcess()
         let database = try IntegrationEngine.database(in: first.directory)
-        func serve() throws -> (status: Int32, errors: String) {
-            let process = Process()
-            process.executableURL = try builtExecutable("islet")
-            process.arguments = ["serve", "--listen", "127.0.0.1:0", "--database", database]
-            let errors = first.directory.appendingPathComponent("second-\(UUID().uuidString).log")
-            _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: errors)
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let exited = eventually(20) { !process.isRunning }
-            if !exited { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-            return (exited ? process.terminationStatus : -1, (try? String(contentsOf: errors, encoding: .utf8)) ?? "")
-        }
-        let second = try serve()
+        let second = try Self.serveRefused(["--database", database], logsIn: first.directory)
         #expect(second.status == 1)
         #expect(second.errors.contains("another islet serve (pid \(first.process.processIdentifier)) is using \(database)"), "\(second.errors)")
         let listed = try runProgram(try builtExecutable("islet"), ["app", "list", "--database", database])

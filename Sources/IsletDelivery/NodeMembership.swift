@@ -31,9 +31,7 @@ public final class LeaseKeeper: Sendable {
     }
 
     /// True while the lease is surely still this node's.
-    func isValid(_ lease: Int64) -> Bool {
-        deadlines.withLock { $0[lease] ?? nil }.map { ContinuousClock.now < $0 } ?? false
-    }
+    func isValid(_ lease: Int64) -> Bool { ContinuousClock.now < deadline(lease) }
 
     /// The leases to renew: held and not known lost.
     var held: Set<Int64> { Set(deadlines.withLock { $0.compactMap { $0.value == nil ? nil : $0.key } }) }

@@ -19,7 +19,7 @@ public struct SQLClusterStore: ClusterStore {
             let number = try c.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM nodes")[0]["next"].int ?? 1
             try c.run("""
                 INSERT INTO nodes (id, number, host, pid, version, started_at, heartbeat_at, stopped_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL)
-                """, [.text(node.id.rawValue), .int(number), .text(node.host), .int(Int64(node.pid)), .text(node.version), Self.seconds(date)])
+                """, [.text(node.id.rawValue), .int(number), .text(node.host), .int(Int64(node.pid)), .text(node.version), SQLMessageStore.seconds(date)])
             return Int(number)
         }
     }
@@ -29,7 +29,7 @@ public struct SQLClusterStore: ClusterStore {
         return try database.write { (c) throws(StoreError) -> Int in
             try c.run("""
                 UPDATE nodes SET host = ?2, pid = ?3, version = ?4, started_at = ?5, heartbeat_at = ?5, stopped_at = NULL WHERE id = ?1
-                """, [.text(node.id.rawValue), .text(node.host), .int(Int64(node.pid)), .text(node.version), Self.seconds(date)])
+                """, [.text(node.id.rawValue), .text(node.host), .int(Int64(node.pid)), .text(node.version), SQLMessageStore.seconds(date)])
             // What a previous run left claimed: every lease on SQLite (this is its only server), this node id's on PostgreSQL.
             if database.dialect.nodeIsAlive == nil {
                 try c.run("DELETE FROM leases")
@@ -39,7 +39,7 @@ public struct SQLClusterStore: ClusterStore {
             _ = try Self.freeUnleased(c)
             try c.run("""
                 DELETE FROM nodes WHERE heartbeat_at < ? AND id != ? AND NOT EXISTS (SELECT 1 FROM leases WHERE owner = nodes.id)
-                """, [Self.seconds(date.addingTimeInterval(-Self.forgetAfter)), .text(node.id.rawValue)])
+                """, [SQLMessageStore.seconds(date.addingTimeInterval(-Self.forgetAfter)), .text(node.id.rawValue)])
             return Int(assigned)
         }
     }
@@ -62,7 +62,7 @@ public struct SQLClusterStore: ClusterStore {
 
     public func heartbeat(_ node: NodeID, at date: Date) throws(StoreError) {
         _ = try database.inClaimTransaction { (c) throws(StoreError) in
-            try c.run("UPDATE nodes SET heartbeat_at = ?, stopped_at = NULL WHERE id = ?", [Self.seconds(date), .text(node.rawValue)])
+            try c.run("UPDATE nodes SET heartbeat_at = ?, stopped_at = NULL WHERE id = ?", [SQLMessageStore.seconds(date), .text(node.rawValue)])
         }
     }
 
@@ -90,25 +90,29 @@ public struct SQLClusterStore: ClusterStore {
         }
     }
 
+    /// A row of `table` names a lease that is gone (or none).
+    private static func leaseGone(_ table: String) -> String {
+        "(\(table).lease IS NULL OR NOT EXISTS (SELECT 1 FROM leases l WHERE l.id = \(table).lease))"
+    }
+
     /// `EXISTS` a row of `table` claimed (`claimed`) under a lease that is gone.
     private static func unleased(_ table: String, claimed: String) -> String {
-        "EXISTS (SELECT 1 FROM \(table) WHERE \(claimed) AND (lease IS NULL OR NOT EXISTS (SELECT 1 FROM leases l WHERE l.id = \(table).lease)))"
+        "EXISTS (SELECT 1 FROM \(table) WHERE \(claimed) AND \(leaseGone(table)))"
     }
 
     /// Frees what was claimed under leases that are gone: jobs and shards resume at their cursor; a retry in
     /// flight is due again now, and a start among them keeps the copy it counted and waits (a minute) for its
     /// device's token like any start whose answer was lost.
     private static func freeUnleased(_ c: any SQLConnection) throws(StoreError) -> RescueReport {
-        let gone = "(lease IS NULL OR NOT EXISTS (SELECT 1 FROM leases l WHERE l.id = %@.lease))"
         var report = RescueReport()
-        report.jobs = try c.run("UPDATE messages SET claimed = 0, lease = NULL WHERE claimed = 1 AND \(gone.replacingOccurrences(of: "%@", with: "messages"))")
+        report.jobs = try c.run("UPDATE messages SET claimed = 0, lease = NULL WHERE claimed = 1 AND \(leaseGone("messages"))")
         report.jobs += try c.run("""
-            UPDATE message_shards SET claimed = 0, lease = NULL WHERE claimed = 1 AND \(gone.replacingOccurrences(of: "%@", with: "message_shards"))
+            UPDATE message_shards SET claimed = 0, lease = NULL WHERE claimed = 1 AND \(leaseGone("message_shards"))
             """)
         let inAMinute = Int64((Date().timeIntervalSince1970 + 60) * 1000)
         report.deliveries = try c.run("""
             UPDATE deliveries SET state = \(SQLMessageStore.backToWaiting), next_at = CASE WHEN copies > 0 THEN ? ELSE 0 END, lease = NULL
-            WHERE state = 'sending' AND \(gone.replacingOccurrences(of: "%@", with: "deliveries"))
+            WHERE state = 'sending' AND \(leaseGone("deliveries"))
             """, [.int(inAMinute)])
         return report
     }
@@ -117,7 +121,7 @@ public struct SQLClusterStore: ClusterStore {
         try database.write { (c) throws(StoreError) in
             try c.run("DELETE FROM leases WHERE owner = ?", [.text(node.rawValue)])
             _ = try Self.freeUnleased(c)
-            try c.run("UPDATE nodes SET stopped_at = ?, heartbeat_at = ? WHERE id = ?", [Self.seconds(date), Self.seconds(date), .text(node.rawValue)])
+            try c.run("UPDATE nodes SET stopped_at = ?, heartbeat_at = ? WHERE id = ?", [SQLMessageStore.seconds(date), SQLMessageStore.seconds(date), .text(node.rawValue)])
         }
     }
 
@@ -135,7 +139,7 @@ public struct SQLClusterStore: ClusterStore {
                 FROM nodes n
                 WHERE n.heartbeat_at >= ? OR EXISTS (SELECT 1 FROM leases WHERE owner = n.id)
                 ORDER BY n.number
-                """, [Self.seconds(since)]).compactMap { row -> NodeStatus? in
+                """, [SQLMessageStore.seconds(since)]).compactMap { row -> NodeStatus? in
                 guard let id = NodeID(row["id"].text ?? "") else { return nil }
                 return NodeStatus(
                     info: NodeInfo(id: id, host: row["host"].text ?? "", pid: Int(row["pid"].int ?? 0), version: row["version"].text ?? ""),
@@ -163,7 +167,7 @@ public struct SQLClusterStore: ClusterStore {
             try c.run("""
                 INSERT INTO provider_tokens (name, token, issued_at, expired) VALUES (?, ?, ?, 0)
                 ON CONFLICT (name) DO UPDATE SET token = excluded.token, issued_at = excluded.issued_at, expired = 0
-                """, [.text(name), .text(token), Self.seconds(issuedAt)])
+                """, [.text(name), .text(token), SQLMessageStore.seconds(issuedAt)])
             return (token, issuedAt)
         }
     }
@@ -178,6 +182,5 @@ public struct SQLClusterStore: ClusterStore {
         }
     }
 
-    static func seconds(_ date: Date) -> SQLValue { .int(Int64(date.timeIntervalSince1970)) }
     static func date(_ seconds: Int64?) -> Date { Date(timeIntervalSince1970: Double(seconds ?? 0)) }
 }

@@ -21,9 +21,19 @@ final class FileRecordingTransport: PushTransport {
         self.delay = delay
     }
 
+    /// Like the APNs client, checks `writeBy` at the last moment before the write: a process paused after the
+    /// submit writes nothing once it resumes past it.
+    func submit(_ pushes: [Push], deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant?) -> PendingOutcomes {
+        let pending = PendingOutcomes(count: pushes.count)
+        Thread.detachNewThread { [self] in pending.fulfil(record(pushes, writeBy: writeBy)) }
+        return pending
+    }
+
+    func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome] { record(pushes, writeBy: nil) }
+
     /// Records the pushes as they are handed over (what a real transport would put on the wire at once), then
     /// waits `delay` for the "answers": a process stopped or killed meanwhile has sent them, unanswered.
-    func send(_ pushes: [Push], deadline: ContinuousClock.Instant) -> [PushOutcome] {
+    func record(_ pushes: [Push], writeBy: ContinuousClock.Instant?) -> [PushOutcome] {
         var lines = ""
         for push in pushes {
             let line: JSONValue = ["node": .string(node), "token": .string(push.deviceToken), "apns_id": .string(push.apnsID),
@@ -32,6 +42,9 @@ final class FileRecordingTransport: PushTransport {
         }
         // One write per batch: appends of one write are never interleaved with another process's.
         let bytes = Array(lines.utf8)
+        if let writeBy, ContinuousClock.now >= writeBy {
+            return pushes.map { _ in .notSent("not written before its sender's claim ran out") }
+        }
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }

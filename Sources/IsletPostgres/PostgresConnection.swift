@@ -67,8 +67,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         return Int(String(cString: PQcmdTuples(result))) ?? 0
     }
 
-    func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [SQLRow] {
-        let result = try perform(sql, parameters)
+    func query(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning) throws(StoreError) -> [SQLRow] {
+        let result = try perform(sql, parameters, planning: planning)
         defer { PQclear(result) }
         let rowCount = PQntuples(result), columnCount = PQnfields(result)
         let columns = SQLColumns((0..<columnCount).map { String(cString: PQfname(result, $0)) })
@@ -124,13 +124,15 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
 
     // MARK: - Statements
 
-    /// Prepares (once) and runs `sql` with `parameters`; the caller clears the result.
-    private func perform(_ sql: String, _ parameters: [SQLValue], retrying: Bool = false) throws(StoreError) -> OpaquePointer? {
+    /// Prepares (once, for a plan kept) and runs `sql` with `parameters`; the caller clears the result.
+    private func perform(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning = .kept, retrying: Bool = false) throws(StoreError) -> OpaquePointer? {
         let translated = translation(of: sql)
         let types = parameters.map(Self.type)
         let key = translated.sql + "\u{0}" + types.map(String.init).joined(separator: ",")
         let name: String
-        if let known = statements[key] {
+        if planning == .eachRun {
+            name = ""   // the unnamed statement: parsed and planned by this run, replaced by the next
+        } else if let known = statements[key] {
             name = known
         } else {
             // Filter SQL varies with its conditions: keep the server's statements bounded by starting over.
@@ -170,14 +172,15 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             }
         }
         let values = buffers.map { UnsafePointer($0) }
-        let result = PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
+        let result = name.isEmpty ? PQexecParams(handle, translated.sql, Int32(types.count), types, values, lengths, formats, 0)
+                                  : PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
         // Another process changed a table (a migration): the statement must be prepared again. Outside a
         // transaction the call goes again at once; inside one, the next call prepares it afresh.
         if Self.sqlState(result) == "0A000" {
             statements[key] = nil
             if !retrying && PQtransactionStatus(handle) == PQTRANS_IDLE {
                 PQclear(result)
-                return try perform(sql, parameters, retrying: true)
+                return try perform(sql, parameters, planning: planning, retrying: true)
             }
         }
         do {

@@ -60,6 +60,17 @@ public struct SQLRow: Sendable {
     public subscript(name: String) -> SQLValue { values[columns.position(name)] }
 }
 
+/// Whether a query's plan is kept for its next run or made afresh each time.
+public enum SQLPlanning: Sendable {
+    /// Prepared once per connection, planned once: most statements, whose best plan does not change.
+    case kept
+    /// Planned at each run, from the tables as they are then. For the queries that find rare rows through a
+    /// partial index of a table that grows fast (due deliveries among millions sent, unclaimed jobs): a plan
+    /// made while the table was empty scans it whole, and PostgreSQL keeps a prepared plan until the table's
+    /// next ANALYZE (a million-push fan-out on a new database spent most of a core on such scans).
+    case eachRun
+}
+
 /// One connection of an engine. A connection is used by one thread at a time, the one that checked it
 /// out of its database's pool.
 public protocol SQLConnection: AnyObject {
@@ -68,8 +79,8 @@ public protocol SQLConnection: AnyObject {
     /// Runs one statement (`?` or `?N` placeholders) and returns how many rows it changed.
     @discardableResult
     func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int
-    /// Runs one query and returns all of its rows.
-    func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [SQLRow]
+    /// Runs one query and returns all of its rows, its plan kept for the next run or made afresh (`planning`).
+    func query(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning) throws(StoreError) -> [SQLRow]
     /// Runs `body` in a write transaction that no other writer of the database interleaves with (SQLite:
     /// BEGIN IMMEDIATE; PostgreSQL: an advisory lock held to the commit). Any error `body` throws rolls
     /// the transaction back and is rethrown as it is.
@@ -86,7 +97,8 @@ extension SQLConnection {
 
     @discardableResult
     public func run(_ sql: String) throws(StoreError) -> Int { try run(sql, []) }
-    public func query(_ sql: String) throws(StoreError) -> [SQLRow] { try query(sql, []) }
+    public func query(_ sql: String) throws(StoreError) -> [SQLRow] { try query(sql, [], planning: .kept) }
+    public func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [SQLRow] { try query(sql, parameters, planning: .kept) }
 }
 
 /// A database of either engine: connections from a pool, and write transactions that are serialized

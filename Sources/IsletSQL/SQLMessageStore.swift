@@ -137,7 +137,7 @@ public struct SQLMessageStore: MessageStore {
                 SELECT s.message, s.shard, s.up_to, s.cursor FROM message_shards s JOIN messages m ON m.id = s.message
                 WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
                 ORDER BY m.due_at, s.message, s.shard LIMIT 1 \(database.dialect.skipLocked(of: "s"))
-                """).first, let message = shard["message"].int, let number = shard["shard"].int {
+                """, [], planning: .eachRun).first, let message = shard["message"].int, let number = shard["shard"].int {
                 let leaseID = try newLease(lease, c)
                 try c.run("UPDATE message_shards SET state = 'sending', claimed = 1, lease = ? WHERE message = ? AND shard = ?",
                           [.int(leaseID), .int(message), .int(number)])
@@ -150,7 +150,7 @@ public struct SQLMessageStore: MessageStore {
                 SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
                     \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND NOT \(Self.smallMessage(devicesAtMost: $0))" } ?? "")
                 ORDER BY m.due_at, m.id LIMIT 1 \(database.dialect.skipLocked(of: "m"))
-                """, [Self.milliseconds(date)]).first?["id"].int else { return nil }
+                """, [Self.milliseconds(date)], planning: .eachRun).first?["id"].int else { return nil }
             let leaseID = try newLease(lease, c)
             try c.run("UPDATE messages SET state = 'sending', claimed = 1, lease = ? WHERE id = ?", [.int(leaseID), .int(id)])
             guard var job = try loadJob(id, at: date, c) else { return nil }
@@ -187,7 +187,7 @@ public struct SQLMessageStore: MessageStore {
                 SELECT m.id FROM messages m
                 WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application")) AND \(Self.smallMessage(devicesAtMost: devicesAtMost))
                 ORDER BY m.due_at, m.id LIMIT ? \(database.dialect.skipLocked(of: "m"))
-                """, [Self.milliseconds(date), .int(Int64(limit))]).compactMap { $0["id"].int }
+                """, [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun).compactMap { $0["id"].int }
             guard !ids.isEmpty else { return [] }
             let leaseID = try newLease(lease, c)
             let idList = SQLValue.text(JSONValue.array(ids.map { .int($0) }).jsonText)
@@ -312,16 +312,16 @@ public struct SQLMessageStore: MessageStore {
                   AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
                   AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
                   \(Self.notIn(excluding, column: "m.application")) \(Self.fanOutsNotIn(shardsExcluding))
-                """)[0]["due"].int
+                """, [], planning: .eachRun)[0]["due"].int
             let shard = try c.query("""
                 SELECT MIN(m.due_at) AS due FROM message_shards s JOIN messages m ON m.id = s.message
                 WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
-                """)[0]["due"].int
+                """, [], planning: .eachRun)[0]["due"].int
             // Applications at their share of workers are left out: their due work must not wake idle workers.
             let delivery = try c.query(excluding.isEmpty ? "SELECT MIN(next_at) AS due FROM deliveries WHERE state IN ('retrying', 'unconfirmed')" : """
                 SELECT MIN(d.next_at) AS due FROM deliveries d JOIN messages m ON m.id = d.message
                 WHERE d.state IN ('retrying', 'unconfirmed') \(Self.notIn(excluding, column: "m.application"))
-                """)[0]["due"].int
+                """, [], planning: .eachRun)[0]["due"].int
             return [job, shard, delivery].compactMap { $0 }.min().map { Self.date(milliseconds: $0) }
         }
     }
@@ -483,7 +483,7 @@ public struct SQLMessageStore: MessageStore {
                 JOIN devices dev ON dev.id = d.device
                 WHERE d.state IN ('retrying', 'unconfirmed') AND d.next_at <= ? \(Self.notIn(excluding, column: "m.application"))
                 ORDER BY d.next_at LIMIT ? \(database.dialect.skipLocked(of: "d"))
-                """, [Self.milliseconds(date), .int(Int64(limit))])
+                """, [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun)
             var claimed: [DueDelivery] = []
             var leaseID: Int64?
             for row in rows {

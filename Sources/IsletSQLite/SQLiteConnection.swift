@@ -64,8 +64,9 @@ public final class SQLiteConnection: SQLConnection, @unchecked Sendable {
         return Int(sqlite3_changes(handle))
     }
 
-    /// Runs one query and returns all of its rows.
-    public func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [SQLRow] {
+    /// Runs one query and returns all of its rows. `planning` is not needed here: SQLite plans without
+    /// row counts (no ANALYZE is run), so a prepared plan does not go stale as a table grows.
+    public func query(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning) throws(StoreError) -> [SQLRow] {
         try step(sql, parameters, collect: true)
     }
 

@@ -14,7 +14,7 @@ struct ConnectionPoolTests {
         init() { Self.opened.add(1, ordering: .relaxed) }
         func execute(_ sql: String) throws(StoreError) {}
         func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int { 0 }
-        func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [SQLRow] { [] }
+        func query(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning) throws(StoreError) -> [SQLRow] { [] }
         func inTransaction<T>(_ body: () throws -> T) throws -> T { try body() }
     }
 

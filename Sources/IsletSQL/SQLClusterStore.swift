@@ -19,7 +19,7 @@ public struct SQLClusterStore: ClusterStore {
             let number = try c.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM nodes")[0]["next"].int ?? 1
             try c.run("""
                 INSERT INTO nodes (id, number, host, pid, version, started_at, heartbeat_at, stopped_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL)
-                """, [.text(node.id.rawValue), .int(number), .text(node.host), .int(Int64(node.pid)), .text(node.version), SQLMessageStore.seconds(date)])
+                """, [.text(node.id.rawValue), .int(number), .text(node.host), .int(Int64(node.pid)), .text(node.version), SQLValue.seconds(date)])
             return Int(number)
         }
     }
@@ -29,7 +29,7 @@ public struct SQLClusterStore: ClusterStore {
         return try database.write { (c) throws(StoreError) -> Int in
             try c.run("""
                 UPDATE nodes SET host = ?2, pid = ?3, version = ?4, started_at = ?5, heartbeat_at = ?5, stopped_at = NULL WHERE id = ?1
-                """, [.text(node.id.rawValue), .text(node.host), .int(Int64(node.pid)), .text(node.version), SQLMessageStore.seconds(date)])
+                """, [.text(node.id.rawValue), .text(node.host), .int(Int64(node.pid)), .text(node.version), SQLValue.seconds(date)])
             // What a previous run left claimed: every lease on SQLite (this is its only server), this node id's on PostgreSQL.
             if database.dialect.nodeIsAlive == nil {
                 try c.run("DELETE FROM leases")
@@ -39,7 +39,7 @@ public struct SQLClusterStore: ClusterStore {
             _ = try Self.freeUnleased(c)
             try c.run("""
                 DELETE FROM nodes WHERE heartbeat_at < ? AND id != ? AND NOT EXISTS (SELECT 1 FROM leases WHERE owner = nodes.id)
-                """, [SQLMessageStore.seconds(date.addingTimeInterval(-Self.forgetAfter)), .text(node.id.rawValue)])
+                """, [SQLValue.seconds(date.addingTimeInterval(-Self.forgetAfter)), .text(node.id.rawValue)])
             return Int(assigned)
         }
     }
@@ -62,7 +62,7 @@ public struct SQLClusterStore: ClusterStore {
 
     public func heartbeat(_ node: NodeID, at date: Date) throws(StoreError) {
         _ = try database.inClaimTransaction { (c) throws(StoreError) in
-            try c.run("UPDATE nodes SET heartbeat_at = ?, stopped_at = NULL WHERE id = ?", [SQLMessageStore.seconds(date), .text(node.rawValue)])
+            try c.run("UPDATE nodes SET heartbeat_at = ?, stopped_at = NULL WHERE id = ?", [SQLValue.seconds(date), .text(node.rawValue)])
         }
     }
 
@@ -121,7 +121,7 @@ public struct SQLClusterStore: ClusterStore {
         try database.write { (c) throws(StoreError) in
             try c.run("DELETE FROM leases WHERE owner = ?", [.text(node.rawValue)])
             _ = try Self.freeUnleased(c)
-            try c.run("UPDATE nodes SET stopped_at = ?, heartbeat_at = ? WHERE id = ?", [SQLMessageStore.seconds(date), SQLMessageStore.seconds(date), .text(node.rawValue)])
+            try c.run("UPDATE nodes SET stopped_at = ?, heartbeat_at = ? WHERE id = ?", [SQLValue.seconds(date), SQLValue.seconds(date), .text(node.rawValue)])
         }
     }
 
@@ -139,7 +139,7 @@ public struct SQLClusterStore: ClusterStore {
                 FROM nodes n
                 WHERE n.heartbeat_at >= ? OR EXISTS (SELECT 1 FROM leases WHERE owner = n.id)
                 ORDER BY n.number
-                """, [SQLMessageStore.seconds(since)]).compactMap { row -> NodeStatus? in
+                """, [SQLValue.seconds(since)]).compactMap { row -> NodeStatus? in
                 guard let id = NodeID(row["id"].text ?? "") else { return nil }
                 return NodeStatus(
                     info: NodeInfo(id: id, host: row["host"].text ?? "", pid: Int(row["pid"].int ?? 0), version: row["version"].text ?? ""),
@@ -167,7 +167,7 @@ public struct SQLClusterStore: ClusterStore {
             try c.run("""
                 INSERT INTO provider_tokens (name, token, issued_at, expired) VALUES (?, ?, ?, 0)
                 ON CONFLICT (name) DO UPDATE SET token = excluded.token, issued_at = excluded.issued_at, expired = 0
-                """, [.text(name), .text(token), SQLMessageStore.seconds(issuedAt)])
+                """, [.text(name), .text(token), SQLValue.seconds(issuedAt)])
             return (token, issuedAt)
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import IsletStore
 
 /// A value bound to or read from a statement, in either engine.
@@ -27,6 +28,11 @@ public enum SQLValue: Sendable, Equatable {
     }
     public var bool: Bool { int.map { $0 != 0 } ?? false }
     public var isNull: Bool { self == .null }
+}
+
+extension SQLValue {
+    /// A date as the stores keep it: whole seconds since 1970.
+    public static func seconds(_ date: Date) -> SQLValue { .int(Int64(date.timeIntervalSince1970)) }
 }
 
 /// The names of a result's columns, shared by its rows.

@@ -37,7 +37,7 @@ public struct SQLDeviceStore: DeviceStore {
                 app, .text(registration.hwid), .text(registration.pushToken), .int(registration.gateway == .sandbox ? 1 : 0),
                 Self.optional(registration.language), Self.optional(registration.timezone), Self.optional(registration.osVersion),
                 registration.osVersion.flatMap(VersionKey.make).map { .int($0) } ?? .null, Self.optional(registration.userID),
-                Self.seconds(date),
+                SQLValue.seconds(date),
             ])
             guard let row = stored.first else {
                 throw StoreError(.io, "device \(registration.hwid) vanished while registering")
@@ -50,10 +50,10 @@ public struct SQLDeviceStore: DeviceStore {
     public func unregisterDevice(hwid: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool {
         try database.write { (c) throws(StoreError) in
             guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
-            try c.run("UPDATE devices SET push_token = NULL, updated_at = ? WHERE id = ?", [Self.seconds(date), .int(device.id)])
+            try c.run("UPDATE devices SET push_token = NULL, updated_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(device.id)])
             try c.run("DELETE FROM push_to_start_tokens WHERE device = ?", [.int(device.id)])
             try c.run("UPDATE activity_tokens SET token = NULL, updated_at = ? WHERE device = ? AND token IS NOT NULL",
-                      [Self.seconds(date), .int(device.id)])
+                      [SQLValue.seconds(date), .int(device.id)])
             return true
         }
     }
@@ -69,7 +69,7 @@ public struct SQLDeviceStore: DeviceStore {
         try database.write { (c) throws(StoreError) -> [SkippedTag]? in
             guard let device = try Self.device(hwid: hwid, app: application, c) else { return nil }
             let skipped = try applyTags(tags, device: device.id, application: application, c)
-            try c.run("UPDATE devices SET updated_at = ? WHERE id = ?", [Self.seconds(date), .int(device.id)])
+            try c.run("UPDATE devices SET updated_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(device.id)])
             return skipped
         }
     }
@@ -142,7 +142,7 @@ public struct SQLDeviceStore: DeviceStore {
                 try c.run("""
                     INSERT INTO push_to_start_tokens (device, attributes_type, token, updated_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (device, attributes_type) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at
-                    """, [.int(device.id), .text(attributesType), .text(token), Self.seconds(date)])
+                    """, [.int(device.id), .text(attributesType), .text(token), SQLValue.seconds(date)])
             } else {
                 try c.run("DELETE FROM push_to_start_tokens WHERE device = ? AND attributes_type = ?", [.int(device.id), .text(attributesType)])
             }
@@ -160,12 +160,12 @@ public struct SQLDeviceStore: DeviceStore {
             if activityID.isEmpty {
                 // The SDK's stopLiveActivity() without an id: every activity on the device ended (D4).
                 try c.run("UPDATE activity_tokens SET token = NULL, updated_at = ? WHERE device = ? AND token IS NOT NULL",
-                          [Self.seconds(date), .int(device.id)])
+                          [SQLValue.seconds(date), .int(device.id)])
             } else {
                 try c.run("""
                     INSERT INTO activity_tokens (device, activity_id, token, updated_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (device, activity_id) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at
-                    """, [.int(device.id), .text(activityID), Self.optional(token), Self.seconds(date)])
+                    """, [.int(device.id), .text(activityID), Self.optional(token), SQLValue.seconds(date)])
                 if let token {
                     let activity = try linkActivity(activityID, device: device.id, application: application, at: date, c)
                     try catchUp(activity: activity, device: device.id, token: token, at: date, c)
@@ -209,7 +209,7 @@ public struct SQLDeviceStore: DeviceStore {
             INSERT INTO activities (application, activity_id, state, updated_at) VALUES (?, ?, 'active', ?)
             ON CONFLICT (application, activity_id) DO UPDATE SET updated_at = excluded.updated_at
             RETURNING id
-            """, [.text(application.rawValue), .text(activityID), Self.seconds(date)])[0]["id"]
+            """, [.text(application.rawValue), .text(activityID), SQLValue.seconds(date)])[0]["id"]
         try c.run("""
             INSERT INTO activity_devices (activity, device, state) VALUES (?, ?, 'active')
             ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
@@ -242,7 +242,7 @@ public struct SQLDeviceStore: DeviceStore {
             VALUES (?1, ?2, 'liveactivity', 0, 'catching up: the device reported its update token after this message', NULL, 0, ?3, 'retrying', ?4, ?5, 0, 1, ?6)
             ON CONFLICT (message, device) DO UPDATE SET push_type = 'liveactivity', state = 'retrying', next_at = excluded.next_at,
                 token = excluded.token, catch_up = 1, reason = excluded.reason, expires_at = excluded.expires_at
-            """, [.int(message), .int(device), Self.seconds(date), .int(now), .text(token), .int(now + Int64(CatchUpRule.lifetime * 1000))])
+            """, [.int(message), .int(device), SQLValue.seconds(date), .int(now), .text(token), .int(now + Int64(CatchUpRule.lifetime * 1000))])
     }
 
     public func activityTokens(hwid: String, in application: ApplicationCode) throws(StoreError) -> [ActivityToken] {
@@ -264,7 +264,7 @@ public struct SQLDeviceStore: DeviceStore {
             do throws(StoreError) {
                 try c.run("INSERT INTO filters (application, name, operator, conditions, created_at) VALUES (?, ?, ?, ?, ?)", [
                     .text(application.rawValue), .text(filter.name), .text(filter.join.rawValue),
-                    .text(JSONValue.array(filter.conditions.map(\.json)).jsonText), Self.seconds(date),
+                    .text(JSONValue.array(filter.conditions.map(\.json)).jsonText), SQLValue.seconds(date),
                 ])
             } catch where error.code == .conflict {
                 throw StoreError(.conflict, "a filter named '\(filter.name)' already exists")
@@ -422,5 +422,4 @@ public struct SQLDeviceStore: DeviceStore {
     }
 
     static func optional(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }
-    static func seconds(_ date: Date) -> SQLValue { .int(Int64(date.timeIntervalSince1970)) }
 }

@@ -33,13 +33,13 @@ public struct SQLMessageStore: MessageStore {
                     try c.run("""
                         UPDATE activity_tokens SET token = NULL, updated_at = ?
                         WHERE activity_id = ? AND device IN (SELECT device FROM activity_devices WHERE activity = ?)
-                        """, [Self.seconds(date), .text(message.activityID), .int(existing.id)])
+                        """, [SQLValue.seconds(date), .text(message.activityID), .int(existing.id)])
                     try c.run("DELETE FROM activity_devices WHERE activity = ?", [.int(existing.id)])
                     try c.run("""
                         UPDATE activities SET state = ?, attributes_type = ?, name = ?, content_state = ?, updated_at = ?, schema_version = ?
                         WHERE id = ?
                         """, [.text(state.rawValue), Self.optional(message.attributesType), Self.optional(message.name),
-                              .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date),
+                              .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
                               message.schemaVersion.map { .int(Int64($0)) } ?? .null, .int(existing.id)])
                     activity = existing.id
                 } else {
@@ -48,7 +48,7 @@ public struct SQLMessageStore: MessageStore {
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
                         """, [.text(application.rawValue), .text(message.activityID), .text(state.rawValue),
                               Self.optional(message.attributesType), Self.optional(message.name),
-                              .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date),
+                              .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
                               message.schemaVersion.map { .int(Int64($0)) } ?? .null])[0]["id"].int ?? 0
                 }
                 try insert(message, activity: activity, application: application, at: date, c)
@@ -66,7 +66,7 @@ public struct SQLMessageStore: MessageStore {
             UPDATE messages SET superseded_by = ?1, state = CASE WHEN state = 'pending' AND claimed = 0 THEN 'done' ELSE state END,
                 finished_at = CASE WHEN state = 'pending' AND claimed = 0 THEN ?3 ELSE finished_at END
             WHERE activity = ?2 AND id < ?1 AND event = 'update' AND state IN ('pending', 'sending') AND superseded_by IS NULL
-            """, [.int(id), .int(activity), Self.seconds(date)])
+            """, [.int(id), .int(activity), SQLValue.seconds(date)])
         try c.run("""
             UPDATE deliveries \(database.dialect.indexedBy("deliveries_owed")) SET state = 'superseded', next_at = NULL, reason = 'a newer update or end of the activity went instead'
             WHERE state IN ('retrying', 'unconfirmed')
@@ -85,7 +85,7 @@ public struct SQLMessageStore: MessageStore {
                 guard let activity = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
                 let state: ActivityState = message.event == .end ? .ended : .active
                 try c.run("UPDATE activities SET state = ?, content_state = ?, updated_at = ? WHERE id = ?",
-                          [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), Self.seconds(date), .int(activity.id)])
+                          [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date), .int(activity.id)])
                 let id = try insert(message, activity: activity.id, application: application, at: date, c)
                 try supersedeOlder(than: id, activity: activity.id, at: date, c)
             }
@@ -122,7 +122,7 @@ public struct SQLMessageStore: MessageStore {
             .text(message.code), .text(application.rawValue), .int(activity), .text(message.event.rawValue),
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, Self.optional(message.attributesType),
             .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
-            Self.milliseconds(message.dueAt), Self.seconds(date), Self.milliseconds(message.expiresAt),
+            Self.milliseconds(message.dueAt), SQLValue.seconds(date), Self.milliseconds(message.expiresAt),
         ])[0]["id"].int ?? 0
     }
 
@@ -197,7 +197,7 @@ public struct SQLMessageStore: MessageStore {
             try c.run("""
                 UPDATE activities SET state = 'active', updated_at = ?2
                 WHERE state = 'scheduled' AND id IN (SELECT activity FROM messages WHERE event = 'start' AND id IN \(inList))
-                """, [idList, Self.seconds(date)])
+                """, [idList, SQLValue.seconds(date)])
             var jobs: [MessageJob] = []
             for row in try c.query("\(Self.selectJobs) WHERE m.id IN \(inList) ORDER BY m.due_at, m.id", [idList]) {
                 if var job = try Self.job(row, c) {
@@ -219,7 +219,7 @@ public struct SQLMessageStore: MessageStore {
                 try write(outcome.result, message: job.id, at: date, c)
                 if outcome.finished {
                     try c.run("UPDATE messages SET state = 'done', claimed = 0, lease = NULL, finished_at = ?, cursor = ? WHERE id = ?",
-                              [Self.seconds(date), .int(outcome.result.cursor), .int(job.id)])
+                              [SQLValue.seconds(date), .int(outcome.result.cursor), .int(job.id)])
                 } else {
                     try c.run("UPDATE messages SET claimed = 0, lease = NULL, cursor = ? WHERE id = ? AND state = 'sending'",
                               [.int(outcome.result.cursor), .int(job.id)])
@@ -245,7 +245,7 @@ public struct SQLMessageStore: MessageStore {
         guard let row = try c.query("\(Self.selectJobs) WHERE m.id = ?", [.int(id)]).first else { return nil }
         if row["event"].text == LiveActivityEvent.start.rawValue {
             try c.run("UPDATE activities SET state = 'active', updated_at = ? WHERE id = ? AND state = 'scheduled'",
-                      [Self.seconds(date), row["activity"]])
+                      [SQLValue.seconds(date), row["activity"]])
         }
         return try Self.job(row, c)
     }
@@ -337,7 +337,7 @@ public struct SQLMessageStore: MessageStore {
                            AND m.id != COALESCE((SELECT MAX(id) FROM messages WHERE activity = m.activity AND event IN ('update', 'end')
                                                  AND state != 'cancelled'), 0)))
                 ORDER BY m.finished_at LIMIT 1
-                """, [Self.seconds(cutoff)]).first?["id"] else { return (0, 0) }
+                """, [SQLValue.seconds(cutoff)]).first?["id"] else { return (0, 0) }
             let deleted = try c.run("""
                 DELETE FROM deliveries WHERE message = ?1 AND device IN (SELECT device FROM deliveries WHERE message = ?1 LIMIT ?2)
                 """, [message, .int(Int64(limit))])
@@ -434,7 +434,7 @@ public struct SQLMessageStore: MessageStore {
                 SELECT ?1, r.device, r.push_type, r.status, r.reason, r.apns_id, r.attempts, ?2, r.state, r.next_at, r.token, r.copies
                 FROM \(source) WHERE true
                 \(Self.upsertDelivery)
-                """, [.int(message), Self.seconds(date), .text(rows.jsonText)])
+                """, [.int(message), SQLValue.seconds(date), .text(rows.jsonText)])
         }
         try apply(result.effects, c)
     }
@@ -453,7 +453,7 @@ public struct SQLMessageStore: MessageStore {
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
             \(upsertDelivery)
             """, [.int(message), .int(record.device), optional(record.pushType), .int(Int64(record.status)),
-                  optional(record.reason), optional(record.apnsID), .int(Int64(record.attempts)), seconds(date),
+                  optional(record.reason), optional(record.apnsID), .int(Int64(record.attempts)), SQLValue.seconds(date),
                   .text(record.state.rawValue), record.nextAttemptAt.map { milliseconds($0) } ?? .null, optional(record.token),
                   .int(Int64(record.uncertainCopies))])
     }
@@ -505,7 +505,7 @@ public struct SQLMessageStore: MessageStore {
                 switch verdict(due, date) {
                 case .settle(let state, let reason):
                     try c.run("UPDATE deliveries SET state = ?, next_at = NULL, reason = ?, at = ?, status = CASE WHEN ? = 'sent' THEN 200 ELSE status END WHERE message = ? AND device = ?",
-                              [.text(state.rawValue), .text(reason), Self.seconds(date), .text(state.rawValue), row["message"], row["device"]])
+                              [.text(state.rawValue), .text(reason), SQLValue.seconds(date), .text(state.rawValue), row["message"], row["device"]])
                     if state == .sent && due.event == .start { try Self.started(activity: due.activity, device: due.device, c) }
                 case .send:
                     // Every send of a start counts as a possible copy before it goes, so a crash cannot make a third;
@@ -596,7 +596,7 @@ public struct SQLMessageStore: MessageStore {
             try c.run("""
                 UPDATE messages SET state = 'done', claimed = 0, lease = NULL, finished_at = ?1
                 WHERE id = ?2 AND NOT EXISTS (SELECT 1 FROM message_shards WHERE message = ?2 AND state != 'done')
-                """, [Self.seconds(date), .int(job.id)])
+                """, [SQLValue.seconds(date), .int(job.id)])
             try Self.endLease(job.lease, c)
         }
     }
@@ -620,7 +620,7 @@ public struct SQLMessageStore: MessageStore {
     func newLease(_ lease: ClaimLease, _ c: any SQLConnection) throws(StoreError) -> Int64 {
         guard let id = try c.query("""
             INSERT INTO leases (owner, until_ms, created_at) VALUES (?, \(database.dialect.nowMilliseconds) + ?, ?) RETURNING id
-            """, [.text(lease.owner.rawValue), .int(Int64((lease.duration * 1000).rounded())), Self.seconds(Date())]).first?["id"].int
+            """, [.text(lease.owner.rawValue), .int(Int64((lease.duration * 1000).rounded())), SQLValue.seconds(Date())]).first?["id"].int
         else { throw StoreError(.io, "a new lease has no id") }
         return id
     }
@@ -660,10 +660,10 @@ public struct SQLMessageStore: MessageStore {
             let event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
             // Updates and ends changed the activity when accepted: only a start that has not fired can be taken back.
             guard state == .pending, event == .start else { return .notCancellable(state: state, event: event) }
-            try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [Self.seconds(date), row["id"]])
+            try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [SQLValue.seconds(date), row["id"]])
             // The activity never started: its id is free again.
             try c.run("UPDATE activities SET state = 'ended', updated_at = ? WHERE id = ? AND state IN ('scheduled', 'active')",
-                      [Self.seconds(date), row["activity"]])
+                      [SQLValue.seconds(date), row["activity"]])
             return .cancelled
         }
     }
@@ -795,6 +795,5 @@ public struct SQLMessageStore: MessageStore {
     }
 
     static func optional(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }
-    static func seconds(_ date: Date) -> SQLValue { .int(Int64(date.timeIntervalSince1970)) }
     static func milliseconds(_ date: Date) -> SQLValue { .int(Int64((date.timeIntervalSince1970 * 1000).rounded())) }
 }

@@ -677,20 +677,21 @@ public struct SQLMessageStore: MessageStore {
                 """, [.text(code), .text(application.rawValue)]).first else { return nil }
             let id = row["id"]
             var skipped: [String: Int] = [:], reasons: [String: Int] = [:], byState: [DeliveryState: Int] = [:]
-            var targeted = 0
+            var targeted = 0, caughtUp: Int64 = 0, nextAt: Int64?
+            // One statement, so the counts and the next attempt come from one snapshot: read apart, a retry
+            // claimed in between would be counted as waiting yet have no next attempt.
             for group in try c.query("""
-                SELECT state, COALESCE(reason, '') AS reason, COUNT(*) AS count FROM deliveries WHERE message = ? GROUP BY 1, 2
+                SELECT state, COALESCE(reason, '') AS reason, COUNT(*) AS count, MIN(next_at) AS next_at, COALESCE(SUM(catch_up), 0) AS caught_up
+                FROM deliveries WHERE message = ? GROUP BY 1, 2
                 """, [id]) {
                 let state = DeliveryState(rawValue: group["state"].text ?? "") ?? .failed, count = Int(group["count"].int ?? 0)
                 targeted += count
                 byState[state, default: 0] += count
+                caughtUp += group["caught_up"].int ?? 0
+                if state == .retrying || state == .unconfirmed, let next = group["next_at"].int { nextAt = min(nextAt ?? next, next) }
                 if state == .skipped { skipped[group["reason"].text ?? "", default: 0] += count }
                 if state == .failed { reasons[group["reason"].text ?? "", default: 0] += count }
             }
-            let extra = try c.query("""
-                SELECT MIN(next_at) FILTER (WHERE state IN ('retrying', 'unconfirmed')) AS next_at, COALESCE(SUM(catch_up), 0) AS caught_up
-                FROM deliveries WHERE message = ?
-                """, [id])[0]
             return MessageDetails(
                 code: code, event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activityID: row["activity_id"].text ?? "",
                 state: MessageState(rawValue: row["state"].text ?? "") ?? .pending,
@@ -698,8 +699,8 @@ public struct SQLMessageStore: MessageStore {
                 dueAt: Date(timeIntervalSince1970: Double(row["due_at"].int ?? 0) / 1000),
                 finishedAt: row["finished_at"].int.map { Date(timeIntervalSince1970: Double($0)) },
                 targeted: targeted, sent: byState[.sent] ?? 0, failed: byState[.failed] ?? 0, skipped: skipped, reasons: reasons,
-                pending: byState.filter { ![.sent, .failed, .skipped].contains($0.key) }, nextAttemptAt: extra["next_at"].int.map { Self.date(milliseconds: $0) },
-                caughtUp: Int(extra["caught_up"].int ?? 0), supersededBy: row["superseded_by"].text,
+                pending: byState.filter { ![.sent, .failed, .skipped].contains($0.key) }, nextAttemptAt: nextAt.map { Self.date(milliseconds: $0) },
+                caughtUp: Int(caughtUp), supersededBy: row["superseded_by"].text,
                 expiresAt: row["expires_at"].int.map { Self.date(milliseconds: $0) })
         }
     }

@@ -440,11 +440,14 @@ public struct SQLMessageStore: MessageStore {
     }
 
     /// What writing a delivery over an earlier record of the same push keeps: the attempts add up, a token stays.
+    /// A catch-up for another token wins: the device reported it after the batch read its targets, so the
+    /// batch's record (skipped for want of a token, or sent to the old one) is older news.
     static let upsertDelivery = """
         ON CONFLICT (message, device) DO UPDATE SET push_type = excluded.push_type, status = excluded.status,
             reason = excluded.reason, apns_id = excluded.apns_id, attempts = deliveries.attempts + excluded.attempts, at = excluded.at,
             state = excluded.state, next_at = excluded.next_at, token = COALESCE(excluded.token, deliveries.token), copies = excluded.copies,
             lease = NULL
+        WHERE deliveries.catch_up = 0 OR excluded.token IS NOT DISTINCT FROM deliveries.token
         """
 
     static func write(_ record: DeliveryRecord, message: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {

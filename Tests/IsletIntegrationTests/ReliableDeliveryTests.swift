@@ -131,6 +131,30 @@ struct ReliableDeliveryTests {
         #expect(world.pushes(to: rotated).count == 2, "the catch-up, then the next update; no repeats")
     }
 
+    @Test func aTokenReportedWhileItsUpdateIsInFlightIsNotOverwrittenByTheBatchRecord() throws {
+        // The update's batch reads its targets (second_device has no token yet), then blocks in APNs on
+        // first_third's push; second_device reports its token meanwhile, which queues a catch-up. The batch's
+        // "no update token yet" record, written after, must not overwrite that catch-up.
+        let inFlight = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let transport = RecordingTransport { push, _ in
+            if push.deviceToken == Self.firstUpdate { inFlight.signal(); _ = release.wait(timeout: .now() + 20) }
+            return .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        defer { release.signal() }
+        _ = try world.waitUntilSent([try started(world)])
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
+        let update = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification())]]))[0]
+        #expect(inFlight.wait(timeout: .now() + 10) == .success, "the update's batch is in APNs")
+        try world.reportUpdateToken("second_device", activity: "ORDER_1", token: Self.secondUpdate)
+        release.signal()
+        var latest: MessageDetails?
+        #expect(try eventually { latest = try details(world, update); return world.pushes(to: Self.secondUpdate).count == 1 && latest?.sent == 2 },
+                "\(String(describing: latest))")
+        let after = try #require(try details(world, update))
+        #expect(after.caughtUp == 1 && after.skipped.isEmpty && after.pending.isEmpty)
+    }
+
     @Test func aNewerUpdateSupersedesARetryOfAnOlderOne() throws {
         let failing = Atomic<Bool>(false)
         let transport = RecordingTransport { push, _ in

@@ -41,9 +41,38 @@ struct SelfContainedTests {
             for match in text.matches(of: try Regex(#"\]\(([^)#\s]+)(#[^)]*)?\)"#)) {
                 let target = String(text[match.range]).dropFirst(2).prefix { $0 != ")" && $0 != "#" }
                 guard !target.hasPrefix("http") else { continue }
-                let url = Self.root.appendingPathComponent(document).deletingLastPathComponent().appendingPathComponent(String(target))
-                #expect(FileManager.default.fileExists(atPath: url.path), "\(document) links to \(target), which is not in the repository")
+                let url = Self.root.appendingPathComponent(document).deletingLastPathComponent().appendingPathComponent(String(target)).standardizedFileURL
+                #expect(url.path.hasPrefix(Self.root.standardizedFileURL.path + "/") && FileManager.default.fileExists(atPath: url.path),
+                        "\(document) links to \(target), which is not in the repository")
             }
         }
+    }
+
+    /// The nginx site the production guide shows is the packaged file the package test runs, directive for
+    /// directive (the guide leaves out the comments and folds short blocks onto one line).
+    @Test func theGuidesNginxSiteIsThePackagedOne() throws {
+        func directives(_ text: Substring) -> [String] {
+            let code = text.split(separator: "\n").map { line in line.prefix { $0 != "#" } }.joined(separator: " ")
+            var tokens: [String] = [], current = ""
+            for character in code {
+                if character == ";" || character == "{" || character == "}" {
+                    let directive = current.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+                    if !directive.isEmpty { tokens.append(directive) }
+                    tokens.append(String(character))
+                    current = ""
+                } else {
+                    current.append(character)
+                }
+            }
+            return tokens
+        }
+        let guide = try String(contentsOf: Self.root.appendingPathComponent("docs/PRODUCTION.md"), encoding: .utf8)
+        let block = try #require(guide.firstRange(of: "```nginx\n").flatMap { start in
+            guide[start.upperBound...].firstRange(of: "```").map { guide[start.upperBound..<$0.lowerBound] }
+        })
+        let packaged = try String(contentsOf: Self.root.appendingPathComponent("packaging/nginx-islet.conf"), encoding: .utf8)
+        let expected = directives(packaged[...])
+        #expect(expected.count > 30 && expected.contains("proxy_pass http://127.0.0.1:8080"), "the packaged site was read")
+        #expect(directives(block) == expected, "docs/PRODUCTION.md's nginx block differs from packaging/nginx-islet.conf")
     }
 }

@@ -91,6 +91,12 @@ struct CLICommandTests {
                           "--database", workspace.database])
         #expect(p384.errors == "error: --key-file: \(wrongCurve) is not a P-256 (ES256) key; APNs signing keys from Apple (AuthKey_XXXXXXXXXX.p8) are P-256, not RSA or another curve\n")
 
+        let rsaFile = workspace.file("rsa.p8", TestKeys.rsa)
+        let rsa = islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", rsaFile,
+                         "--database", workspace.database])
+        #expect(rsa.status == 64)
+        #expect(rsa.errors == "error: --key-file: \(rsaFile) is not a P-256 (ES256) key; APNs signing keys from Apple (AuthKey_XXXXXXXXXX.p8) are P-256, not RSA or another curve\n")
+
         let garbage = workspace.file("garbage.p8", "not a key")
         #expect(islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", garbage,
                        "--database", workspace.database]).errors.contains("is not a PEM private key"))

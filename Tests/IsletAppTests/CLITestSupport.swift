@@ -51,4 +51,23 @@ enum TestKeys {
         fyJzb7CNU2g6N4zhOunp4OK/7P+P5BBMqYwNvSakbzpvRiFtTISXuEY=
         -----END PRIVATE KEY-----
         """
+    /// An RSA key, which some people take for an APNs key (a throwaway made for this test).
+    static let rsa = """
+        -----BEGIN PRIVATE KEY-----
+        MIICdAIBADANBgkqhkiG9w0BAQEFAASCAl4wggJaAgEAAoGBANbMDix7RhH49XKR
+        HJekXEyyeafU6ySgkfZbexWZ56n6Jy1smZhLZIAFjRi0SfgvvKa3D0ZiN97B1Wr/
+        +R2ceDYGf0Q2dzg+aXcbNdJdlUpT5OotLiL1w92+HX5fTTmK3UFpl7L33vRJmzpS
+        cj7RMhrwRTz3IAAUiR8E04BHhHqFAgMBAAECf33bEnL9yBC/zxFR9W7k3zARYzbz
+        itPrQZsX/wapJxRxfoMfHuAdTMW2evX+rVi+n8sPd+PFqPbcnDAVy+GNzODIGulF
+        E9eGXLwHk5YqR3n1/oiZNrisglbKH3ScAZ7AU3lf3eCb60dgaJLDUrRTAuG35cvP
+        oJvxMnglZ/2mvYECQQDtpmB0tY0V9hkdH9dy4uL3aE6xPJYZzejHv061oJ3HHEcj
+        CpNHr82ZdwInP4QUQ0ohleb2WnjtdS2eKxjvVfJRAkEA52HyehiElVQ0XSDgDQ8s
+        7MAHsvzzc3XvVScnlhzbUzSldAyxpkqmLvfufUuII9FzZvRuZL378MuPiQDqqNqj
+        9QJAD9iyQdYBTF+WmRyQbza1z62C4cqab6oNRZR6GR5Wpvo5vBpua69LVFpdKGTR
+        19AM12R5fB/YRG0114AkL4FZoQJBALFgJMH0ia7wHjRGP3vDZm0XyM8tmnOotRBS
+        M8af2IKwmSWdlZIlJ8BZ0Dm87WCH8C+8seQIwFqXsjEUws8uzQECQD6NJhtyzcq2
+        sELsq2ekXJ6St/tZf/dz6mFjSQFV6z72eDuONAIjTmIFdb/Twc0VRebiY8UyZFYr
+        8ChKqEz5qB4=
+        -----END PRIVATE KEY-----
+        """
 }

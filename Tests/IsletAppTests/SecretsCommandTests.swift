@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import IsletCore
 import IsletCrypto
@@ -79,10 +80,28 @@ struct SecretsCommandTests {
         }
         locked.shutdown()
         configuration.masterKey = master
-        let unlocked = try IsletServer(configuration: configuration, logger: .discard)
+        let lines = Mutex<[String]>([])
+        let logger = Logger(label: "test", minimumLevel: .warning) { line in lines.withLock { $0.append(line) } }
+        let unlocked = try IsletServer(configuration: configuration, logger: logger)
         #expect(try unlocked.start() > 0)
         #expect(try unlocked.store.apnsKey(for: ApplicationCode(try #require(try unlocked.store.applications().first).code.rawValue)!)?.pem == TestKeys.p256)
         unlocked.shutdown()
+        #expect(!lines.withLock { $0 }.contains { $0.contains("unencrypted") }, "sealed keys and the master key given: no warning")
+    }
+
+    @Test func aServerThatSendsToAppleWithoutAMasterKeyWarnsThatItsKeysAreInClear() throws {
+        let keyFile = workspace.file("AuthKey_KEY1234567.p8", TestKeys.p256)
+        _ = islet(["app", "create", "--name", "Shop", "--bundle-id", "com.example.shop", "--team-id", "TEAM123456", "--key-id", "KEY1234567",
+                   "--key-file", keyFile, "--database", workspace.database])
+        var configuration = ServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: 0), database: workspace.database, apns: .apple)
+        configuration.apnsURL = "https://127.0.0.1:9"
+        let lines = Mutex<[String]>([])
+        let logger = Logger(label: "test", minimumLevel: .warning) { line in lines.withLock { $0.append(line) } }
+        let server = try IsletServer(configuration: configuration, logger: logger)
+        #expect(try server.start() > 0)
+        server.shutdown()
+        let warning = lines.withLock { $0 }.first { $0.contains("APNs keys are stored unencrypted") }
+        #expect(warning?.contains("ISLET_MASTER_KEY") == true && warning?.contains("\"plain_keys\":1") == true, "\(lines.withLock { $0 })")
     }
 
     @Test func everyAdminActionIsAuditedWithoutSecrets() throws {

@@ -37,7 +37,9 @@ public struct FilterMethods: Sendable {
 
     var listFilters: APIMethod {
         APIMethod(name: "listFilters", access: .server, effect: .reads) { [store] call in
-            ["filters": .array(try store.filters(in: call.application.code).map(\.json))]
+            let paging = try ListPaging(call.request, method: "listFilters")
+            let (filters, nextCursor) = paging.page(try store.filters(in: call.application.code, after: paging.cursor, limit: paging.fetch)) { $0.name }
+            return ["filters": .array(filters.map(\.json)), "next_cursor": nextCursor]
         }
     }
 

@@ -256,18 +256,9 @@ public struct LiveActivityMethods: Sendable {
             guard let activity = try messages.activity(activityID, in: call.application.code) else {
                 throw APIError.invalid("live_activity_id", "no activity '\(activityID)' in this application")
             }
-            // Paged, never silently cut: `limit` devices (1–1000, default 1000) after `cursor`, and the cursor of the next page.
-            let limit = try call.request.int("limit") ?? 1000
-            guard (1...1000).contains(limit) else { throw APIError.invalid("limit", "must be an integer from 1 to 1000") }
-            var after: Int64 = 0
-            if let cursor = try call.request.string("cursor") {
-                guard let value = Int64(cursor), value >= 0 else {
-                    throw APIError.invalid("cursor", "must be the next_cursor of a previous getLiveActivity answer")
-                }
-                after = value
-            }
-            let page = try messages.activityDevices(activity: activity.id, after: after, limit: Int(limit) + 1)
-            let devices = page.prefix(Int(limit))
+            let paging = try ListPaging(call.request, method: "getLiveActivity", numeric: true)
+            let (devices, nextCursor) = paging.page(try messages.activityDevices(activity: activity.id, after: paging.cursor.flatMap { Int64($0) } ?? 0,
+                                                                                  limit: paging.fetch)) { String($0.id) }
             return ["live_activity": [
                 "live_activity_id": .string(activity.activityID), "state": .string(activity.state.rawValue),
                 "attributes_type": activity.attributesType.map { .string($0) } ?? .null,
@@ -285,7 +276,7 @@ public struct LiveActivityMethods: Sendable {
                     ]
                 }),
                 "device_count": .int(Int64(try messages.activityDeviceCount(activity: activity.id))),
-                "next_cursor": page.count > devices.count ? .string(String(devices.last!.id)) : .null,
+                "next_cursor": nextCursor,
             ]]
         }
     }

@@ -32,7 +32,13 @@ public struct SchemaMethods: Sendable {
 
     var getSchemas: APIMethod {
         APIMethod(name: "getLiveActivitySchemas", access: .server, effect: .reads) { [store] call in
-            ["schemas": .array(try store.schemas(try call.request.string("attributes_type"), in: call.application.code).map(Self.describe))]
+            // One type's versions are paged by version; the current schema of every type, by type.
+            let type = try call.request.string("attributes_type")
+            let paging = try ListPaging(call.request, method: "getLiveActivitySchemas", numeric: type != nil)
+            let (schemas, nextCursor) = paging.page(try store.schemas(type, in: call.application.code, after: paging.cursor, limit: paging.fetch)) {
+                type == nil ? $0.attributesType : String($0.version)
+            }
+            return ["schemas": .array(schemas.map(Self.describe)), "next_cursor": nextCursor]
         }
     }
 

@@ -272,8 +272,10 @@ public struct SQLDeviceStore: DeviceStore {
         }
     }
 
-    public func filters(in application: ApplicationCode) throws(StoreError) -> [FilterDefinition] {
-        try loadFilters("SELECT name, operator, conditions FROM filters WHERE application = ? ORDER BY name", [.text(application.rawValue)], application)
+    public func filters(in application: ApplicationCode, after: String?, limit: Int?) throws(StoreError) -> [FilterDefinition] {
+        try loadFilters("SELECT name, operator, conditions FROM filters WHERE application = ?"
+                        + (after == nil ? "" : " AND name > ?") + " ORDER BY name" + (limit == nil ? "" : " LIMIT ?"),
+                        [.text(application.rawValue)] + [after.map { .text($0) }, limit.map { .int(Int64($0)) }].compactMap { $0 }, application)
     }
 
     public func filter(named name: String, in application: ApplicationCode) throws(StoreError) -> FilterDefinition? {

@@ -32,16 +32,18 @@ public struct SQLSchemaStore: SchemaStore {
                   [.text(application.rawValue), .text(attributesType), .int(Int64(version))]).first?.schema
     }
 
-    public func schemas(_ attributesType: String?, in application: ApplicationCode) throws(StoreError) -> [StoredSchema] {
+    public func schemas(_ attributesType: String?, in application: ApplicationCode, after: String?, limit: Int?) throws(StoreError) -> [StoredSchema] {
+        let page = limit == nil ? "" : " LIMIT ?", limitParameter = limit.map { [SQLValue.int(Int64($0))] } ?? []
         if let attributesType {
-            return try query(" WHERE application = ? AND attributes_type = ? ORDER BY version", [.text(application.rawValue), .text(attributesType)])
+            return try query(" WHERE application = ? AND attributes_type = ? AND version > ? ORDER BY version" + page,
+                             [.text(application.rawValue), .text(attributesType), .int(after.flatMap { Int64($0) } ?? 0)] + limitParameter)
                 .map(\.schema)
         }
         return try query("""
-             s WHERE application = ? AND deleted_at IS NULL
+             s WHERE application = ? AND deleted_at IS NULL \(after == nil ? "" : "AND attributes_type > ?")
                AND version = (SELECT MAX(version) FROM live_activity_schemas m WHERE m.application = s.application AND m.attributes_type = s.attributes_type)
              ORDER BY attributes_type
-            """, [.text(application.rawValue)]).map(\.schema)
+            """ + page, [.text(application.rawValue)] + (after.map { [SQLValue.text($0)] } ?? []) + limitParameter).map(\.schema)
     }
 
     public func deleteSchema(_ attributesType: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool {

@@ -104,7 +104,8 @@ public protocol DeviceStore: Sendable {
     func activityTokens(hwid: String, in application: ApplicationCode) throws(StoreError) -> [ActivityToken]
 
     func createFilter(_ filter: FilterDefinition, in application: ApplicationCode, at date: Date) throws(StoreError)
-    func filters(in application: ApplicationCode) throws(StoreError) -> [FilterDefinition]
+    /// In name order: at most `limit` after the name `after` (nil: from the first; nil limit: all).
+    func filters(in application: ApplicationCode, after: String?, limit: Int?) throws(StoreError) -> [FilterDefinition]
     func filter(named name: String, in application: ApplicationCode) throws(StoreError) -> FilterDefinition?
     func deleteFilter(named name: String, in application: ApplicationCode) throws(StoreError) -> Bool
 
@@ -117,6 +118,11 @@ public protocol DeviceStore: Sendable {
 }
 
 extension DeviceStore {
+    /// Every filter of the application, in name order.
+    public func filters(in application: ApplicationCode) throws(StoreError) -> [FilterDefinition] {
+        try filters(in: application, after: nil, limit: nil)
+    }
+
     /// A report Islet itself trusts (its simulator, a server API token): no join check.
     public func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
                                  at date: Date) throws -> Bool {

@@ -34,9 +34,17 @@ public protocol SchemaStore: Sendable {
     /// The newest version, unless the schema was deleted since.
     func currentSchema(_ attributesType: String, in application: ApplicationCode) throws(StoreError) -> StoredSchema?
     func schema(_ attributesType: String, version: Int, in application: ApplicationCode) throws(StoreError) -> StoredSchema?
-    /// Every version of one type, or the current version of every type when `attributesType` is nil.
-    func schemas(_ attributesType: String?, in application: ApplicationCode) throws(StoreError) -> [StoredSchema]
+    /// Every version of one type (in version order, after the version `after`), or the current version of
+    /// every type when `attributesType` is nil (in type order, after the type `after`); at most `limit` (nil: all).
+    func schemas(_ attributesType: String?, in application: ApplicationCode, after: String?, limit: Int?) throws(StoreError) -> [StoredSchema]
     func deleteSchema(_ attributesType: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool
     /// The schema version an activity started with.
     func activitySchemaVersion(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> (attributesType: String, version: Int)?
+}
+
+extension SchemaStore {
+    /// Every version of one type, or the current version of every type when `attributesType` is nil.
+    public func schemas(_ attributesType: String?, in application: ApplicationCode) throws(StoreError) -> [StoredSchema] {
+        try schemas(attributesType, in: application, after: nil, limit: nil)
+    }
 }

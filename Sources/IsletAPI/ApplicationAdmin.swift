@@ -75,6 +75,22 @@ public struct ApplicationAdmin: Sendable {
             "team_id": .string(key.info.teamID), "key_id": .string(key.info.keyID), "environment": .string(key.info.environment.rawValue)])
     }
 
+    /// Sets the application's priority-10 update budget (A7); a value left nil keeps the current one.
+    public func setUpdateBudget(for code: ApplicationCode, perHour: Int?, frequentPerHour: Int?) throws -> UpdateBudget {
+        guard let application = try store.application(code) else { throw APIError(.notFound, "application \(code) does not exist") }
+        for (value, field) in [(perHour, "per-hour"), (frequentPerHour, "frequent-per-hour")] {
+            if let value, !UpdateBudget.allowed.contains(value) {
+                throw APIError.invalid(field, "must be a number of updates an hour from \(UpdateBudget.allowed.lowerBound) to \(UpdateBudget.allowed.upperBound), got \(value)")
+            }
+        }
+        let budget = UpdateBudget(perHour: perHour ?? application.updateBudget.perHour,
+                                  frequentPerHour: frequentPerHour ?? application.updateBudget.frequentPerHour)
+        try store.setUpdateBudget(budget, for: code)
+        audit.record(.updateBudgetSet, application: code, actor: actor, details: [
+            "per_hour": .int(Int64(budget.perHour)), "frequent_per_hour": .int(Int64(budget.frequentPerHour))])
+        return budget
+    }
+
     /// Reads and checks an APNs signing key file (.p8) (A3).
     ///
     /// Refuses a world-readable file: the key lets anyone push to every user of the app.

@@ -13,7 +13,7 @@ public enum ApplicationMethods {
             var application = call.application
             if application.apnsKey == nil, let simulatedKey, let key = try? simulatedKey(application.code) {
                 application = Application(code: application.code, name: application.name, bundleID: application.bundleID,
-                                          createdAt: application.createdAt, apnsKey: key)
+                                          createdAt: application.createdAt, apnsKey: key, updateBudget: application.updateBudget)
             }
             var described = describe(application)
             if case .object(var apns) = described["apns"] { apns["mode"] = .string(apnsMode); described["apns"] = .object(apns) }
@@ -34,6 +34,8 @@ public enum ApplicationMethods {
         } else {
             object["apns"] = .null
         }
+        object["update_budget"] = ["per_hour": .int(Int64(application.updateBudget.perHour)),
+                                   "frequent_per_hour": .int(Int64(application.updateBudget.frequentPerHour))]
         return object
     }
 }

@@ -10,12 +10,13 @@ public struct AuditAction: WireValue {
     public static let tokenIssued = Self(uncheckedRawValue: "token.issued")
     public static let tokenRevoked = Self(uncheckedRawValue: "token.revoked")
     public static let apnsKeySet = Self(uncheckedRawValue: "apns_key.set")
+    public static let updateBudgetSet = Self(uncheckedRawValue: "update_budget.set")
     public static let masterKeyRotated = Self(uncheckedRawValue: "master_key.rotated")
     public static let filterCreated = Self(uncheckedRawValue: "filter.created")
     public static let filterDeleted = Self(uncheckedRawValue: "filter.deleted")
     public static let schemaSet = Self(uncheckedRawValue: "schema.set")
     public static let schemaDeleted = Self(uncheckedRawValue: "schema.deleted")
-    public static let all = [applicationCreated, tokenIssued, tokenRevoked, apnsKeySet, masterKeyRotated, filterCreated, filterDeleted,
+    public static let all = [applicationCreated, tokenIssued, tokenRevoked, apnsKeySet, updateBudgetSet, masterKeyRotated, filterCreated, filterDeleted,
                              schemaSet, schemaDeleted]
 }
 

@@ -45,7 +45,9 @@ public struct DeviceMethods: Sendable {
             let registration = DeviceRegistration(
                 hwid: hwid, pushToken: pushToken, gateway: gateway,
                 language: try Self.shortText(body, "language"), timezone: try Self.shortText(body, "timezone"),
-                osVersion: try Self.shortText(body, "os_version"), userID: try Self.shortText(body, "userId"))
+                osVersion: try Self.shortText(body, "os_version"), userID: try Self.shortText(body, "userId"),
+                // A7: ActivityAuthorizationInfo().frequentPushesEnabled, as the app reads it; absent leaves it as it was.
+                frequentUpdates: try body.bool("frequent_updates"))
             let tags = try body.objectField("tags").map(Self.parseTags) ?? []
             let registered = try store.registerDevice(registration, tags: tags, in: call.application.code, at: call.receivedAt)
             return Self.describe(registered.skipped)

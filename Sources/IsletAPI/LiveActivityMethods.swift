@@ -117,10 +117,19 @@ public struct LiveActivityMethods: Sendable {
                     name: nil, contentState: update.contentState, payload: payload, fallbackPayload: nil, priority: update.priority,
                     dueAt: now, expiresAt: now.addingTimeInterval(pushLifetime)), n.path))
             }
+            var priorities: [BudgetedPriority] = []
             try refusalsAsErrors(accepted.map(\.path)) {
-                try messages.acceptUpdates(accepted.map(\.message), in: call.application.code, at: now, validateOnly: dryRun)
+                priorities = try messages.acceptUpdates(accepted.map(\.message), in: call.application.code,
+                                                        budget: call.application.updateBudget, at: now, validateOnly: dryRun)
             }
-            var response = dryRun ? try dryRunResponse(accepted.map(\.message), call.application) : ["Messages": .array(accepted.map { .string($0.message.code) })]
+            for ((message, path), priority) in zip(accepted, priorities) {
+                if let warning = call.application.updateBudget.warning(path: path, activityID: message.activityID,
+                                                                                requested: message.priority, priorities: priority) {
+                    warnings.append(warning)
+                }
+            }
+            var response = dryRun ? try dryRunResponse(accepted.map(\.message), priorities: priorities, call.application)
+                                  : ["Messages": .array(accepted.map { .string($0.message.code) })]
             if !dryRun { kick() }
             if !warnings.isEmpty { response["warnings"] = .array(warnings.map { .string($0) }) }
             return response
@@ -150,11 +159,13 @@ public struct LiveActivityMethods: Sendable {
     // MARK: - Dry run (X3)
 
     /// The exact pushes each notification would make, for its first targets, with the target count.
-    private func dryRunResponse(_ messages: [NewMessage], _ application: Application) throws -> JSONObject {
+    /// `priorities`: each update's, as the budget set them (A7); starts go at the priority asked.
+    private func dryRunResponse(_ messages: [NewMessage], priorities: [BudgetedPriority] = [], _ application: Application) throws -> JSONObject {
         var results: [JSONValue] = []
-        for message in messages {
+        for (index, message) in messages.enumerated() {
+            let priority = index < priorities.count ? priorities[index] : BudgetedPriority(requested: message.priority)
             let planner = PushPlanner(application: application.code, bundleID: application.bundleID, messageCode: message.code,
-                                      payload: message.payload, fallbackPayload: message.fallbackPayload, priority: message.priority,
+                                      payload: message.payload, fallbackPayload: message.fallbackPayload, priority: priority,
                                       expiration: Int64(message.expiresAt.timeIntervalSince1970))
             var shown: [JSONValue] = []
             var count = 0
@@ -241,6 +252,7 @@ public struct LiveActivityMethods: Sendable {
                 if let count = details.pending[state], count > 0 { counts[state.rawValue] = .int(Int64(count)) }
             }
             if details.caughtUp > 0 { counts["caught_up"] = .int(Int64(details.caughtUp)) }
+            if details.overBudget > 0 { counts["over_budget"] = .int(Int64(details.overBudget)) }
             object["counts"] = .object(counts)
             if let next = details.nextAttemptAt { object["next_attempt_at"] = .string(next.formatted(.iso8601)) }
             if let superseded = details.supersededBy { object["superseded_by"] = .string(superseded) }

@@ -56,7 +56,8 @@ public struct DeliveryDecisions: Sendable {
                        expiresAt: Date, now: Date) -> DeliveryRecord {
         func make(_ state: DeliveryState, reason: String?, next: Date? = nil, copies: Int = uncertainCopies) -> DeliveryRecord {
             DeliveryRecord(device: device, pushType: push.pushType, status: outcome.status, reason: reason, apnsID: push.apnsID,
-                           attempts: 1, state: state, nextAttemptAt: next, token: push.deviceToken, uncertainCopies: copies)
+                           attempts: 1, state: state, nextAttemptAt: next, token: push.deviceToken, uncertainCopies: copies,
+                           priority: push.priority)
         }
         let startPush = isStart && push.pushType == "liveactivity"
         if outcome.status == 0 && outcome.fate == .unknown && startPush {

@@ -28,12 +28,13 @@ public struct PushPlanner: Sendable {
     public let messageCode: String
     public let payload: [UInt8]
     public let fallbackPayload: [UInt8]?
-    public let priority: Int
+    /// By kind of device: an update past the activity's budget goes at 5 to some (A7).
+    public let priority: BudgetedPriority
     /// `apns-expiration` (seconds since 1970), the message's expiry.
     public let expiration: Int64?
 
     public init(application: ApplicationCode, bundleID: String, messageCode: String, payload: [UInt8], fallbackPayload: [UInt8]?,
-                priority: Int, expiration: Int64? = nil) {
+                priority: BudgetedPriority, expiration: Int64? = nil) {
         self.expiration = expiration
         self.application = application
         self.bundleID = bundleID
@@ -56,7 +57,8 @@ public struct PushPlanner: Sendable {
         let version = device.osVersion.flatMap(VersionKey.make)
         if let version, version < Self.iOS16_1, let fallbackPayload, let pushToken = device.pushToken {
             return .push(Push(application: application, deviceToken: pushToken, gateway: device.gateway, pushType: "alert",
-                              topic: bundleID, priority: priority, apnsID: apnsID(device), payload: fallbackPayload, expiration: expiration))
+                              topic: bundleID, priority: priority.forDevice(frequentUpdates: device.frequentUpdates), apnsID: apnsID(device),
+                              payload: fallbackPayload, expiration: expiration))
         }
         if let version, version < Self.iOS17_2 { return .skip(reason: SkipReason.cannotStartRemotely) }
         return .skip(reason: SkipReason.noPushToStartToken)
@@ -71,7 +73,8 @@ public struct PushPlanner: Sendable {
 
     private func liveActivity(to token: String, device: Device) -> Push {
         Push(application: application, deviceToken: token, gateway: device.gateway, pushType: "liveactivity",
-             topic: "\(bundleID).push-type.liveactivity", priority: priority, apnsID: apnsID(device), payload: payload,
+             topic: "\(bundleID).push-type.liveactivity", priority: priority.forDevice(frequentUpdates: device.frequentUpdates),
+             apnsID: apnsID(device), payload: payload,
              expiration: expiration)
     }
 

@@ -94,6 +94,15 @@ public struct SQLApplicationStore: ApplicationStore {
         }
     }
 
+    public func setUpdateBudget(_ budget: UpdateBudget, for application: ApplicationCode) throws(StoreError) {
+        try database.write { (c) throws(StoreError) in
+            guard try c.run("UPDATE applications SET update_budget = ?, frequent_update_budget = ? WHERE code = ?",
+                            [.int(Int64(budget.perHour)), .int(Int64(budget.frequentPerHour)), .text(application.rawValue)]) == 1 else {
+                throw StoreError(.notFound, "application \(application) does not exist")
+            }
+        }
+    }
+
     public func apnsKey(for application: ApplicationCode) throws(StoreError) -> APNsSigningKey? {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("SELECT team_id, key_id, environment, pem FROM apns_keys WHERE application = ?",
@@ -155,7 +164,7 @@ public struct SQLApplicationStore: ApplicationStore {
     // MARK: - Rows
 
     private static let selectApplication = """
-        SELECT a.code, a.name, a.bundle_id, a.created_at, k.team_id, k.key_id, k.environment
+        SELECT a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, k.team_id, k.key_id, k.environment
         FROM applications a LEFT JOIN apns_keys k ON k.application = a.code
         """
 
@@ -166,7 +175,14 @@ public struct SQLApplicationStore: ApplicationStore {
         }
         return Application(
             code: ApplicationCode(row["code"].text ?? "")!, name: row["name"].text ?? "", bundleID: row["bundle_id"].text ?? "",
-            createdAt: Date(timeIntervalSince1970: Double(row["created_at"].int ?? 0)), apnsKey: key)
+            createdAt: Date(timeIntervalSince1970: Double(row["created_at"].int ?? 0)), apnsKey: key,
+            updateBudget: budget(row["update_budget"].int, row["frequent_update_budget"].int))
+    }
+
+    /// An application's budget as stored; NULL is the default.
+    static func budget(_ perHour: Int64?, _ frequentPerHour: Int64?) -> UpdateBudget {
+        UpdateBudget(perHour: perHour.map { Int($0) } ?? UpdateBudget.standard.perHour,
+                     frequentPerHour: frequentPerHour.map { Int($0) } ?? UpdateBudget.standard.frequentPerHour)
     }
 
     private func insert(_ token: TokenRecord, _ c: any SQLConnection) throws(StoreError) {

@@ -24,20 +24,22 @@ public struct SQLDeviceStore: DeviceStore {
             try c.run(releasePushToken, [.text(registration.pushToken), app, .text(registration.hwid)])
             // RETURNING gives the stored device in the same round trip (a network one on PostgreSQL).
             let stored = try c.query("""
-                INSERT INTO devices (application, hwid, push_token, sandbox, language, timezone, os_version, os_version_key, user_id, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO devices (application, hwid, push_token, sandbox, language, timezone, os_version, os_version_key, user_id,
+                                     frequent_updates, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (application, hwid) DO UPDATE SET
                     push_token = excluded.push_token, sandbox = excluded.sandbox,
                     language = COALESCE(excluded.language, devices.language), timezone = COALESCE(excluded.timezone, devices.timezone),
                     os_version = COALESCE(excluded.os_version, devices.os_version),
                     os_version_key = CASE WHEN excluded.os_version IS NULL THEN devices.os_version_key ELSE excluded.os_version_key END,
-                    user_id = COALESCE(excluded.user_id, devices.user_id), updated_at = excluded.updated_at
-                RETURNING id, hwid, push_token, sandbox, language, timezone, os_version, user_id, NULL AS push_to_start
+                    user_id = COALESCE(excluded.user_id, devices.user_id),
+                    frequent_updates = COALESCE(excluded.frequent_updates, devices.frequent_updates), updated_at = excluded.updated_at
+                RETURNING id, hwid, push_token, sandbox, language, timezone, os_version, user_id, frequent_updates, NULL AS push_to_start
                 """, [
                 app, .text(registration.hwid), .text(registration.pushToken), .int(registration.gateway == .sandbox ? 1 : 0),
                 Self.optional(registration.language), Self.optional(registration.timezone), Self.optional(registration.osVersion),
                 registration.osVersion.flatMap(VersionKey.make).map { .int($0) } ?? .null, Self.optional(registration.userID),
-                SQLValue.seconds(date),
+                registration.frequentUpdates.map { .int($0 ? 1 : 0) } ?? .null, SQLValue.seconds(date),
             ])
             guard let row = stored.first else {
                 throw StoreError(.io, "device \(registration.hwid) vanished while registering")
@@ -410,7 +412,7 @@ public struct SQLDeviceStore: DeviceStore {
 
     // MARK: - Rows
 
-    static let deviceColumns = "d.id, d.hwid, d.push_token, d.sandbox, d.language, d.timezone, d.os_version, d.user_id"
+    static let deviceColumns = "d.id, d.hwid, d.push_token, d.sandbox, d.language, d.timezone, d.os_version, d.user_id, d.frequent_updates"
 
     static func device(hwid: String, app: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> Device? {
         try c.query("SELECT \(deviceColumns), NULL AS push_to_start FROM devices d WHERE d.application = ? AND d.hwid = ?",
@@ -420,7 +422,8 @@ public struct SQLDeviceStore: DeviceStore {
     static func device(_ row: SQLRow, _ application: ApplicationCode) -> Device {
         Device(id: row["id"].int ?? 0, application: application, hwid: row["hwid"].text ?? "", pushToken: row["push_token"].text,
                gateway: row["sandbox"].bool ? .sandbox : .production, language: row["language"].text, timezone: row["timezone"].text,
-               osVersion: row["os_version"].text, userID: row["user_id"].text, pushToStartToken: row["push_to_start"].text)
+               osVersion: row["os_version"].text, userID: row["user_id"].text, pushToStartToken: row["push_to_start"].text,
+               frequentUpdates: row["frequent_updates"].int.map { $0 == 1 })
     }
 
     static func optional(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }

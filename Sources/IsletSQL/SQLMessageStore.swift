@@ -36,7 +36,8 @@ public struct SQLMessageStore: MessageStore {
                         """, [SQLValue.seconds(date), .text(message.activityID), .int(existing.id)])
                     try c.run("DELETE FROM activity_devices WHERE activity = ?", [.int(existing.id)])
                     try c.run("""
-                        UPDATE activities SET state = ?, attributes_type = ?, name = ?, content_state = ?, updated_at = ?, schema_version = ?
+                        UPDATE activities SET state = ?, attributes_type = ?, name = ?, content_state = ?, updated_at = ?, schema_version = ?,
+                            priority_ten_log = NULL
                         WHERE id = ?
                         """, [.text(state.rawValue), Self.optional(message.attributesType), Self.optional(message.name),
                               .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
@@ -74,23 +75,34 @@ public struct SQLMessageStore: MessageStore {
             """, [.int(id), .int(activity)])
     }
 
-    public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws {
+    @discardableResult
+    public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget = .standard,
+                              at date: Date, validateOnly: Bool) throws -> [BudgetedPriority] {
+        var priorities: [BudgetedPriority] = []
         try accept(validateOnly: validateOnly) { c in
+            priorities = []
             for (index, message) in messages.enumerated() {
-                // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14).
-                let existing = try activityRow(message.activityID, application, locking: true, c)
-                if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.state) {
+                // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14),
+                // and the activity's priority-10 count is read and written by one transaction at a time (A7).
+                let existing = try lockedActivity(message.activityID, application, c)
+                if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
                     throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                 }
-                guard let activity = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
+                guard let (activity, log) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
+                var priority = BudgetedPriority(requested: message.priority), spent: PriorityTenLog?
+                if message.priority == 10 { (priority, spent) = budget.admit(requested: 10, log: log, now: date) }
                 let state: ActivityState = message.event == .end ? .ended : .active
-                try c.run("UPDATE activities SET state = ?, content_state = ?, updated_at = ? WHERE id = ?",
-                          [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date), .int(activity.id)])
-                let id = try insert(message, activity: activity.id, application: application, at: date, c)
+                try c.run("""
+                    UPDATE activities SET state = ?, content_state = ?, updated_at = ?, priority_ten_log = COALESCE(?, priority_ten_log) WHERE id = ?
+                    """, [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
+                          spent.map { .text($0.json.jsonText) } ?? .null, .int(activity.id)])
+                let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, c)
                 try supersedeOlder(than: id, activity: activity.id, at: date, c)
+                priorities.append(priority)
             }
             try notifyNodes(c)
         }
+        return priorities
     }
 
     /// Wakes the other nodes when this transaction commits (PostgreSQL's NOTIFY; nothing on SQLite).
@@ -111,17 +123,20 @@ public struct SQLMessageStore: MessageStore {
         }
     }
 
+    /// `budgeted`: the priority by kind of device when the update budget lowered it (A7); stored only then.
     @discardableResult
     private func insert(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
-                        _ c: any SQLConnection) throws(StoreError) -> Int64 {
-        try c.query("""
+                        budgeted: BudgetedPriority? = nil, _ c: any SQLConnection) throws(StoreError) -> Int64 {
+        let lowered = budgeted.flatMap { $0 == BudgetedPriority(requested: message.priority) ? nil : $0 }
+        return try c.query("""
             INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, fallback_payload,
-                                  priority, state, due_at, created_at, expires_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) RETURNING id
+                                  priority, priority_standard, priority_frequent, state, due_at, created_at, expires_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) RETURNING id
             """, [
             .text(message.code), .text(application.rawValue), .int(activity), .text(message.event.rawValue),
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, Self.optional(message.attributesType),
             .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
+            lowered.map { .int(Int64($0.standard)) } ?? .null, lowered.map { .int(Int64($0.frequent)) } ?? .null,
             Self.milliseconds(message.dueAt), SQLValue.seconds(date), Self.milliseconds(message.expiresAt),
         ])[0]["id"].int ?? 0
     }
@@ -253,7 +268,7 @@ public struct SQLMessageStore: MessageStore {
     /// Messages `m` with their activity `a`, as `job` reads them.
     static let selectJobs = """
         SELECT m.id, m.code, m.application, m.event, m.activity, m.target, m.attributes_type, m.payload, m.fallback_payload,
-               m.priority, m.cursor, m.expires_at, m.due_at, a.activity_id
+               m.priority, m.priority_standard, m.priority_frequent, m.cursor, m.expires_at, m.due_at, a.activity_id
         FROM messages m JOIN activities a ON a.id = m.activity
         """
 
@@ -265,9 +280,16 @@ public struct SQLMessageStore: MessageStore {
             id: row["id"].int ?? 0, code: row["code"].text ?? "", application: application,
             event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: row["activity"].int ?? 0,
             activityID: row["activity_id"].text ?? "", target: target, attributesType: row["attributes_type"].text,
-            payload: row["payload"].blob ?? [], fallbackPayload: row["fallback_payload"].blob, priority: Int(row["priority"].int ?? 5),
+            payload: row["payload"].blob ?? [], fallbackPayload: row["fallback_payload"].blob, priority: priorities(row),
             cursor: row["cursor"].int ?? 0, expiresAt: date(milliseconds: row["expires_at"].int ?? 0),
             dueAt: date(milliseconds: row["due_at"].int ?? 0))
+    }
+
+    /// A message's priority by kind of device: the one asked, unless the update budget lowered it (A7).
+    static func priorities(_ row: SQLRow) -> BudgetedPriority {
+        let asked = Int(row["priority"].int ?? 5)
+        return BudgetedPriority(standard: row["priority_standard"].int.map { Int($0) } ?? asked,
+                                frequent: row["priority_frequent"].int.map { Int($0) } ?? asked)
     }
 
     /// `AND column NOT IN ('A', 'B')` for application codes (their syntax admits no quote).
@@ -423,15 +445,16 @@ public struct SQLMessageStore: MessageStore {
                     "attempts": .int(Int64(record.attempts)), "state": .string(record.state.rawValue),
                     "next_at": record.nextAttemptAt.map { .int(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null,
                     "token": record.token.map { .string($0) } ?? .null, "copies": .int(Int64(record.uncertainCopies)),
+                    "priority": record.priority.map { .int(Int64($0)) } ?? .null,
                 ]
             })
             let source = database.dialect.rows(ofJSONArray: "?3", columns: [
                 ("device", .integer), ("push_type", .text), ("status", .integer), ("reason", .text), ("apns_id", .text), ("attempts", .integer),
-                ("state", .text), ("next_at", .integer), ("token", .text), ("copies", .integer),
+                ("state", .text), ("next_at", .integer), ("token", .text), ("copies", .integer), ("priority", .integer),
             ])
             try c.run("""
-                INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies)
-                SELECT ?1, r.device, r.push_type, r.status, r.reason, r.apns_id, r.attempts, ?2, r.state, r.next_at, r.token, r.copies
+                INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies, priority)
+                SELECT ?1, r.device, r.push_type, r.status, r.reason, r.apns_id, r.attempts, ?2, r.state, r.next_at, r.token, r.copies, r.priority
                 FROM \(source) WHERE true
                 \(Self.upsertDelivery)
                 """, [.int(message), SQLValue.seconds(date), .text(rows.jsonText)])
@@ -446,19 +469,19 @@ public struct SQLMessageStore: MessageStore {
         ON CONFLICT (message, device) DO UPDATE SET push_type = excluded.push_type, status = excluded.status,
             reason = excluded.reason, apns_id = excluded.apns_id, attempts = deliveries.attempts + excluded.attempts, at = excluded.at,
             state = excluded.state, next_at = excluded.next_at, token = COALESCE(excluded.token, deliveries.token), copies = excluded.copies,
-            lease = NULL
+            priority = COALESCE(excluded.priority, deliveries.priority), lease = NULL
         WHERE deliveries.catch_up = 0 OR excluded.token IS NOT DISTINCT FROM deliveries.token
         """
 
     static func write(_ record: DeliveryRecord, message: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
         try c.run("""
-            INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+            INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies, priority)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
             \(upsertDelivery)
             """, [.int(message), .int(record.device), optional(record.pushType), .int(Int64(record.status)),
                   optional(record.reason), optional(record.apnsID), .int(Int64(record.attempts)), SQLValue.seconds(date),
                   .text(record.state.rawValue), record.nextAttemptAt.map { milliseconds($0) } ?? .null, optional(record.token),
-                  .int(Int64(record.uncertainCopies))])
+                  .int(Int64(record.uncertainCopies)), record.priority.map { .int(Int64($0)) } ?? .null])
     }
 
     static func started(activity: Int64, device: Int64, _ c: any SQLConnection) throws(StoreError) {
@@ -475,7 +498,9 @@ public struct SQLMessageStore: MessageStore {
         try database.inClaimTransaction { (c) throws(StoreError) -> [DueDelivery] in
             let rows = try c.query("""
                 SELECT d.message, m.code, m.application, m.event, m.activity, d.device, dev.sandbox, d.state,
-                       COALESCE(d.push_type, 'liveactivity') AS push_type, d.token, m.payload, m.fallback_payload, m.priority,
+                       COALESCE(d.push_type, 'liveactivity') AS push_type, d.token, m.payload, m.fallback_payload,
+                       COALESCE(d.priority, CASE WHEN dev.frequent_updates = 1 THEN COALESCE(m.priority_frequent, m.priority)
+                                                 ELSE COALESCE(m.priority_standard, m.priority) END) AS priority,
                        COALESCE(d.expires_at, m.expires_at) AS expires_at, d.attempts, d.copies, d.catch_up, a.state = 'ended' AS ended,
                        EXISTS (SELECT 1 FROM messages n WHERE n.activity = m.activity AND n.id > m.id AND n.event IN ('update', 'end')
                                AND n.state != 'cancelled') AS newer,
@@ -674,23 +699,25 @@ public struct SQLMessageStore: MessageStore {
     public func messageDetails(code: String, in application: ApplicationCode) throws(StoreError) -> MessageDetails? {
         try database.withConnection { (c) throws(StoreError) -> MessageDetails? in
             guard let row = try c.query("""
-                SELECT m.id, m.event, a.activity_id, m.state, m.created_at, m.due_at, m.finished_at, m.expires_at,
+                SELECT m.id, m.event, a.activity_id, m.state, m.created_at, m.due_at, m.finished_at, m.expires_at, m.priority,
                        (SELECT s.code FROM messages s WHERE s.id = m.superseded_by) AS superseded_by
                 FROM messages m JOIN activities a ON a.id = m.activity WHERE m.code = ? AND m.application = ?
                 """, [.text(code), .text(application.rawValue)]).first else { return nil }
             let id = row["id"]
             var skipped: [String: Int] = [:], reasons: [String: Int] = [:], byState: [DeliveryState: Int] = [:]
-            var targeted = 0, caughtUp: Int64 = 0, nextAt: Int64?
+            var targeted = 0, caughtUp: Int64 = 0, lowered: Int64 = 0, nextAt: Int64?
             // One statement, so the counts and the next attempt come from one snapshot: read apart, a retry
             // claimed in between would be counted as waiting yet have no next attempt.
             for group in try c.query("""
-                SELECT state, COALESCE(reason, '') AS reason, COUNT(*) AS count, MIN(next_at) AS next_at, COALESCE(SUM(catch_up), 0) AS caught_up
+                SELECT state, COALESCE(reason, '') AS reason, COUNT(*) AS count, MIN(next_at) AS next_at, COALESCE(SUM(catch_up), 0) AS caught_up,
+                       COALESCE(SUM(CASE WHEN priority = 5 THEN 1 ELSE 0 END), 0) AS low
                 FROM deliveries WHERE message = ? GROUP BY 1, 2
                 """, [id]) {
                 let state = DeliveryState(rawValue: group["state"].text ?? "") ?? .failed, count = Int(group["count"].int ?? 0)
                 targeted += count
                 byState[state, default: 0] += count
                 caughtUp += group["caught_up"].int ?? 0
+                lowered += group["low"].int ?? 0
                 if state == .retrying || state == .unconfirmed, let next = group["next_at"].int { nextAt = min(nextAt ?? next, next) }
                 if state == .skipped { skipped[group["reason"].text ?? "", default: 0] += count }
                 if state == .failed { reasons[group["reason"].text ?? "", default: 0] += count }
@@ -704,7 +731,8 @@ public struct SQLMessageStore: MessageStore {
                 targeted: targeted, sent: byState[.sent] ?? 0, failed: byState[.failed] ?? 0, skipped: skipped, reasons: reasons,
                 pending: byState.filter { ![.sent, .failed, .skipped].contains($0.key) }, nextAttemptAt: nextAt.map { Self.date(milliseconds: $0) },
                 caughtUp: Int(caughtUp), supersededBy: row["superseded_by"].text,
-                expiresAt: row["expires_at"].int.map { Self.date(milliseconds: $0) })
+                expiresAt: row["expires_at"].int.map { Self.date(milliseconds: $0) },
+                overBudget: row["priority"].int == 10 ? Int(lowered) : 0)
         }
     }
 
@@ -747,16 +775,29 @@ public struct SQLMessageStore: MessageStore {
     /// An activity; `locking` it to the commit (PostgreSQL) when a decision and an enqueue depend on it.
     private func activityRow(_ activityID: String, _ application: ApplicationCode, locking: Bool,
                              _ c: any SQLConnection) throws(StoreError) -> ActivityRecord? {
+        try activityQuery(activityID, application, locking: locking, c).map(Self.activity)
+    }
+
+    /// The activity locked to the commit, with its priority-10 updates of the last hour (A7).
+    private func lockedActivity(_ activityID: String, _ application: ApplicationCode,
+                                _ c: any SQLConnection) throws(StoreError) -> (record: ActivityRecord, log: PriorityTenLog)? {
+        try activityQuery(activityID, application, locking: true, c).map { (Self.activity($0), PriorityTenLog(json: $0["priority_ten_log"].text)) }
+    }
+
+    private func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool,
+                               _ c: any SQLConnection) throws(StoreError) -> SQLRow? {
         try c.query("""
-            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at FROM activities
+            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log FROM activities
             WHERE application = ? AND activity_id = ? \(locking ? database.dialect.forUpdate : "")
-            """, [.text(application.rawValue), .text(activityID)]).first.map { row in
-            ActivityRecord(
-                id: row["id"].int ?? 0, activityID: row["activity_id"].text ?? "", state: ActivityState(rawValue: row["state"].text ?? "") ?? .ended,
-                attributesType: row["attributes_type"].text, name: row["name"].text,
-                contentState: row["content_state"].text.flatMap { try? JSONParser.parse($0).objectValue },
-                updatedAt: Date(timeIntervalSince1970: Double(row["updated_at"].int ?? 0)))
-        }
+            """, [.text(application.rawValue), .text(activityID)]).first
+    }
+
+    static func activity(_ row: SQLRow) -> ActivityRecord {
+        ActivityRecord(
+            id: row["id"].int ?? 0, activityID: row["activity_id"].text ?? "", state: ActivityState(rawValue: row["state"].text ?? "") ?? .ended,
+            attributesType: row["attributes_type"].text, name: row["name"].text,
+            contentState: row["content_state"].text.flatMap { try? JSONParser.parse($0).objectValue },
+            updatedAt: Date(timeIntervalSince1970: Double(row["updated_at"].int ?? 0)))
     }
 
     static func tagTypes(_ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> [String: TagType] {

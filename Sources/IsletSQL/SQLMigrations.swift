@@ -249,6 +249,18 @@ public enum SQLMigrations {
                 expired INTEGER NOT NULL DEFAULT 0
             ) STRICT;
             """),
+        // Apple's hourly budget of priority-10 updates (A7): each application's budget (NULL: the default),
+        // what a device says of frequent updates (NULL: nothing yet), an activity's priority-10 updates of the
+        // last hour, the priority an update goes at by kind of device, and the priority each push went at.
+        Migration(version: 13, name: "update budgets", sql: """
+            ALTER TABLE applications ADD COLUMN update_budget INTEGER;
+            ALTER TABLE applications ADD COLUMN frequent_update_budget INTEGER;
+            ALTER TABLE devices ADD COLUMN frequent_updates INTEGER;
+            ALTER TABLE activities ADD COLUMN priority_ten_log TEXT;
+            ALTER TABLE messages ADD COLUMN priority_standard INTEGER;
+            ALTER TABLE messages ADD COLUMN priority_frequent INTEGER;
+            ALTER TABLE deliveries ADD COLUMN priority INTEGER;
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

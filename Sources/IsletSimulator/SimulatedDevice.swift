@@ -19,6 +19,8 @@ public struct SimulatedActivity: Codable, Sendable, Equatable {
     /// When the card leaves the lock screen (seconds since 1970); nil while it runs.
     public var dismissAt: Double?
     public var startedAt: Double
+    /// When its priority-10 updates of the last hour came, for ActivityKit's budget (A7); nil before the first.
+    public var priorityTen: [Double]?
 }
 
 /// A push the simulated device received, with what became of it.
@@ -50,6 +52,8 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
     public var alerts: [String] = []
     /// When recent push-to-start pushes came, for the ~10-in-a-row budget.
     public var recentStarts: [Double] = []
+    /// Whether the app's "More Frequent Updates" are on (A7); nil: off, as on a phone that never said.
+    public var frequentUpdates: Bool?
 
     public static let logLimit = 200
     /// Push-to-start pushes accepted in a minute before ActivityKit drops them silently (reference docs).
@@ -137,7 +141,7 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
             activityID: activityID, attributesType: type, attributes: JSONValue.object(attributes).jsonText,
             contentState: JSONValue.object(contentState).jsonText, pendingContentState: nil, updateToken: token,
             timestamp: aps["timestamp"]?.intValue ?? 0, relevanceScore: aps["relevance-score"]?.intValue,
-            staleDate: aps["stale-date"]?.intValue, ended: false, dismissAt: nil, startedAt: now.timeIntervalSince1970))
+            staleDate: aps["stale-date"]?.intValue, ended: false, dismissAt: nil, startedAt: now.timeIntervalSince1970, priorityTen: nil))
         return (activityID, token)
     }
 
@@ -156,6 +160,18 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
         guard !activity.ended || event == "end" else {
             entry.dropped = "the activity has ended"
             return
+        }
+        if priority == 10 {
+            // ActivityKit's hourly budget of priority-10 updates, counted per activity; past it, throttled silently.
+            let budget = UpdateBudget.standard.perHour(frequentUpdates: frequentUpdates)
+            let recent = (activity.priorityTen ?? []).filter { now.timeIntervalSince1970 - $0 < UpdateBudget.window }
+            guard recent.count < budget else {
+                activity.priorityTen = recent
+                activities[index] = activity
+                entry.dropped = "throttled: the activity had its \(budget) priority-10 updates of the last hour (A7)"
+                return
+            }
+            activity.priorityTen = recent + [now.timeIntervalSince1970]
         }
         activity.timestamp = timestamp
         let state = JSONValue.object(contentState).jsonText
@@ -215,7 +231,7 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
             "hwid": .string(hwid), "application": .string(application), "ios_version": .string(iosVersion), "locked": .bool(locked),
             "push_token": .string(pushToken),
             "push_to_start_tokens": .object(JSONObject(pushToStartTokens.keys.sorted().map { (key: $0, value: .string(pushToStartTokens[$0]!)) })),
-            "uninstalled": .bool(uninstalledAt != nil), "lock_screen": lockScreen(now: now),
+            "uninstalled": .bool(uninstalledAt != nil), "frequent_updates": .bool(frequentUpdates == true), "lock_screen": lockScreen(now: now),
             "alerts": .array(alerts.suffix(20).map { .string($0) }),
         ]
         if withLog {

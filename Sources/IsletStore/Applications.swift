@@ -59,13 +59,17 @@ public struct Application: Sendable, Equatable {
     public let bundleID: String
     public let createdAt: Date
     public let apnsKey: APNsKeyInfo?
+    /// Its priority-10 update budget (A7).
+    public let updateBudget: UpdateBudget
 
-    public init(code: ApplicationCode, name: String, bundleID: String, createdAt: Date, apnsKey: APNsKeyInfo? = nil) {
+    public init(code: ApplicationCode, name: String, bundleID: String, createdAt: Date, apnsKey: APNsKeyInfo? = nil,
+                updateBudget: UpdateBudget = .standard) {
         self.code = code
         self.name = name
         self.bundleID = bundleID
         self.createdAt = createdAt
         self.apnsKey = apnsKey
+        self.updateBudget = updateBudget
     }
 }
 
@@ -112,6 +116,8 @@ public protocol ApplicationStore: Sendable {
     func token(hash: [UInt8]) throws(StoreError) -> TokenRecord?
 
     func setAPNsKey(_ key: APNsSigningKey, for application: ApplicationCode) throws(StoreError)
+    /// Sets the application's priority-10 update budget (A7); `.notFound` when there is no such application.
+    func setUpdateBudget(_ budget: UpdateBudget, for application: ApplicationCode) throws(StoreError)
     func apnsKey(for application: ApplicationCode) throws(StoreError) -> APNsSigningKey?
     /// How many stored APNs keys are sealed and how many are plain; throws `.locked` when a sealed one
     /// cannot be opened with this store's master key.

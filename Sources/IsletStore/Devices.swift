@@ -10,9 +10,11 @@ public struct DeviceRegistration: Sendable, Equatable {
     public var timezone: String?
     public var osVersion: String?
     public var userID: String?
+    /// Whether the app's "More Frequent Updates" are on (A7); nil leaves what the device said before.
+    public var frequentUpdates: Bool?
 
     public init(hwid: String, pushToken: String, gateway: Gateway = .production, language: String? = nil,
-                timezone: String? = nil, osVersion: String? = nil, userID: String? = nil) {
+                timezone: String? = nil, osVersion: String? = nil, userID: String? = nil, frequentUpdates: Bool? = nil) {
         self.hwid = hwid
         self.pushToken = pushToken
         self.gateway = gateway
@@ -20,6 +22,7 @@ public struct DeviceRegistration: Sendable, Equatable {
         self.timezone = timezone
         self.osVersion = osVersion
         self.userID = userID
+        self.frequentUpdates = frequentUpdates
     }
 }
 
@@ -38,9 +41,12 @@ public struct Device: Sendable, Equatable {
     public let userID: String?
     /// The push-to-start token that serves the requested attributes type, when one was asked for (S7, D3).
     public let pushToStartToken: String?
+    /// What the device last said of frequent updates (A7); nil: nothing.
+    public let frequentUpdates: Bool?
 
     public init(id: Int64, application: ApplicationCode, hwid: String, pushToken: String?, gateway: Gateway, language: String?,
-                timezone: String?, osVersion: String?, userID: String?, pushToStartToken: String?) {
+                timezone: String?, osVersion: String?, userID: String?, pushToStartToken: String?, frequentUpdates: Bool? = nil) {
+        self.frequentUpdates = frequentUpdates
         self.id = id
         self.application = application
         self.hwid = hwid

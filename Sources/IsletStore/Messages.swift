@@ -158,7 +158,8 @@ public struct MessageJob: Sendable, Equatable {
     public let attributesType: String?
     public let payload: [UInt8]
     public let fallbackPayload: [UInt8]?
-    public let priority: Int
+    /// The priority its pushes go at, by kind of device (A7).
+    public let priority: BudgetedPriority
     /// Devices up to this id are done; a resumed job starts after it.
     public let cursor: Int64
     public let expiresAt: Date
@@ -173,7 +174,7 @@ public struct MessageJob: Sendable, Equatable {
         a.id == b.id && a.cursor == b.cursor && a.shard?.number == b.shard?.number && a.shard?.upTo == b.shard?.upTo
     }
 
-    public init(id: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, activityID: String, target: TargetSelection?, attributesType: String?, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, cursor: Int64, expiresAt: Date, dueAt: Date) {
+    public init(id: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, activityID: String, target: TargetSelection?, attributesType: String?, payload: [UInt8], fallbackPayload: [UInt8]?, priority: BudgetedPriority, cursor: Int64, expiresAt: Date, dueAt: Date) {
         self.expiresAt = expiresAt
         self.dueAt = dueAt
         self.id = id
@@ -237,9 +238,12 @@ public struct DeliveryRecord: Sendable, Equatable {
     public let token: String?
     /// Sends of a start that may have reached the phone without an answer (at most two ever go out).
     public let uncertainCopies: Int
+    /// The `apns-priority` it went at; nil when skipped.
+    public let priority: Int?
 
     public init(device: Int64, pushType: String?, status: Int, reason: String?, apnsID: String?, attempts: Int,
-                state: DeliveryState? = nil, nextAttemptAt: Date? = nil, token: String? = nil, uncertainCopies: Int = 0) {
+                state: DeliveryState? = nil, nextAttemptAt: Date? = nil, token: String? = nil, uncertainCopies: Int = 0, priority: Int? = nil) {
+        self.priority = priority
         self.device = device
         self.pushType = pushType
         self.status = status
@@ -407,9 +411,13 @@ public struct MessageDetails: Sendable, Equatable {
     /// The newer message that made this one unnecessary before it went out.
     public let supersededBy: String?
     public let expiresAt: Date?
+    /// Pushes of a priority-10 update sent at priority 5 because the activity's budget was used (A7).
+    public let overBudget: Int
 
     public init(code: String, event: LiveActivityEvent, activityID: String, state: MessageState, createdAt: Date, dueAt: Date, finishedAt: Date?, targeted: Int, sent: Int, failed: Int, skipped: [String: Int], reasons: [String: Int],
-                pending: [DeliveryState: Int] = [:], nextAttemptAt: Date? = nil, caughtUp: Int = 0, supersededBy: String? = nil, expiresAt: Date? = nil) {
+                pending: [DeliveryState: Int] = [:], nextAttemptAt: Date? = nil, caughtUp: Int = 0, supersededBy: String? = nil, expiresAt: Date? = nil,
+                overBudget: Int = 0) {
+        self.overBudget = overBudget
         self.pending = pending
         self.nextAttemptAt = nextAttemptAt
         self.caughtUp = caughtUp
@@ -498,7 +506,10 @@ public protocol MessageStore: Sendable {
     /// With `validateOnly` (a dry run) it checks exactly the same and stores nothing.
     func acceptStarts(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws
     /// Stores update/end messages, all or none; refuses unknown and ended activities (U1).
-    func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws
+    /// Each update's priority by kind of device: the one asked, or 5 past the activity's `budget` (A7).
+    @discardableResult
+    func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget, at date: Date,
+                       validateOnly: Bool) throws -> [BudgetedPriority]
 
     /// Takes the next due job, if any, under a new lease of `lease.owner`; none of the `excluding` applications.
     /// A start to a large audience is split into shards (`sharding`) on its first claim, and each

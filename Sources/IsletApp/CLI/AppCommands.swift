@@ -9,7 +9,7 @@ struct AppCommand: CLIGroup {
     static let spec = CommandSpec(
         name: "app", abstract: "Create and manage applications, their tokens and APNs keys.",
         subcommands: [AppCreateCommand.self, AppListCommand.self, AppShowCommand.self, TokenCommand.self, SetAPNsKeyCommand.self,
-                      RotateMasterKeyCommand.self])
+                      SetUpdateBudgetCommand.self, RotateMasterKeyCommand.self])
 }
 
 /// The APNs key options shared by `app create` and `app set-apns-key`.
@@ -154,6 +154,7 @@ struct AppShowCommand: ApplicationCodeCommand {
         } else {
             context.print("  APNs key:   none (islet app set-apns-key \(application.code) ...)")
         }
+        context.print("  budget:     \(application.updateBudget.perHour) priority-10 updates an hour per activity, \(application.updateBudget.frequentPerHour) with frequent updates on")
         context.print("  tokens:")
         for token in tokens {
             let state = token.revokedAt.map { "revoked \($0.formatted(.iso8601))" } ?? "active"
@@ -250,6 +251,42 @@ struct SetAPNsKeyCommand: CLICommand {
     func run(_ context: CLIContext) throws -> Int32 {
         try admin(arguments) { try $0.setAPNsKey(for: code, key: key) }
         context.print("Set APNs key \(key.info.keyID) (team \(key.info.teamID), \(key.info.environment)) for \(code).")
+        return 0
+    }
+}
+
+/// `islet app set-update-budget`: the application's hourly budget of priority-10 updates per activity (A7).
+struct SetUpdateBudgetCommand: CLICommand {
+    static let spec = CommandSpec(
+        name: "set-update-budget", abstract: "Set how many priority-10 updates an activity gets an hour before Islet sends them at 5.",
+        arguments: [ArgumentSpec(name: "code", help: "The application code.")],
+        options: [
+            OptionSpec(name: "--per-hour", valueName: "n", help: "For devices without frequent updates on (default 10; 0 sends every update at 5)."),
+            OptionSpec(name: "--frequent-per-hour", valueName: "n", help: "For devices that report frequent updates on (default 60)."),
+            Common.database,
+        ])
+
+    let arguments: ParsedArguments
+    let code: ApplicationCode
+    let perHour: Int?
+    let frequentPerHour: Int?
+
+    init(_ arguments: ParsedArguments, context: CLIContext) throws {
+        self.arguments = arguments
+        self.code = try Common.applicationCode(arguments.argument(0))
+        func count(_ name: String) throws -> Int? {
+            guard let text = arguments.value(name) else { return nil }
+            guard let value = Int(text) else { throw CLIError.usage("\(name): '\(text)' is not a whole number of updates an hour") }
+            return value
+        }
+        perHour = try count("--per-hour")
+        frequentPerHour = try count("--frequent-per-hour")
+        guard perHour != nil || frequentPerHour != nil else { throw CLIError.usage("give --per-hour, --frequent-per-hour or both") }
+    }
+
+    func run(_ context: CLIContext) throws -> Int32 {
+        let budget = try admin(arguments) { try $0.setUpdateBudget(for: code, perHour: perHour, frequentPerHour: frequentPerHour) }
+        context.print("Activities of \(code) now get \(budget.perHour) priority-10 updates an hour (\(budget.frequentPerHour) on devices with frequent updates on); the rest go at priority 5.")
         return 0
     }
 }

@@ -99,6 +99,7 @@ struct SimulatorDeviceAddCommand: CLICommand {
             OptionSpec(name: "--ios", valueName: "version", help: "Its iOS version; 17.2+ has push-to-start.", defaultValue: "17.4"),
             OptionSpec(name: "--attributes-type", valueName: "type", help: "Register its push-to-start token for this type only."),
             OptionSpec.flag("--locked", "Start locked: priority-5 updates show on unlock."),
+            OptionSpec.flag("--frequent-updates", "The app's More Frequent Updates are on: a larger priority-10 budget (A7)."),
             Common.database, Common.json,
         ])
 
@@ -116,7 +117,8 @@ struct SimulatorDeviceAddCommand: CLICommand {
             _ = try wiring.signingKey(for: application)   // a simulated application signs with a key made for it
             let device = try wiring.addDevice(application: application, hwid: arguments.value("--hwid")!,
                                               iosVersion: arguments.value("--ios") ?? "17.4", locked: arguments.flag("--locked"),
-                                              attributesTypes: arguments.value("--attributes-type").map { [$0] } ?? [])
+                                              attributesTypes: arguments.value("--attributes-type").map { [$0] } ?? [],
+                                              frequentUpdates: arguments.flag("--frequent-updates") ? true : nil)
             if arguments.flag("--json") {
                 Common.printJSON(device.json(now: Date(), withLog: false), context)
             } else {

@@ -52,20 +52,21 @@ struct SimulatorWiring: Sendable {
     /// Creates a simulated iPhone and registers it with Islet as the SDK would: registerDevice, its tags,
     /// and a push-to-start token per attributes type ("" for any) when its iOS has push-to-start (17.2+).
     func addDevice(application: ApplicationCode, hwid: String, iosVersion: String, locked: Bool, attributesTypes: [String],
-                   tags: [(name: String, value: TagValue?)] = []) throws -> SimulatedDevice {
+                   frequentUpdates: Bool? = nil, tags: [(name: String, value: TagValue?)] = []) throws -> SimulatedDevice {
         guard try applications.application(application) != nil else { throw APIError.invalid("application", "no application \(application)") }
         guard !hwid.isEmpty, hwid.count <= 256 else { throw APIError.invalid("hwid", "must be 1 to 256 characters") }
         guard let version = VersionKey.make(iosVersion) else { throw APIError.invalid("ios_version", "must be a version such as 17.4") }
         let pushToStart = version >= VersionKey.make("17.2")!
             ? Dictionary((attributesTypes.isEmpty ? [""] : attributesTypes).map { ($0, APNsSimulator.token(bytes: 40)) }, uniquingKeysWith: { first, _ in first })
             : [:]
-        let device = SimulatedDevice(application: application.rawValue, hwid: hwid, iosVersion: iosVersion, locked: locked,
+        var device = SimulatedDevice(application: application.rawValue, hwid: hwid, iosVersion: iosVersion, locked: locked,
                                      pushToken: APNsSimulator.token(bytes: 32), pushToStartTokens: pushToStart)
+        device.frequentUpdates = frequentUpdates
         try simulated.saveSimulatedDevice(application: application, hwid: hwid,
                                           state: String(decoding: try JSONEncoder().encode(device), as: UTF8.self))
         let now = Date()
         _ = try devices.registerDevice(DeviceRegistration(hwid: hwid, pushToken: device.pushToken, language: "en", timezone: "0",
-                                                          osVersion: iosVersion), tags: tags, in: application, at: now)
+                                                          osVersion: iosVersion, frequentUpdates: frequentUpdates), tags: tags, in: application, at: now)
         for (type, token) in pushToStart {
             _ = try devices.setPushToStartToken(token, attributesType: type, hwid: hwid, in: application, at: now)
         }
@@ -152,7 +153,7 @@ struct SimulatorRoutes: Sendable {
         }
         let device = try wiring.addDevice(application: application, hwid: try body.requiredString("hwid"),
                                           iosVersion: try body.string("ios_version") ?? "17.4", locked: try body.bool("locked") ?? false,
-                                          attributesTypes: types)
+                                          attributesTypes: types, frequentUpdates: try body.bool("frequent_updates"))
         return APIRouter.json(device.json(now: Date(), withLog: false), status: 200)
     }
 }

@@ -115,20 +115,22 @@ public struct LiveActivityMethods: Sendable {
                 accepted.append((NewMessage(
                     code: MessageCode.random(), event: update.event, activityID: update.activityID, target: nil, attributesType: nil,
                     name: nil, contentState: update.contentState, payload: payload, fallbackPayload: nil, priority: update.priority,
-                    dueAt: now, expiresAt: now.addingTimeInterval(pushLifetime)), n.path))
+                    dueAt: now, expiresAt: now.addingTimeInterval(pushLifetime), dismissalDate: update.dismissalDate), n.path))
             }
-            var priorities: [BudgetedPriority] = []
+            var decided: [AcceptedUpdate] = []
             try refusalsAsErrors(accepted.map(\.path)) {
-                priorities = try messages.acceptUpdates(accepted.map(\.message), in: call.application.code,
-                                                        budget: call.application.updateBudget, at: now, validateOnly: dryRun)
+                decided = try messages.acceptUpdates(accepted.map(\.message), in: call.application.code,
+                                                     budget: call.application.updateBudget, at: now, validateOnly: dryRun)
             }
-            for ((message, path), priority) in zip(accepted, priorities) {
-                if let warning = call.application.updateBudget.warning(path: path, activityID: message.activityID,
-                                                                                requested: message.priority, priorities: priority) {
+            for ((message, path), update) in zip(accepted, decided) {
+                if let started = update.activityStartedAt, ActivityLifetime.isOver(startedAt: started, now: now) {
+                    warnings.append(ActivityLifetime.warning(path: path, activityID: message.activityID, startedAt: started, now: now))
+                } else if let warning = call.application.updateBudget.warning(path: path, activityID: message.activityID,
+                                                                               requested: message.priority, priorities: update.priority) {
                     warnings.append(warning)
                 }
             }
-            var response = dryRun ? try dryRunResponse(accepted.map(\.message), priorities: priorities, call.application)
+            var response = dryRun ? try dryRunResponse(accepted.map(\.message), priorities: decided.map(\.priority), call.application)
                                   : ["Messages": .array(accepted.map { .string($0.message.code) })]
             if !dryRun { kick() }
             if !warnings.isEmpty { response["warnings"] = .array(warnings.map { .string($0) }) }
@@ -164,7 +166,7 @@ public struct LiveActivityMethods: Sendable {
         var results: [JSONValue] = []
         for (index, message) in messages.enumerated() {
             let priority = index < priorities.count ? priorities[index] : BudgetedPriority(requested: message.priority)
-            let planner = PushPlanner(application: application.code, bundleID: application.bundleID, messageCode: message.code,
+            var planner = PushPlanner(application: application.code, bundleID: application.bundleID, messageCode: message.code,
                                       payload: message.payload, fallbackPayload: message.fallbackPayload, priority: priority,
                                       expiration: Int64(message.expiresAt.timeIntervalSince1970))
             var shown: [JSONValue] = []
@@ -176,6 +178,7 @@ public struct LiveActivityMethods: Sendable {
                     page = try devices.targets(target, in: application.code, attributesType: message.attributesType, afterID: after, limit: 1000)
                         .map { ($0.hwid, $0.id, planner.start($0)) }
                 } else if let activity = try self.messages.activity(message.activityID, in: application.code) {
+                    planner.lifetimeOver = ActivityLifetime.isOver(startedAt: activity.startedAt, now: message.dueAt)
                     page = try self.messages.updateTargets(activity: activity.id, afterID: after, limit: 1000)
                         .map { ($0.device.hwid, $0.device.id, planner.update($0)) }
                 } else {
@@ -277,6 +280,12 @@ public struct LiveActivityMethods: Sendable {
                 "name": activity.name.map { .string($0) } ?? .null,
                 "content_state": activity.contentState.map { .object($0) } ?? .null,
                 "updated_at": .string(activity.updatedAt.formatted(.iso8601)),
+                // A8: when iOS ends it on its own, and when it leaves the lock screen.
+                "started_at": activity.startedAt.map { .string($0.formatted(.iso8601)) } ?? .null,
+                "ends_by": activity.startedAt.map { .string(ActivityLifetime.endsBy(startedAt: $0).formatted(.iso8601)) } ?? .null,
+                "dismiss_at": ActivityLifetime.leavesLockScreen(startedAt: activity.startedAt, dismissAt: activity.dismissAt,
+                                                                ended: activity.state == .ended, now: call.receivedAt)
+                    .map { .string($0.formatted(.iso8601)) } ?? .null,
                 "devices": .array(devices.map { device in
                     [
                         "hwid": .string(device.hwid), "state": .string(device.state),

@@ -295,7 +295,7 @@ public final class DeliveryService: Sendable {
                 try messages.finish(job, at: now())
                 return
             }
-            let planner = Self.planner(for: job, bundleID: application.bundleID)
+            let planner = Self.planner(for: job, bundleID: application.bundleID, now: now())
             var readUpTo = job.cursor
             var exhausted = false
             var totals: [DeliveryState: Int] = [:]
@@ -392,7 +392,7 @@ public final class DeliveryService: Sendable {
                 }
                 // One page of at most `smallJobDevices`: a job with more goes on after it, on its own.
                 let page = configuration.smallJobDevices
-                let batch = try nextBatch(job, planner: Self.planner(for: job, bundleID: bundle), after: job.cursor, limit: page)
+                let batch = try nextBatch(job, planner: Self.planner(for: job, bundleID: bundle, now: now()), after: job.cursor, limit: page)
                 planned.append((job, batch, batch.count < page))
             }
             guard leases.isValid(jobs[0].lease) else {
@@ -488,9 +488,11 @@ public final class DeliveryService: Sendable {
     }
 
     /// What decides each device's push for a job: its payloads, priority and expiry, under its app's topic.
-    private static func planner(for job: MessageJob, bundleID: String) -> PushPlanner {
-        PushPlanner(application: job.application, bundleID: bundleID, messageCode: job.code, payload: job.payload,
-                    fallbackPayload: job.fallbackPayload, priority: job.priority, expiration: Int64(job.expiresAt.timeIntervalSince1970))
+    private static func planner(for job: MessageJob, bundleID: String, now: Date) -> PushPlanner {
+        var planner = PushPlanner(application: job.application, bundleID: bundleID, messageCode: job.code, payload: job.payload,
+                                  fallbackPayload: job.fallbackPayload, priority: job.priority, expiration: Int64(job.expiresAt.timeIntervalSince1970))
+        planner.lifetimeOver = job.event != .start && ActivityLifetime.isOver(startedAt: job.activityStartedAt, now: now)
+        return planner
     }
 
     /// A page's plans parted into the records of its skips and the pushes to send.

@@ -10,9 +10,10 @@ public enum SkipReason {
     public static let updateTokenUnregistered = "update token unregistered"
     public static let noUpdateToken = "no update token yet"
     public static let unregistered = "token unregistered"
+    public static let pastLifetime = ActivityLifetime.skipReason
 
     public static let all: Set<String> = [noPushToStartToken, cannotStartRemotely, activityEndedOnDevice, updateTokenUnregistered,
-                                          noUpdateToken, unregistered]
+                                          noUpdateToken, unregistered, pastLifetime]
 }
 
 /// What one device gets from one message.
@@ -32,6 +33,8 @@ public struct PushPlanner: Sendable {
     public let priority: BudgetedPriority
     /// `apns-expiration` (seconds since 1970), the message's expiry.
     public let expiration: Int64?
+    /// iOS has ended the activity, 8 hours after it started (A8): its updates reach no device.
+    public var lifetimeOver = false
 
     public init(application: ApplicationCode, bundleID: String, messageCode: String, payload: [UInt8], fallbackPayload: [UInt8]?,
                 priority: BudgetedPriority, expiration: Int64? = nil) {
@@ -66,6 +69,7 @@ public struct PushPlanner: Sendable {
 
     /// U2: the device's update token for the activity, unless it ended there or APNs declared it dead.
     public func update(_ target: UpdateTarget) -> PlannedDelivery {
+        if lifetimeOver { return .skip(reason: SkipReason.pastLifetime) }
         if target.tokenDead { return .skip(reason: SkipReason.updateTokenUnregistered) }
         if let token = target.updateToken { return .push(liveActivity(to: token, device: target.device)) }
         return .skip(reason: target.endedOnDevice ? SkipReason.activityEndedOnDevice : SkipReason.noUpdateToken)

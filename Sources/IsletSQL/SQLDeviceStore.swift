@@ -208,7 +208,7 @@ public struct SQLDeviceStore: DeviceStore {
     private func linkActivity(_ activityID: String, device: Int64, application: ApplicationCode, at date: Date,
                               _ c: any SQLConnection) throws(StoreError) -> Int64 {
         let activity = try c.query("""
-            INSERT INTO activities (application, activity_id, state, updated_at) VALUES (?, ?, 'active', ?)
+            INSERT INTO activities (application, activity_id, state, updated_at, started_at) VALUES (?1, ?2, 'active', ?3, ?3)
             ON CONFLICT (application, activity_id) DO UPDATE SET updated_at = excluded.updated_at
             RETURNING id
             """, [.text(application.rawValue), .text(activityID), SQLValue.seconds(date)])[0]["id"]

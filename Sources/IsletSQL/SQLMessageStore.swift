@@ -19,6 +19,8 @@ public struct SQLMessageStore: MessageStore {
         try accept(validateOnly: validateOnly) { c in
             for (index, message) in messages.enumerated() {
                 let state: ActivityState = message.dueAt > date ? .scheduled : .active
+                // A scheduled start's activity starts when it fires (A8).
+                let startedAt = state == .active ? SQLValue.seconds(date) : .null
                 let activity: Int64
                 if let existing = try activityRow(message.activityID, application, locking: true, c) {
                     let facts = ActivityRules.StartFacts(
@@ -37,20 +39,21 @@ public struct SQLMessageStore: MessageStore {
                     try c.run("DELETE FROM activity_devices WHERE activity = ?", [.int(existing.id)])
                     try c.run("""
                         UPDATE activities SET state = ?, attributes_type = ?, name = ?, content_state = ?, updated_at = ?, schema_version = ?,
-                            priority_ten_log = NULL
+                            priority_ten_log = NULL, started_at = ?, dismiss_at = NULL
                         WHERE id = ?
                         """, [.text(state.rawValue), Self.optional(message.attributesType), Self.optional(message.name),
                               .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
-                              message.schemaVersion.map { .int(Int64($0)) } ?? .null, .int(existing.id)])
+                              message.schemaVersion.map { .int(Int64($0)) } ?? .null, startedAt, .int(existing.id)])
                     activity = existing.id
                 } else {
                     activity = try c.query("""
-                        INSERT INTO activities (application, activity_id, state, attributes_type, name, content_state, updated_at, schema_version)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
+                        INSERT INTO activities (application, activity_id, state, attributes_type, name, content_state, updated_at, schema_version,
+                                                started_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
                         """, [.text(application.rawValue), .text(message.activityID), .text(state.rawValue),
                               Self.optional(message.attributesType), Self.optional(message.name),
                               .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
-                              message.schemaVersion.map { .int(Int64($0)) } ?? .null])[0]["id"].int ?? 0
+                              message.schemaVersion.map { .int(Int64($0)) } ?? .null, startedAt])[0]["id"].int ?? 0
                 }
                 try insert(message, activity: activity, application: application, at: date, c)
             }
@@ -77,10 +80,10 @@ public struct SQLMessageStore: MessageStore {
 
     @discardableResult
     public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget = .standard,
-                              at date: Date, validateOnly: Bool) throws -> [BudgetedPriority] {
-        var priorities: [BudgetedPriority] = []
+                              at date: Date, validateOnly: Bool) throws -> [AcceptedUpdate] {
+        var accepted: [AcceptedUpdate] = []
         try accept(validateOnly: validateOnly) { c in
-            priorities = []
+            accepted = []
             for (index, message) in messages.enumerated() {
                 // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14),
                 // and the activity's priority-10 count is read and written by one transaction at a time (A7).
@@ -90,19 +93,25 @@ public struct SQLMessageStore: MessageStore {
                 }
                 guard let (activity, log) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
                 var priority = BudgetedPriority(requested: message.priority), spent: PriorityTenLog?
-                if message.priority == 10 { (priority, spent) = budget.admit(requested: 10, log: log, now: date) }
+                // An update iOS will not show (past the activity's 8 hours, A8) spends no budget.
+                if message.priority == 10 && !ActivityLifetime.isOver(startedAt: activity.startedAt, now: date) {
+                    (priority, spent) = budget.admit(requested: 10, log: log, now: date)
+                }
                 let state: ActivityState = message.event == .end ? .ended : .active
+                let dismissAt = message.event == .end ? SQLValue.seconds(ActivityLifetime.dismissAt(endedAt: date, dismissalDate: message.dismissalDate)) : .null
                 try c.run("""
-                    UPDATE activities SET state = ?, content_state = ?, updated_at = ?, priority_ten_log = COALESCE(?, priority_ten_log) WHERE id = ?
+                    UPDATE activities SET state = ?, content_state = ?, updated_at = ?, priority_ten_log = COALESCE(?, priority_ten_log),
+                        dismiss_at = COALESCE(?, dismiss_at)
+                    WHERE id = ?
                     """, [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
-                          spent.map { .text($0.json.jsonText) } ?? .null, .int(activity.id)])
+                          spent.map { .text($0.json.jsonText) } ?? .null, dismissAt, .int(activity.id)])
                 let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, c)
                 try supersedeOlder(than: id, activity: activity.id, at: date, c)
-                priorities.append(priority)
+                accepted.append(AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt))
             }
             try notifyNodes(c)
         }
-        return priorities
+        return accepted
     }
 
     /// Wakes the other nodes when this transaction commits (PostgreSQL's NOTIFY; nothing on SQLite).
@@ -210,7 +219,7 @@ public struct SQLMessageStore: MessageStore {
             try c.run("UPDATE messages SET state = 'sending', claimed = 1, lease = ?2 WHERE id IN \(inList)", [idList, .int(leaseID)])
             // A start's scheduled activity is active from its claim, as on the job path.
             try c.run("""
-                UPDATE activities SET state = 'active', updated_at = ?2
+                UPDATE activities SET state = 'active', updated_at = ?2, started_at = ?2
                 WHERE state = 'scheduled' AND id IN (SELECT activity FROM messages WHERE event = 'start' AND id IN \(inList))
                 """, [idList, SQLValue.seconds(date)])
             var jobs: [MessageJob] = []
@@ -259,7 +268,7 @@ public struct SQLMessageStore: MessageStore {
     private func loadJob(_ id: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) -> MessageJob? {
         guard let row = try c.query("\(Self.selectJobs) WHERE m.id = ?", [.int(id)]).first else { return nil }
         if row["event"].text == LiveActivityEvent.start.rawValue {
-            try c.run("UPDATE activities SET state = 'active', updated_at = ? WHERE id = ? AND state = 'scheduled'",
+            try c.run("UPDATE activities SET state = 'active', updated_at = ?1, started_at = ?1 WHERE id = ?2 AND state = 'scheduled'",
                       [SQLValue.seconds(date), row["activity"]])
         }
         return try Self.job(row, c)
@@ -268,7 +277,7 @@ public struct SQLMessageStore: MessageStore {
     /// Messages `m` with their activity `a`, as `job` reads them.
     static let selectJobs = """
         SELECT m.id, m.code, m.application, m.event, m.activity, m.target, m.attributes_type, m.payload, m.fallback_payload,
-               m.priority, m.priority_standard, m.priority_frequent, m.cursor, m.expires_at, m.due_at, a.activity_id
+               m.priority, m.priority_standard, m.priority_frequent, m.cursor, m.expires_at, m.due_at, a.activity_id, a.started_at
         FROM messages m JOIN activities a ON a.id = m.activity
         """
 
@@ -276,13 +285,15 @@ public struct SQLMessageStore: MessageStore {
     static func job(_ row: SQLRow, _ c: any SQLConnection) throws(StoreError) -> MessageJob? {
         guard let application = ApplicationCode(row["application"].text ?? "") else { return nil }
         let target = try row["target"].text.map { (text) throws(StoreError) in try decodeTarget(text, application, c) }
-        return MessageJob(
+        var job = MessageJob(
             id: row["id"].int ?? 0, code: row["code"].text ?? "", application: application,
             event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: row["activity"].int ?? 0,
             activityID: row["activity_id"].text ?? "", target: target, attributesType: row["attributes_type"].text,
             payload: row["payload"].blob ?? [], fallbackPayload: row["fallback_payload"].blob, priority: priorities(row),
             cursor: row["cursor"].int ?? 0, expiresAt: date(milliseconds: row["expires_at"].int ?? 0),
             dueAt: date(milliseconds: row["due_at"].int ?? 0))
+        job.activityStartedAt = row["started_at"].int.map { Date(timeIntervalSince1970: Double($0)) }
+        return job
     }
 
     /// A message's priority by kind of device: the one asked, unless the update budget lowered it (A7).
@@ -501,7 +512,7 @@ public struct SQLMessageStore: MessageStore {
                        COALESCE(d.push_type, 'liveactivity') AS push_type, d.token, m.payload, m.fallback_payload,
                        COALESCE(d.priority, CASE WHEN dev.frequent_updates = 1 THEN COALESCE(m.priority_frequent, m.priority)
                                                  ELSE COALESCE(m.priority_standard, m.priority) END) AS priority,
-                       COALESCE(d.expires_at, m.expires_at) AS expires_at, d.attempts, d.copies, d.catch_up, a.state = 'ended' AS ended,
+                       COALESCE(d.expires_at, m.expires_at) AS expires_at, d.attempts, d.copies, d.catch_up, a.state = 'ended' AS ended, a.started_at,
                        EXISTS (SELECT 1 FROM messages n WHERE n.activity = m.activity AND n.id > m.id AND n.event IN ('update', 'end')
                                AND n.state != 'cancelled') AS newer,
                        EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity = m.activity AND ad.device = d.device) AS running
@@ -530,6 +541,7 @@ public struct SQLMessageStore: MessageStore {
                     priority: Int(row["priority"].int ?? 10), expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0),
                     attempts: Int(row["attempts"].int ?? 0), uncertainCopies: Int(row["copies"].int ?? 0), catchUp: row["catch_up"].bool,
                     activityEnded: row["ended"].bool, newerMessage: row["newer"].bool, tokenReportedSince: row["running"].bool)
+                due.activityStartedAt = row["started_at"].int.map { Date(timeIntervalSince1970: Double($0)) }
                 switch verdict(due, date) {
                 case .settle(let state, let reason):
                     try c.run("UPDATE deliveries SET state = ?, next_at = NULL, reason = ?, at = ?, status = CASE WHEN ? = 'sent' THEN 200 ELSE status END WHERE message = ? AND device = ?",
@@ -787,7 +799,7 @@ public struct SQLMessageStore: MessageStore {
     private func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool,
                                _ c: any SQLConnection) throws(StoreError) -> SQLRow? {
         try c.query("""
-            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log FROM activities
+            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at FROM activities
             WHERE application = ? AND activity_id = ? \(locking ? database.dialect.forUpdate : "")
             """, [.text(application.rawValue), .text(activityID)]).first
     }
@@ -797,7 +809,9 @@ public struct SQLMessageStore: MessageStore {
             id: row["id"].int ?? 0, activityID: row["activity_id"].text ?? "", state: ActivityState(rawValue: row["state"].text ?? "") ?? .ended,
             attributesType: row["attributes_type"].text, name: row["name"].text,
             contentState: row["content_state"].text.flatMap { try? JSONParser.parse($0).objectValue },
-            updatedAt: Date(timeIntervalSince1970: Double(row["updated_at"].int ?? 0)))
+            updatedAt: Date(timeIntervalSince1970: Double(row["updated_at"].int ?? 0)),
+            startedAt: row["started_at"].int.map { Date(timeIntervalSince1970: Double($0)) },
+            dismissAt: row["dismiss_at"].int.map { Date(timeIntervalSince1970: Double($0)) })
     }
 
     static func tagTypes(_ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> [String: TagType] {

@@ -252,7 +252,8 @@ public enum SQLMigrations {
         // Apple's hourly budget of priority-10 updates (A7): each application's budget (NULL: the default),
         // what a device says of frequent updates (NULL: nothing yet), an activity's priority-10 updates of the
         // last hour, the priority an update goes at by kind of device, and the priority each push went at.
-        Migration(version: 13, name: "update budgets", sql: """
+        // An activity's lifetime (A8): when its session started, and when an ended one leaves the lock screen.
+        Migration(version: 13, name: "update budgets and activity lifetimes", sql: """
             ALTER TABLE applications ADD COLUMN update_budget INTEGER;
             ALTER TABLE applications ADD COLUMN frequent_update_budget INTEGER;
             ALTER TABLE devices ADD COLUMN frequent_updates INTEGER;
@@ -260,6 +261,8 @@ public enum SQLMigrations {
             ALTER TABLE messages ADD COLUMN priority_standard INTEGER;
             ALTER TABLE messages ADD COLUMN priority_frequent INTEGER;
             ALTER TABLE deliveries ADD COLUMN priority INTEGER;
+            ALTER TABLE activities ADD COLUMN started_at INTEGER;
+            ALTER TABLE activities ADD COLUMN dismiss_at INTEGER;
             """),
     ]
 

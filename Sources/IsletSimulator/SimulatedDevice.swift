@@ -21,6 +21,8 @@ public struct SimulatedActivity: Codable, Sendable, Equatable {
     public var startedAt: Double
     /// When its priority-10 updates of the last hour came, for ActivityKit's budget (A7); nil before the first.
     public var priorityTen: [Double]?
+    /// iOS ended it, 8 hours after it started (A8); nil: not by iOS.
+    public var endedByIOS: Bool?
 }
 
 /// A push the simulated device received, with what became of it.
@@ -157,6 +159,10 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
             entry.dropped = "older than what the activity shows (timestamp \(timestamp) < \(activity.timestamp))"
             return
         }
+        guard activity.endedByIOS != true else {
+            entry.dropped = "iOS ended the activity 8 hours after it started (A8)"
+            return
+        }
         guard !activity.ended || event == "end" else {
             entry.dropped = "the activity has ended"
             return
@@ -195,8 +201,16 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
         expire(now: now)
     }
 
-    /// Removes cards whose dismissal time has come.
+    /// Ends activities that ran 8 hours, as iOS does (A8: they stay on the lock screen 4 hours more), and
+    /// removes cards whose dismissal time has come.
     public mutating func expire(now: Date) {
+        for index in activities.indices where activities[index].endedByIOS != true
+            && ActivityLifetime.isOver(startedAt: Date(timeIntervalSince1970: activities[index].startedAt), now: now) {
+            let endsAt = activities[index].startedAt + ActivityLifetime.running
+            if !activities[index].ended { activities[index].dismissAt = endsAt + ActivityLifetime.onLockScreenAfterEnd }
+            activities[index].ended = true
+            activities[index].endedByIOS = true
+        }
         activities.removeAll { ($0.dismissAt ?? .infinity) <= now.timeIntervalSince1970 }
     }
 

@@ -50,9 +50,15 @@ public struct ActivityRecord: Sendable, Equatable {
     /// The last content-state sent (or to be sent, while scheduled).
     public let contentState: JSONObject?
     public let updatedAt: Date
+    /// When its current session's start went out (A8); nil while scheduled.
+    public let startedAt: Date?
+    /// After an end: when it leaves the lock screen (A8).
+    public let dismissAt: Date?
 
     public init(id: Int64, activityID: String, state: ActivityState, attributesType: String?, name: String?,
-                contentState: JSONObject?, updatedAt: Date) {
+                contentState: JSONObject?, updatedAt: Date, startedAt: Date? = nil, dismissAt: Date? = nil) {
+        self.startedAt = startedAt
+        self.dismissAt = dismissAt
         self.id = id
         self.activityID = activityID
         self.state = state
@@ -83,10 +89,13 @@ public struct NewMessage: Sendable {
     public let schemaVersion: Int?
     /// After this the pushes are not worth delivering: sent as `apns-expiration`, and retries stop.
     public let expiresAt: Date
+    /// An end's `dismissal-date` (seconds since 1970), kept with the activity (A8).
+    public let dismissalDate: Int64?
 
     public init(code: String, event: LiveActivityEvent, activityID: String, target: TargetSelection?, attributesType: String?,
                 name: String?, contentState: JSONObject, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, dueAt: Date,
-                schemaVersion: Int? = nil, expiresAt: Date? = nil) {
+                schemaVersion: Int? = nil, expiresAt: Date? = nil, dismissalDate: Int64? = nil) {
+        self.dismissalDate = dismissalDate
         self.schemaVersion = schemaVersion
         self.expiresAt = expiresAt ?? dueAt.addingTimeInterval(3600)
         self.code = code
@@ -100,6 +109,18 @@ public struct NewMessage: Sendable {
         self.fallbackPayload = fallbackPayload
         self.priority = priority
         self.dueAt = dueAt
+    }
+}
+
+/// What accepting one update decided (A7, A8).
+public struct AcceptedUpdate: Sendable, Equatable {
+    public let priority: BudgetedPriority
+    /// When the activity's current session started; nil when unknown.
+    public let activityStartedAt: Date?
+
+    public init(priority: BudgetedPriority, activityStartedAt: Date?) {
+        self.priority = priority
+        self.activityStartedAt = activityStartedAt
     }
 }
 
@@ -165,6 +186,8 @@ public struct MessageJob: Sendable, Equatable {
     public let expiresAt: Date
     /// When it fell due: accepted (or its scheduled time); the delivery lag is measured from here.
     public let dueAt: Date
+    /// When its activity's current session started (A8): an update past 8 hours reaches no device.
+    public var activityStartedAt: Date?
     /// A shard of a large fan-out: its number, and the last device id it covers.
     public var shard: (number: Int, upTo: Int64)?
     /// The lease of the claim that took it: its fencing token (issue 14).
@@ -196,6 +219,7 @@ public struct MessageJob: Sendable, Equatable {
         self.init(id: job.id, code: job.code, application: job.application, event: job.event, activity: job.activity,
                   activityID: job.activityID, target: job.target, attributesType: job.attributesType, payload: job.payload,
                   fallbackPayload: job.fallbackPayload, priority: job.priority, cursor: cursor, expiresAt: job.expiresAt, dueAt: job.dueAt)
+        activityStartedAt = job.activityStartedAt
         shard = job.shard
         lease = job.lease
     }
@@ -283,6 +307,8 @@ public struct DueDelivery: Sendable, Equatable {
     public let newerMessage: Bool
     /// The activity runs on the device (its start was answered 200, or the device reported an update token).
     public let tokenReportedSince: Bool
+    /// When the activity's current session started (A8).
+    public var activityStartedAt: Date?
     /// The lease of the claim that took it (issue 14).
     public var lease: Int64 = 0
 
@@ -506,10 +532,11 @@ public protocol MessageStore: Sendable {
     /// With `validateOnly` (a dry run) it checks exactly the same and stores nothing.
     func acceptStarts(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws
     /// Stores update/end messages, all or none; refuses unknown and ended activities (U1).
-    /// Each update's priority by kind of device: the one asked, or 5 past the activity's `budget` (A7).
+    /// What was decided of each update: its priority by kind of device, the one asked or 5 past the activity's
+    /// `budget` (A7), and when its activity started (A8).
     @discardableResult
     func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget, at date: Date,
-                       validateOnly: Bool) throws -> [BudgetedPriority]
+                       validateOnly: Bool) throws -> [AcceptedUpdate]
 
     /// Takes the next due job, if any, under a new lease of `lease.owner`; none of the `excluding` applications.
     /// A start to a large audience is split into shards (`sharding`) on its first claim, and each

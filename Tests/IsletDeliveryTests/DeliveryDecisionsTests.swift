@@ -76,6 +76,12 @@ struct DeliveryDecisionsTests {
             Issue.record("never a third copy")
         }
         #expect(decisions.verdict(due(.update, expires: now), now: now) == .settle(.expired, reason: "expired before it could be delivered"))
+        // A8: a retry or catch-up of an activity iOS has ended (8 hours after its start) reaches no device.
+        var old = due(.update)
+        old.activityStartedAt = now.addingTimeInterval(-8 * 3600)
+        #expect(decisions.verdict(old, now: now) == .settle(.skipped, reason: "activity past its 8-hour lifetime"))
+        old.activityStartedAt = now.addingTimeInterval(-8 * 3600 + 1)
+        #expect(decisions.verdict(old, now: now) == .send)
     }
 
     @Test func catchUpRule() {

@@ -167,3 +167,56 @@ struct SimulatorActivityKitTests {
         #expect(outcome.status == 503 && outcome.reason == "ServiceUnavailable")
     }
 }
+
+/// What a simulated phone's ActivityKit does on its own, at given times (no sockets): the hourly budget of
+/// priority-10 updates (A7) and the 8-hour lifetime (A8).
+@Suite("Simulated ActivityKit limits (A7, A8)")
+struct SimulatedActivityKitLimitsTests {
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    /// A phone running activity "A", started at `t0`; its update token.
+    func phone(frequentUpdates: Bool? = nil) -> (device: SimulatedDevice, token: String) {
+        var device = SimulatedDevice(application: "XXXXX-XXXXX", hwid: "p", iosVersion: "17.4", locked: false, pushToken: "aa",
+                                     pushToStartTokens: ["": "bb"])
+        device.frequentUpdates = frequentUpdates
+        let started = device.receive(payload: JSONValue.object(["aps": SimulatorWorld.start("A", timestamp: 1)]).jsonBytes, token: "bb",
+                                     pushType: "liveactivity", priority: 10, apnsID: "1", now: t0, newToken: { "cc" })
+        return (device, started?.updateToken ?? "")
+    }
+
+    func update(_ device: inout SimulatedDevice, _ token: String, step: Int, at: Date, priority: Int = 10, event: String = "update") {
+        let aps: JSONObject = ["timestamp": .int(Int64(100 + step)), "event": .string(event), "content-state": ["step": .int(Int64(step))]]
+        _ = device.receive(payload: JSONValue.object(["aps": .object(aps)]).jsonBytes, token: token, pushType: "liveactivity",
+                           priority: priority, apnsID: "u\(step)", now: at, newToken: { "" })
+    }
+
+    @Test func priorityTenUpdatesPastTheHourlyBudgetAreThrottledAndPriorityFiveAreNot() {
+        var (device, token) = phone()
+        for step in 1...12 { update(&device, token, step: step, at: t0.addingTimeInterval(Double(step))) }
+        #expect(device.log.suffix(12).map { $0.dropped == nil } == Array(repeating: true, count: 10) + [false, false])
+        #expect(device.log.last?.dropped == "throttled: the activity had its 10 priority-10 updates of the last hour (A7)")
+        update(&device, token, step: 13, at: t0.addingTimeInterval(13), priority: 5)
+        #expect(device.log.last?.dropped == nil && device.activities[0].contentState == #"{"step":13}"#, "priority 5 is not throttled")
+        // An hour after the first ones, the budget is back.
+        update(&device, token, step: 14, at: t0.addingTimeInterval(3602))
+        #expect(device.log.last?.dropped == nil)
+
+        var (frequent, frequentToken) = phone(frequentUpdates: true)
+        for step in 1...12 { update(&frequent, frequentToken, step: step, at: t0.addingTimeInterval(Double(step))) }
+        #expect(frequent.log.allSatisfy { $0.dropped == nil }, "frequent updates on: 60 an hour")
+    }
+
+    @Test func iOSEndsAnActivityAfterEightHoursAndRemovesItFourHoursLater() {
+        var (device, token) = phone()
+        update(&device, token, step: 1, at: t0.addingTimeInterval(8 * 3600 - 1))
+        #expect(device.log.last?.dropped == nil, "still running just before 8 hours")
+        update(&device, token, step: 2, at: t0.addingTimeInterval(8 * 3600 + 1))
+        #expect(device.log.last?.dropped == "iOS ended the activity 8 hours after it started (A8)")
+        #expect(device.activities.first?.ended == true && device.activities.first?.contentState == #"{"step":1}"#)
+        update(&device, token, step: 3, at: t0.addingTimeInterval(8 * 3600 + 2), event: "end")
+        #expect(device.log.last?.dropped == "iOS ended the activity 8 hours after it started (A8)", "an end too")
+        #expect(device.lockScreen(now: t0.addingTimeInterval(12 * 3600 - 1)).arrayValue?.count == 1, "on the lock screen up to 12 hours")
+        device.expire(now: t0.addingTimeInterval(12 * 3600))
+        #expect(device.activities.isEmpty, "removed 12 hours after its start")
+    }
+}

@@ -13,10 +13,13 @@ public struct LiveActivityMethods: Sendable {
     let kick: @Sendable () -> Void
     /// How long after its send time a push is still worth delivering (`apns-expiration`; retries stop then).
     let pushLifetime: TimeInterval
+    /// The least time between two updates of one activity (A9).
+    let pacing: UpdatePacing
 
     public init(devices: any DeviceStore, messages: any MessageStore, schemas: any SchemaStore, pushLifetime: Duration = .seconds(3600),
-                kick: @escaping @Sendable () -> Void) {
+                pacing: UpdatePacing = .standard, kick: @escaping @Sendable () -> Void) {
         self.pushLifetime = Double(pushLifetime.components.seconds)
+        self.pacing = pacing
         self.devices = devices
         self.messages = messages
         self.schemas = schemas
@@ -120,7 +123,7 @@ public struct LiveActivityMethods: Sendable {
             var decided: [AcceptedUpdate] = []
             try refusalsAsErrors(accepted.map(\.path)) {
                 decided = try messages.acceptUpdates(accepted.map(\.message), in: call.application.code,
-                                                     budget: call.application.updateBudget, at: now, validateOnly: dryRun)
+                                                     budget: call.application.updateBudget, pacing: pacing, at: now, validateOnly: dryRun)
             }
             for ((message, path), update) in zip(accepted, decided) {
                 if let started = update.activityStartedAt, ActivityLifetime.isOver(startedAt: started, now: now) {

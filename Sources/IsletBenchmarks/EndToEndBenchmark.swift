@@ -74,7 +74,8 @@ struct EndToEndBenchmark {
             guard let code = Self.messageCode(update) else { throw BenchError("updateLiveActivity failed: \(update)") }
             try waitUntilSent(http, app, auth, code, count: 1, deadline: .now + .seconds(60), poll: .milliseconds(2))
             latencies.append((ContinuousClock.now - begin).seconds * 1000)
-            Thread.sleep(forTimeInterval: 0.2)
+            // One interval apart (A9): a probe sooner after the last would wait for its turn, by design.
+            Thread.sleep(forTimeInterval: max(0.2, UpdatePacing.standard.interval))
         }
         let bigSent = try big.map { try sentCount(http, app, auth, $0) }
         print(String(format: "\n(c) one-device update while two %d-device fan-outs run (%@ of them sent when the last update landed):",

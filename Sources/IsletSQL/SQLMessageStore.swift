@@ -80,7 +80,7 @@ public struct SQLMessageStore: MessageStore {
 
     @discardableResult
     public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget = .standard,
-                              at date: Date, validateOnly: Bool) throws -> [AcceptedUpdate] {
+                              pacing: UpdatePacing = .off, at date: Date, validateOnly: Bool) throws -> [AcceptedUpdate] {
         var accepted: [AcceptedUpdate] = []
         try accept(validateOnly: validateOnly) { c in
             accepted = []
@@ -105,9 +105,17 @@ public struct SQLMessageStore: MessageStore {
                     WHERE id = ?
                     """, [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
                           spent.map { .text($0.json.jsonText) } ?? .null, dismissAt, .int(activity.id)])
-                let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, c)
+                // A9: an update waits for its turn after the last one that went out; an end goes at once.
+                var dueAt = message.dueAt
+                if message.event == .update, pacing.interval > 0,
+                   let last = try c.query("SELECT due_at, state, claimed FROM messages WHERE activity = ? AND event = 'update' ORDER BY id DESC LIMIT 1",
+                                          [.int(activity.id)]).first {
+                    dueAt = pacing.dueAt(now: message.dueAt, previous: UpdatePacing.Previous(
+                        dueAt: Self.date(milliseconds: last["due_at"].int ?? 0), waiting: last["state"].text == "pending" && !last["claimed"].bool))
+                }
+                let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt, c)
                 try supersedeOlder(than: id, activity: activity.id, at: date, c)
-                accepted.append(AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt))
+                accepted.append(AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt))
             }
             try notifyNodes(c)
         }
@@ -133,10 +141,12 @@ public struct SQLMessageStore: MessageStore {
     }
 
     /// `budgeted`: the priority by kind of device when the update budget lowered it (A7); stored only then.
+    /// `dueAt`: a paced update's turn (A9), its expiry moved with it.
     @discardableResult
     private func insert(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
-                        budgeted: BudgetedPriority? = nil, _ c: any SQLConnection) throws(StoreError) -> Int64 {
+                        budgeted: BudgetedPriority? = nil, dueAt: Date? = nil, _ c: any SQLConnection) throws(StoreError) -> Int64 {
         let lowered = budgeted.flatMap { $0 == BudgetedPriority(requested: message.priority) ? nil : $0 }
+        let due = dueAt ?? message.dueAt, expires = message.expiresAt.addingTimeInterval(due.timeIntervalSince(message.dueAt))
         return try c.query("""
             INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, fallback_payload,
                                   priority, priority_standard, priority_frequent, state, due_at, created_at, expires_at)
@@ -146,7 +156,7 @@ public struct SQLMessageStore: MessageStore {
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, Self.optional(message.attributesType),
             .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
             lowered.map { .int(Int64($0.standard)) } ?? .null, lowered.map { .int(Int64($0.frequent)) } ?? .null,
-            Self.milliseconds(message.dueAt), SQLValue.seconds(date), Self.milliseconds(message.expiresAt),
+            Self.milliseconds(due), SQLValue.seconds(date), Self.milliseconds(expires),
         ])[0]["id"].int ?? 0
     }
 

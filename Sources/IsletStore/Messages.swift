@@ -117,10 +117,13 @@ public struct AcceptedUpdate: Sendable, Equatable {
     public let priority: BudgetedPriority
     /// When the activity's current session started; nil when unknown.
     public let activityStartedAt: Date?
+    /// When it goes out: at once, or its turn when paced (A9).
+    public let dueAt: Date
 
-    public init(priority: BudgetedPriority, activityStartedAt: Date?) {
+    public init(priority: BudgetedPriority, activityStartedAt: Date?, dueAt: Date) {
         self.priority = priority
         self.activityStartedAt = activityStartedAt
+        self.dueAt = dueAt
     }
 }
 
@@ -535,8 +538,9 @@ public protocol MessageStore: Sendable {
     /// What was decided of each update: its priority by kind of device, the one asked or 5 past the activity's
     /// `budget` (A7), and when its activity started (A8).
     @discardableResult
-    func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget, at date: Date,
-                       validateOnly: Bool) throws -> [AcceptedUpdate]
+    /// An update accepted within `pacing`'s interval of the activity's last one waits for its turn (A9).
+    func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget, pacing: UpdatePacing,
+                       at date: Date, validateOnly: Bool) throws -> [AcceptedUpdate]
 
     /// Takes the next due job, if any, under a new lease of `lease.owner`; none of the `excluding` applications.
     /// A start to a large audience is split into shards (`sharding`) on its first claim, and each

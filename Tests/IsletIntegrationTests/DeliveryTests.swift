@@ -90,6 +90,7 @@ struct DeliveryTests {
         try world.reportUpdateToken("second_device", activity: "B", token: LiveActivityWorld.hex("f2", 40))
         let update = { try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(id: "B"))]])) }
         #expect(try world.waitUntilSent(try update()).first?.reasons == ["Unregistered": 1])
+        world.nextUpdateTurn()
         #expect(try world.waitUntilSent(try update()).first?.skipped == ["update token unregistered": 1], "U2: a 410 token is skipped and counted")
     }
 

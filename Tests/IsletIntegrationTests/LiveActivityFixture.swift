@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import IsletAPI
+import IsletApp
 import IsletCore
 import IsletDelivery
 import IsletStore
@@ -28,10 +29,10 @@ final class LiveActivityWorld {
     static func hex(_ byte: String, _ count: Int) -> String { String(repeating: byte, count: count) }
 
     init(transport: RecordingTransport = RecordingTransport(), clock: TestClock = TestClock(), directory: URL? = nil,
-         delivery: DeliveryConfiguration? = nil) throws {
+         delivery: DeliveryConfiguration? = nil, configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) throws {
         self.transport = transport
         self.clock = clock
-        running = try RunningServer(demo: true, transport: transport, clock: clock, directory: directory, delivery: delivery)
+        running = try RunningServer(demo: true, transport: transport, clock: clock, directory: directory, delivery: delivery, configure: configure)
         for device in Self.devices {
             var request: JSONObject = ["application": .string(code), "hwid": .string(device.hwid), "push_token": .string(device.push),
                                        "language": .string(device.language)]
@@ -72,6 +73,13 @@ final class LiveActivityWorld {
     func reportUpdateToken(_ hwid: String, activity: String, token: String) throws {
         try expectOK(call(running.port, "setActivityToken", ["application": .string(code), "hwid": .string(hwid),
                                                              "activity_id": .string(activity), "activity_token": .string(token)], token: auth))
+    }
+
+    /// Moves the clock past the least time between two updates of one activity (A9), so the next update
+    /// of an activity that just had one goes at once.
+    func nextUpdateTurn() {
+        clock.advance(UpdatePacing.standard.interval)
+        running.server.delivery?.kick()
     }
 
     /// Waits until every message in `codes` is done, and returns its details.

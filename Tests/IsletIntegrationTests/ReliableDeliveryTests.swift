@@ -126,6 +126,7 @@ struct ReliableDeliveryTests {
         // Reporting the same token again sends nothing more.
         try world.reportUpdateToken("first_third", activity: "ORDER_1", token: rotated)
         try world.reportUpdateToken("first_third", activity: "ORDER_1", token: rotated)
+        world.nextUpdateTurn()
         let update2 = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(activity: ["content-state": ["status": "x"]]))]]))[0]
         _ = try world.waitUntilSent([update2])
         #expect(world.pushes(to: rotated).count == 2, "the catch-up, then the next update; no repeats")

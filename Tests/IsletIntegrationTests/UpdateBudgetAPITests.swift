@@ -9,7 +9,8 @@ import IsletStore
 struct UpdateBudgetAPITests {
     static let app = ApplicationCode("XXXXX-XXXXX")!
     let running: RunningServer
-    init() throws { running = try RunningServer(demo: true) }
+    /// Pacing off (A9): each update goes at once, so the budget alone decides its priority.
+    init() throws { running = try RunningServer(demo: true, configure: { $0.updatePacing = .off }) }
 
     func post(_ method: String, _ request: JSONObject) throws -> RawHTTPResponse {
         try call(running.port, method, request.merging(["application": "XXXXX-XXXXX", "auth": "SECRET_API_TOKEN"]))

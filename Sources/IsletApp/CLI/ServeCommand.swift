@@ -44,6 +44,9 @@ struct ServeCommand: CLICommand {
             OptionSpec(name: "--phone-started-activities", valueName: "allow|refuse",
                        help: "Whether a device may define an activity Islet never started (D5).", environment: "ISLET_PHONE_STARTED_ACTIVITIES",
                        defaultValue: "allow"),
+            OptionSpec(name: "--update-interval", valueName: "seconds",
+                       help: "Least time between two updates of one activity; a burst in between goes as its latest state (A9). 0: every update at once.",
+                       environment: "ISLET_UPDATE_INTERVAL", defaultValue: "1"),
             OptionSpec(name: "--retention-days", valueName: "days|off",
                        help: "Keep finished messages and their delivery records this long.", environment: "ISLET_RETENTION_DAYS",
                        defaultValue: "30"),
@@ -95,6 +98,12 @@ struct ServeCommand: CLICommand {
             configuration.phoneStartedActivities = value
         }
         configuration.auditLogSetting = arguments.value("--audit-log")
+        if let text = arguments.value("--update-interval") {
+            guard let seconds = Double(text), UpdatePacing.allowed.contains(seconds) else {
+                throw CLIError.usage("--update-interval: '\(text)' is not a number of seconds from 0 to 60")
+            }
+            configuration.updatePacing = UpdatePacing(interval: seconds)
+        }
         if let text = arguments.value("--retention-days") {
             if text == "off" {
                 configuration.retention.keep = nil

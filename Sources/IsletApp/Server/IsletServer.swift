@@ -94,7 +94,7 @@ public final class IsletServer: Sendable {
             + DeviceMethods(store: devices, phoneStarted: configuration.phoneStartedActivities, kick: { delivery?.kick() }).all
             + FilterMethods(store: devices, audit: configuration.auditLog).all
             + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
-                                  kick: { delivery?.kick() }).all
+                                  pacing: configuration.updatePacing, kick: { delivery?.kick() }).all
             + SchemaMethods(store: schemas, audit: configuration.auditLog).all
         let routes = SimulatorRoutes(wiring: wiring, authenticator: Authenticator(store: store))
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,

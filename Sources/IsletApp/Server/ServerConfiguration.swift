@@ -72,6 +72,8 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var rateLimits = RateLimits()
     /// How long finished messages and their delivery records are kept.
     public var retention = RetentionPolicy()
+    /// A9: the least time between two updates of one activity; a burst in between goes as its latest state.
+    public var updatePacing = UpdatePacing.standard
     /// D5: whether an activity begun on a phone may be defined by its first report.
     public var phoneStartedActivities = PhoneStartedActivities.allow
     /// Seals APNs keys at rest; nil stores them plain (a warning with Apple's APNs).
@@ -111,6 +113,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
             "audit_log": auditLog.path.map { .string($0) } ?? .string("off"),
             "master_key": masterKey.map { .string("fingerprint " + $0.fingerprint) } ?? .string("none"),
             "retention_days": retention.keep.map { .int(Int64($0.components.seconds / 86_400)) } ?? .string("off"),
+            "update_interval_seconds": .double(updatePacing.interval),
             "rate_limits": [
                 "device_per_address": .string(rateLimits.devicePerAddress?.description ?? "off"),
                 "device_per_token": .string(rateLimits.devicePerToken?.description ?? "off"),

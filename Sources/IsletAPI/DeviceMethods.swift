@@ -18,7 +18,7 @@ public struct DeviceMethods: Sendable {
     }
 
     public var all: [APIMethod] {
-        [registerDevice, unregisterDevice, setTags, getTags, setActivityPushToStartToken, setActivityToken]
+        [registerDevice, unregisterDevice, setTags, getTags, setActivityPushToStartToken, setActivityToken, getDeviceHealth]
     }
 
     static let maximumTags = 100
@@ -75,6 +75,39 @@ public struct DeviceMethods: Sendable {
     }
 
     /// `getTags` (D2) → `{"result": {tags}}`, built-in tags included.
+    /// `getDeviceHealth` (A10, server API): a device's tokens, their recent changes, and flags for what
+    /// would make its phone show nothing although APNs answered 200.
+    var getDeviceHealth: APIMethod {
+        APIMethod(name: "getDeviceHealth", access: .server, effect: .reads) { [store] call in
+            let hwid = try Self.hwid(call.request)
+            guard let report = try store.deviceHealth(hwid: hwid, in: call.application.code, historyLimit: 50) else {
+                throw Self.unknownDevice(hwid, call.application)
+            }
+            func time(_ date: Date) -> JSONValue { .string(date.formatted(.iso8601)) }
+            let device = report.device
+            return ["device": [
+                "hwid": .string(device.hwid), "gateway": .string(device.gateway.rawValue),
+                "registered": .bool(device.pushToken != nil),
+                "frequent_updates": device.frequentUpdates.map { .bool($0) } ?? .null,
+                "push_token_changed_at": report.pushTokenUpdatedAt.map(time) ?? .null,
+                "push_to_start_tokens": .array(report.pushToStartTokens.map { token in
+                    ["attributes_type": .string(token.attributesType), "reported_at": time(token.updatedAt)]
+                }),
+                "activity_tokens": .array(report.activityTokens.map { token in
+                    ["live_activity_id": .string(token.activityID), "active": .bool(token.token != nil), "reported_at": time(token.updatedAt)]
+                }),
+                "token_history": .array(report.history.map { change in
+                    ["kind": .string(change.kind.rawValue), "slot": .string(change.slot), "removed": .bool(change.token == nil),
+                     "token_suffix": change.token.map { .string(String($0.suffix(8))) } ?? .null, "at": time(change.at)]
+                }),
+                "flags": .array(DeviceHealth.flags(report.facts, now: call.receivedAt).map { flag in
+                    ["code": .string(flag.code.rawValue), "message": .string(flag.message),
+                     "live_activity_id": flag.activityID.map { .string($0) } ?? .null]
+                }),
+            ]]
+        }
+    }
+
     var getTags: APIMethod {
         APIMethod(name: "getTags", access: .device, effect: .reads) { [store] call in
             let hwid = try Self.hwid(call.request)

@@ -45,6 +45,7 @@ public struct SQLDeviceStore: DeviceStore {
                 throw StoreError(.io, "device \(registration.hwid) vanished while registering")
             }
             let device = Self.device(row, application)
+            try Self.recordToken(registration.pushToken, .push, slot: registration.gateway.rawValue, device: device.id, at: date, c)
             return (device, try applyTags(tags, device: device.id, application: application, c))
         }
     }
@@ -53,6 +54,7 @@ public struct SQLDeviceStore: DeviceStore {
         try database.write { (c) throws(StoreError) in
             guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
             try c.run("UPDATE devices SET push_token = NULL, updated_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(device.id)])
+            try Self.recordToken(nil, .push, slot: device.gateway.rawValue, device: device.id, at: date, c)
             try c.run("DELETE FROM push_to_start_tokens WHERE device = ?", [.int(device.id)])
             try c.run("UPDATE activity_tokens SET token = NULL, updated_at = ? WHERE device = ? AND token IS NOT NULL",
                       [SQLValue.seconds(date), .int(device.id)])
@@ -148,6 +150,7 @@ public struct SQLDeviceStore: DeviceStore {
             } else {
                 try c.run("DELETE FROM push_to_start_tokens WHERE device = ? AND attributes_type = ?", [.int(device.id), .text(attributesType)])
             }
+            try Self.recordToken(token, .pushToStart, slot: attributesType, device: device.id, at: date, c)
             return true
         }
     }
@@ -168,6 +171,7 @@ public struct SQLDeviceStore: DeviceStore {
                     INSERT INTO activity_tokens (device, activity_id, token, updated_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (device, activity_id) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at
                     """, [.int(device.id), .text(activityID), Self.optional(token), SQLValue.seconds(date)])
+                try Self.recordToken(token, .update, slot: activityID, device: device.id, at: date, c)
                 if let token {
                     let activity = try linkActivity(activityID, device: device.id, application: application, at: date, c)
                     try catchUp(activity: activity, device: device.id, token: token, at: date, c)
@@ -245,6 +249,68 @@ public struct SQLDeviceStore: DeviceStore {
             ON CONFLICT (message, device) DO UPDATE SET push_type = 'liveactivity', state = 'retrying', next_at = excluded.next_at,
                 token = excluded.token, catch_up = 1, reason = excluded.reason, expires_at = excluded.expires_at
             """, [.int(message), .int(device), SQLValue.seconds(date), .int(now), .text(token), .int(now + Int64(CatchUpRule.lifetime * 1000))])
+    }
+
+    /// A device keeps its last this many token changes.
+    static let tokenHistoryKept = 50
+
+    /// A10: keeps a token change in the device's history, only when it differs from the slot's last entry
+    /// (an app reports the same tokens at every launch), and the device's last `tokenHistoryKept` only.
+    static func recordToken(_ token: String?, _ kind: DeviceTokenKind, slot: String, device: Int64, at date: Date,
+                            _ c: any SQLConnection) throws(StoreError) {
+        let added = try c.run("""
+            INSERT INTO token_history (device, kind, slot, token, at)
+            SELECT ?1, ?2, ?3, CAST(?4 AS TEXT), ?5
+            WHERE (SELECT h.token FROM token_history h WHERE h.device = ?1 AND h.kind = ?2 AND h.slot = ?3 ORDER BY h.id DESC LIMIT 1)
+                  IS DISTINCT FROM CAST(?4 AS TEXT)
+              AND (CAST(?4 AS TEXT) IS NOT NULL OR EXISTS (SELECT 1 FROM token_history h WHERE h.device = ?1 AND h.kind = ?2 AND h.slot = ?3))
+            """, [.int(device), .text(kind.rawValue), .text(slot), optional(token), SQLValue.seconds(date)])
+        guard added > 0 else { return }
+        try c.run("""
+            DELETE FROM token_history WHERE device = ?1
+              AND id <= (SELECT id FROM token_history WHERE device = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)
+            """, [.int(device), .int(Int64(tokenHistoryKept))])
+    }
+
+    public func deviceHealth(hwid: String, in application: ApplicationCode, historyLimit: Int) throws(StoreError) -> DeviceHealthReport? {
+        try database.withConnection { (c) throws(StoreError) -> DeviceHealthReport? in
+            guard let device = try Self.device(hwid: hwid, app: application, c) else { return nil }
+            let id = SQLValue.int(device.id)
+            func date(_ value: SQLValue) -> Date? { value.int.map { Date(timeIntervalSince1970: Double($0)) } }
+            let pushToStart = try c.query("SELECT attributes_type, updated_at FROM push_to_start_tokens WHERE device = ? ORDER BY attributes_type", [id])
+                .map { (attributesType: $0["attributes_type"].text ?? "", updatedAt: date($0["updated_at"]) ?? .distantPast) }
+            let activityTokens = try c.query("SELECT activity_id, token, updated_at FROM activity_tokens WHERE device = ? ORDER BY updated_at DESC, activity_id LIMIT ?",
+                                             [id, .int(Int64(historyLimit))]).map { row in
+                ActivityToken(activityID: row["activity_id"].text ?? "", token: row["token"].text, updatedAt: date(row["updated_at"]) ?? .distantPast)
+            }
+            let history = try c.query("SELECT kind, slot, token, at FROM token_history WHERE device = ? ORDER BY id DESC LIMIT ?",
+                                      [id, .int(Int64(historyLimit))]).map { row in
+                TokenChange(kind: DeviceTokenKind(rawValue: row["kind"].text ?? "") ?? .push, slot: row["slot"].text ?? "",
+                            token: row["token"].text, at: date(row["at"]) ?? .distantPast)
+            }
+            let pushTokenSince = try c.query("SELECT MAX(at) AS at FROM token_history WHERE device = ? AND kind = 'push'", [id])[0]["at"]
+            // The device's latest push-to-start pushes APNs accepted, and whether the app reported each activity's update token since.
+            let starts = try c.query("""
+                SELECT a.activity_id, d.at, CASE WHEN t.token IS NOT NULL THEN t.updated_at END AS reported_at
+                FROM deliveries d
+                JOIN messages m ON m.id = d.message
+                JOIN activities a ON a.id = m.activity
+                LEFT JOIN activity_tokens t ON t.device = d.device AND t.activity_id = a.activity_id
+                WHERE d.device = ? AND m.event = 'start' AND d.push_type = 'liveactivity' AND d.state = 'sent'
+                ORDER BY d.message DESC LIMIT 20
+                """, [id]).map { row in
+                DeviceHealth.Start(activityID: row["activity_id"].text ?? "", acceptedAt: date(row["at"]) ?? .distantPast,
+                                   tokenReportedAt: date(row["reported_at"]))
+            }
+            // APNs refusing its tokens as foreign since its push token or gateway last changed.
+            let rejections = try c.query("""
+                SELECT reason, at FROM deliveries WHERE device = ? AND reason = 'BadDeviceToken' AND at >= ?
+                ORDER BY message DESC LIMIT 5
+                """, [id, .int(pushTokenSince.int ?? 0)]).map { DeviceHealth.Rejection(reason: $0["reason"].text ?? "", at: date($0["at"]) ?? .distantPast) }
+            return DeviceHealthReport(
+                device: device, pushTokenUpdatedAt: date(pushTokenSince), pushToStartTokens: pushToStart, activityTokens: activityTokens,
+                history: history, facts: DeviceHealth.Facts(gateway: device.gateway, pushToStartTokens: pushToStart, starts: starts, rejections: rejections))
+        }
     }
 
     public func activityTokens(hwid: String, in application: ApplicationCode) throws(StoreError) -> [ActivityToken] {

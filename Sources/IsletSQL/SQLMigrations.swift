@@ -253,7 +253,9 @@ public enum SQLMigrations {
         // what a device says of frequent updates (NULL: nothing yet), an activity's priority-10 updates of the
         // last hour, the priority an update goes at by kind of device, and the priority each push went at.
         // An activity's lifetime (A8): when its session started, and when an ended one leaves the lock screen.
-        Migration(version: 13, name: "update budgets and activity lifetimes", sql: """
+        // Each device's token changes (A10): a row per new token (NULL: removed) of a slot, the push token's
+        // slot being its gateway, a push-to-start token's its attributes type, an update token's its activity.
+        Migration(version: 13, name: "update budgets, activity lifetimes and token history", sql: """
             ALTER TABLE applications ADD COLUMN update_budget INTEGER;
             ALTER TABLE applications ADD COLUMN frequent_update_budget INTEGER;
             ALTER TABLE devices ADD COLUMN frequent_updates INTEGER;
@@ -263,6 +265,15 @@ public enum SQLMigrations {
             ALTER TABLE deliveries ADD COLUMN priority INTEGER;
             ALTER TABLE activities ADD COLUMN started_at INTEGER;
             ALTER TABLE activities ADD COLUMN dismiss_at INTEGER;
+            CREATE TABLE token_history (
+                id INTEGER PRIMARY KEY,
+                device INTEGER NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+                kind TEXT NOT NULL CHECK (kind IN ('push', 'push-to-start', 'update')),
+                slot TEXT NOT NULL,
+                token TEXT,
+                at INTEGER NOT NULL
+            ) STRICT;
+            CREATE INDEX token_history_by_device ON token_history (device, kind, slot, id);
             """),
     ]
 

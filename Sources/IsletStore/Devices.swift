@@ -108,6 +108,8 @@ public protocol DeviceStore: Sendable {
     func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
                           at date: Date, admit: (ActivityJoinFacts) throws -> Void) throws -> Bool
     func activityTokens(hwid: String, in application: ApplicationCode) throws(StoreError) -> [ActivityToken]
+    /// A10: the device's tokens, their last `historyLimit` changes, and its recent starts and token rejections.
+    func deviceHealth(hwid: String, in application: ApplicationCode, historyLimit: Int) throws(StoreError) -> DeviceHealthReport?
 
     func createFilter(_ filter: FilterDefinition, in application: ApplicationCode, at date: Date) throws(StoreError)
     /// In name order: at most `limit` after the name `after` (nil: from the first; nil limit: all).
@@ -133,5 +135,55 @@ extension DeviceStore {
     public func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
                                  at date: Date) throws -> Bool {
         try setActivityToken(token, activityID: activityID, hwid: hwid, in: application, at: date, admit: { _ in })
+    }
+}
+
+/// Which of a device's tokens a history entry is about (A10).
+public struct DeviceTokenKind: WireValue {
+    public let rawValue: String
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    /// The regular APNs device token; its slot is the gateway it was registered for.
+    public static let push = Self(uncheckedRawValue: "push")
+    /// A push-to-start token; its slot is the attributes type ("" for any).
+    public static let pushToStart = Self(uncheckedRawValue: "push-to-start")
+    /// An activity's update token; its slot is the activity id.
+    public static let update = Self(uncheckedRawValue: "update")
+    public static let all = [push, pushToStart, update]
+}
+
+/// One change of a device's token: a new token, or its removal (nil).
+public struct TokenChange: Sendable, Equatable {
+    public let kind: DeviceTokenKind
+    public let slot: String
+    public let token: String?
+    public let at: Date
+
+    public init(kind: DeviceTokenKind, slot: String, token: String?, at: Date) {
+        self.kind = kind
+        self.slot = slot
+        self.token = token
+        self.at = at
+    }
+}
+
+/// What `getDeviceHealth` shows of a device (A10): its tokens now, their recent changes, and the facts its flags are decided on.
+public struct DeviceHealthReport: Sendable {
+    public let device: Device
+    public let pushTokenUpdatedAt: Date?
+    public let pushToStartTokens: [(attributesType: String, updatedAt: Date)]
+    public let activityTokens: [ActivityToken]
+    /// Newest first.
+    public let history: [TokenChange]
+    public let facts: DeviceHealth.Facts
+
+    public init(device: Device, pushTokenUpdatedAt: Date?, pushToStartTokens: [(attributesType: String, updatedAt: Date)],
+                activityTokens: [ActivityToken], history: [TokenChange], facts: DeviceHealth.Facts) {
+        self.device = device
+        self.pushTokenUpdatedAt = pushTokenUpdatedAt
+        self.pushToStartTokens = pushToStartTokens
+        self.activityTokens = activityTokens
+        self.history = history
+        self.facts = facts
     }
 }

@@ -253,4 +253,17 @@ struct DeviceStoreTests {
         #expect(try s.devices.deleteFilter(named: "English", in: shop))
         #expect(try !s.devices.deleteFilter(named: "English", in: shop))
     }
+
+    @Test(arguments: Engine.allCases) func theTokenHistoryKeepsEachDevicesLastFiftyChanges(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.register("h1", 1)
+        for n in 0..<60 {
+            _ = try s.devices.setPushToStartToken(String(format: "%080x", n), attributesType: "", hwid: "h1", in: shop, at: now.addingTimeInterval(Double(n)))
+            _ = try s.devices.setPushToStartToken(String(format: "%080x", n), attributesType: "", hwid: "h1", in: shop, at: now.addingTimeInterval(Double(n)))
+        }
+        let report = try #require(try s.devices.deviceHealth(hwid: "h1", in: shop, historyLimit: 100))
+        #expect(report.history.count == 50, "the last 50 changes; a repeat is no change")
+        #expect(report.history.first?.token == String(format: "%080x", 59) && report.history.last?.token == String(format: "%080x", 10))
+        #expect(report.history.allSatisfy { $0.kind == .pushToStart && $0.slot == "" })
+    }
 }

@@ -85,6 +85,10 @@ public struct ApplicationAdmin: Sendable {
         }
         let budget = UpdateBudget(perHour: perHour ?? application.updateBudget.perHour,
                                   frequentPerHour: frequentPerHour ?? application.updateBudget.frequentPerHour)
+        // Frequent updates on can only raise a device's budget (as on the phone).
+        guard budget.frequentPerHour >= budget.perHour else {
+            throw APIError.invalid("frequent-per-hour", "must be at least the per-hour budget (\(budget.perHour)): frequent updates raise a device's budget, got \(budget.frequentPerHour)")
+        }
         try store.setUpdateBudget(budget, for: code)
         audit.record(.updateBudgetSet, application: code, actor: actor, details: [
             "per_hour": .int(Int64(budget.perHour)), "frequent_per_hour": .int(Int64(budget.frequentPerHour))])

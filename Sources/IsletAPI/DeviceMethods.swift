@@ -74,7 +74,6 @@ public struct DeviceMethods: Sendable {
         }
     }
 
-    /// `getTags` (D2) → `{"result": {tags}}`, built-in tags included.
     /// `getDeviceHealth` (A10, server API): a device's tokens, their recent changes, and flags for what
     /// would make its phone show nothing although APNs answered 200.
     var getDeviceHealth: APIMethod {
@@ -108,6 +107,7 @@ public struct DeviceMethods: Sendable {
         }
     }
 
+    /// `getTags` (D2) → `{"result": {tags}}`, built-in tags included.
     var getTags: APIMethod {
         APIMethod(name: "getTags", access: .device, effect: .reads) { [store] call in
             let hwid = try Self.hwid(call.request)

@@ -133,7 +133,7 @@ public struct LiveActivityMethods: Sendable {
                     warnings.append(warning)
                 }
             }
-            var response = dryRun ? try dryRunResponse(accepted.map(\.message), priorities: decided.map(\.priority), call.application)
+            var response = dryRun ? try dryRunResponse(accepted.map(\.message), updates: decided, call.application)
                                   : ["Messages": .array(accepted.map { .string($0.message.code) })]
             if !dryRun { kick() }
             if !warnings.isEmpty { response["warnings"] = .array(warnings.map { .string($0) }) }
@@ -164,11 +164,12 @@ public struct LiveActivityMethods: Sendable {
     // MARK: - Dry run (X3)
 
     /// The exact pushes each notification would make, for its first targets, with the target count.
-    /// `priorities`: each update's, as the budget set them (A7); starts go at the priority asked.
-    private func dryRunResponse(_ messages: [NewMessage], priorities: [BudgetedPriority] = [], _ application: Application) throws -> JSONObject {
+    /// `updates`: what accepting each update decided, its priority (A7) and its turn (A9); starts go as asked.
+    private func dryRunResponse(_ messages: [NewMessage], updates: [AcceptedUpdate] = [], _ application: Application) throws -> JSONObject {
         var results: [JSONValue] = []
         for (index, message) in messages.enumerated() {
-            let priority = index < priorities.count ? priorities[index] : BudgetedPriority(requested: message.priority)
+            let decided = index < updates.count ? updates[index] : nil
+            let priority = decided?.priority ?? BudgetedPriority(requested: message.priority)
             var planner = PushPlanner(application: application.code, bundleID: application.bundleID, messageCode: message.code,
                                       payload: message.payload, fallbackPayload: message.fallbackPayload, priority: priority,
                                       expiration: Int64(message.expiresAt.timeIntervalSince1970))
@@ -194,7 +195,7 @@ public struct LiveActivityMethods: Sendable {
             }
             results.append([
                 "live_activity_id": .string(message.activityID), "event": .string(message.event.rawValue),
-                "send_at": .string(message.dueAt.formatted(.iso8601)), "targets": .int(Int64(count)), "pushes": .array(shown),
+                "send_at": .string((decided?.dueAt ?? message.dueAt).formatted(.iso8601)), "targets": .int(Int64(count)), "pushes": .array(shown),
             ])
         }
         return ["Messages": [], "dry_run": .array(results)]

@@ -32,7 +32,8 @@ public enum DeviceHealth {
         }
     }
 
-    /// A push-to-start push APNs answered 200, and when (if ever) the app reported that activity's update token.
+    /// A push-to-start push APNs answered 200, and when (if ever) the app reported that activity's update
+    /// token after Islet accepted the start.
     public struct Start: Sendable, Equatable {
         public let activityID: String
         public let acceptedAt: Date
@@ -81,8 +82,7 @@ public enum DeviceHealth {
     public static func flags(_ facts: Facts, now: Date) -> [Flag] {
         var flags: [Flag] = []
         for start in facts.starts where now.timeIntervalSince(start.acceptedAt) >= confirmationWindow {
-            let confirmed = start.tokenReportedAt.map { $0 >= start.acceptedAt } ?? false
-            guard !confirmed else { continue }
+            guard start.tokenReportedAt == nil else { continue }
             flags.append(Flag(code: .startNotConfirmed, message: "APNs accepted the start of '\(start.activityID.prefix(256))' at "
                 + "\(start.acceptedAt.formatted(.iso8601)), but the app never reported its update token: the phone did not show it "
                 + "(push-to-start budget, a content-state or attributes the app cannot decode, the app removed, or Live Activities off)",

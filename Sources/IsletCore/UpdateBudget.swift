@@ -76,6 +76,15 @@ public struct PriorityTenLog: Sendable, Equatable {
         self.frequent = frequent
     }
 
+    /// The log without the latest update's entries, for an update superseded before it went out: its
+    /// priority-10 slots (the last entries, of the kinds it went at 10 for) are free again.
+    public func returning(_ priority: BudgetedPriority) -> PriorityTenLog {
+        var log = self
+        if priority.standard == 10, !log.standard.isEmpty { log.standard.removeLast() }
+        if priority.frequent == 10, !log.frequent.isEmpty { log.frequent.removeLast() }
+        return log
+    }
+
     /// As stored: `{"standard": [...], "frequent": [...]}`.
     public var json: JSONValue { ["standard": .array(standard.map { .int($0) }), "frequent": .array(frequent.map { .int($0) })] }
 

@@ -81,8 +81,8 @@ public struct SQLApplicationStore: ApplicationStore {
         guard let application = ApplicationCode(row["application"].text ?? ""), let kind = TokenKind(rawValue: row["kind"].text ?? "") else { return nil }
         return TokenRecord(
             id: row["id"].text ?? "", application: application, kind: kind, hash: row["hash"].blob ?? [], label: row["label"].text ?? "",
-            createdAt: Date(timeIntervalSince1970: Double(row["created_at"].int ?? 0)),
-            revokedAt: row["revoked_at"].int.map { Date(timeIntervalSince1970: Double($0)) })
+            createdAt: row["created_at"].date ?? Date(timeIntervalSince1970: 0),
+            revokedAt: row["revoked_at"].date)
     }
 
     public func setAPNsKey(_ key: APNsSigningKey, for application: ApplicationCode) throws(StoreError) {
@@ -175,7 +175,7 @@ public struct SQLApplicationStore: ApplicationStore {
         }
         return Application(
             code: ApplicationCode(row["code"].text ?? "")!, name: row["name"].text ?? "", bundleID: row["bundle_id"].text ?? "",
-            createdAt: Date(timeIntervalSince1970: Double(row["created_at"].int ?? 0)), apnsKey: key,
+            createdAt: row["created_at"].date ?? Date(timeIntervalSince1970: 0), apnsKey: key,
             updateBudget: budget(row["update_budget"].int, row["frequent_update_budget"].int))
     }
 

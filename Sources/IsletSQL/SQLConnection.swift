@@ -33,6 +33,9 @@ public enum SQLValue: Sendable, Equatable {
 extension SQLValue {
     /// A date as the stores keep it: whole seconds since 1970.
     public static func seconds(_ date: Date) -> SQLValue { .int(Int64(date.timeIntervalSince1970)) }
+
+    /// A date kept as `seconds(_:)` keeps it; nil for NULL.
+    public var date: Date? { int.map { Date(timeIntervalSince1970: Double($0)) } }
 }
 
 /// The names of a result's columns, shared by its rows.

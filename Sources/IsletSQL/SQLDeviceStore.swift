@@ -13,7 +13,7 @@ public struct SQLDeviceStore: DeviceStore {
 
     /// Takes a push token from the application's other HWIDs: one lookup in the whole-token index.
     var releasePushToken: String {
-        "UPDATE devices SET push_token = NULL WHERE push_token = ?1 AND \(database.dialect.unindexed("application")) = ?2 AND hwid != ?3"
+        "UPDATE devices SET push_token = NULL WHERE push_token = ?1 AND \(database.dialect.unindexed("application")) = ?2 AND hwid != ?3 RETURNING id, sandbox"
     }
 
     public func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, value: TagValue?)],
@@ -21,7 +21,10 @@ public struct SQLDeviceStore: DeviceStore {
         try database.write { (c) throws(StoreError) -> (device: Device, skipped: [SkippedTag]) in
             let app = SQLValue.text(application.rawValue)
             // A push token belongs to one app install: a device that re-registers under a new HWID takes it over.
-            try c.run(releasePushToken, [.text(registration.pushToken), app, .text(registration.hwid)])
+            for released in try c.query(releasePushToken, [.text(registration.pushToken), app, .text(registration.hwid)]) {
+                try Self.recordToken(nil, .push, slot: released["sandbox"].bool ? Gateway.sandbox.rawValue : Gateway.production.rawValue,
+                                     device: released["id"].int ?? 0, at: date, c)
+            }
             // RETURNING gives the stored device in the same round trip (a network one on PostgreSQL).
             let stored = try c.query("""
                 INSERT INTO devices (application, hwid, push_token, sandbox, language, timezone, os_version, os_version_key, user_id,
@@ -58,6 +61,8 @@ public struct SQLDeviceStore: DeviceStore {
             try c.run("DELETE FROM push_to_start_tokens WHERE device = ?", [.int(device.id)])
             try c.run("UPDATE activity_tokens SET token = NULL, updated_at = ? WHERE device = ? AND token IS NOT NULL",
                       [SQLValue.seconds(date), .int(device.id)])
+            try Self.recordRemovals(.pushToStart, device: device.id, at: date, c)
+            try Self.recordRemovals(.update, device: device.id, at: date, c)
             return true
         }
     }
@@ -166,6 +171,7 @@ public struct SQLDeviceStore: DeviceStore {
                 // The SDK's stopLiveActivity() without an id: every activity on the device ended (D4).
                 try c.run("UPDATE activity_tokens SET token = NULL, updated_at = ? WHERE device = ? AND token IS NOT NULL",
                           [SQLValue.seconds(date), .int(device.id)])
+                try Self.recordRemovals(.update, device: device.id, at: date, c)
             } else {
                 try c.run("""
                     INSERT INTO activity_tokens (device, activity_id, token, updated_at) VALUES (?, ?, ?, ?)
@@ -213,7 +219,10 @@ public struct SQLDeviceStore: DeviceStore {
                               _ c: any SQLConnection) throws(StoreError) -> Int64 {
         let activity = try c.query("""
             INSERT INTO activities (application, activity_id, state, updated_at, started_at) VALUES (?1, ?2, 'active', ?3, ?3)
-            ON CONFLICT (application, activity_id) DO UPDATE SET updated_at = excluded.updated_at
+            ON CONFLICT (application, activity_id) DO UPDATE SET updated_at = excluded.updated_at,
+                -- A phone reports a token only for an activity it runs: one past its 8 hours (A8) has begun again there.
+                started_at = CASE WHEN activities.started_at IS NULL OR activities.started_at <= excluded.started_at - \(Int(ActivityLifetime.running))
+                                  THEN excluded.started_at ELSE activities.started_at END
             RETURNING id
             """, [.text(application.rawValue), .text(activityID), SQLValue.seconds(date)])[0]["id"]
         try c.run("""
@@ -251,24 +260,44 @@ public struct SQLDeviceStore: DeviceStore {
             """, [.int(message), .int(device), SQLValue.seconds(date), .int(now), .text(token), .int(now + Int64(CatchUpRule.lifetime * 1000))])
     }
 
-    /// A device keeps its last this many token changes.
+    /// A device keeps its last this many token changes (and the latest of each slot, however old).
     static let tokenHistoryKept = 50
 
-    /// A10: keeps a token change in the device's history, only when it differs from the slot's last entry
-    /// (an app reports the same tokens at every launch), and the device's last `tokenHistoryKept` only.
+    /// A10: keeps a token change in the device's history, only when it is one: a push-to-start or update
+    /// token that differs from its slot's last entry (an app reports the same tokens at every launch); a
+    /// push token, or gateway, that differs from the device's last push entry.
     static func recordToken(_ token: String?, _ kind: DeviceTokenKind, slot: String, device: Int64, at date: Date,
                             _ c: any SQLConnection) throws(StoreError) {
+        // The entry a change is measured against: the slot's last, or for the push token the device's last.
+        let last = kind == .push ? "h.device = ?1 AND h.kind = ?2" : "h.device = ?1 AND h.kind = ?2 AND h.slot = ?3"
         let added = try c.run("""
             INSERT INTO token_history (device, kind, slot, token, at)
             SELECT ?1, ?2, ?3, CAST(?4 AS TEXT), ?5
-            WHERE (SELECT h.token FROM token_history h WHERE h.device = ?1 AND h.kind = ?2 AND h.slot = ?3 ORDER BY h.id DESC LIMIT 1)
-                  IS DISTINCT FROM CAST(?4 AS TEXT)
-              AND (CAST(?4 AS TEXT) IS NOT NULL OR EXISTS (SELECT 1 FROM token_history h WHERE h.device = ?1 AND h.kind = ?2 AND h.slot = ?3))
+            WHERE NOT EXISTS (SELECT 1 FROM (SELECT h.slot, h.token FROM token_history h WHERE \(last) ORDER BY h.id DESC LIMIT 1) l
+                              WHERE l.slot = ?3 AND l.token IS NOT DISTINCT FROM CAST(?4 AS TEXT))
+              AND (CAST(?4 AS TEXT) IS NOT NULL OR EXISTS (SELECT 1 FROM token_history h WHERE \(last)))
             """, [.int(device), .text(kind.rawValue), .text(slot), optional(token), SQLValue.seconds(date)])
-        guard added > 0 else { return }
+        if added > 0 { try trimTokenHistory(device, c) }
+    }
+
+    /// A10: the removal of every token of `kind` the device still had in its history (unregistered, or
+    /// every activity ended on it).
+    static func recordRemovals(_ kind: DeviceTokenKind, device: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        let added = try c.run("""
+            INSERT INTO token_history (device, kind, slot, token, at)
+            SELECT h.device, h.kind, h.slot, NULL, ?3 FROM token_history h
+            WHERE h.device = ?1 AND h.kind = ?2 AND h.token IS NOT NULL
+              AND h.id = (SELECT MAX(l.id) FROM token_history l WHERE l.device = h.device AND l.kind = h.kind AND l.slot = h.slot)
+            """, [.int(device), .text(kind.rawValue), SQLValue.seconds(date)])
+        if added > 0 { try trimTokenHistory(device, c) }
+    }
+
+    /// Keeps the device's last `tokenHistoryKept` entries, and each slot's latest whatever its age.
+    static func trimTokenHistory(_ device: Int64, _ c: any SQLConnection) throws(StoreError) {
         try c.run("""
             DELETE FROM token_history WHERE device = ?1
               AND id <= (SELECT id FROM token_history WHERE device = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)
+              AND id NOT IN (SELECT MAX(id) FROM token_history WHERE device = ?1 GROUP BY kind, slot)
             """, [.int(device), .int(Int64(tokenHistoryKept))])
     }
 
@@ -276,39 +305,41 @@ public struct SQLDeviceStore: DeviceStore {
         try database.withConnection { (c) throws(StoreError) -> DeviceHealthReport? in
             guard let device = try Self.device(hwid: hwid, app: application, c) else { return nil }
             let id = SQLValue.int(device.id)
-            func date(_ value: SQLValue) -> Date? { value.int.map { Date(timeIntervalSince1970: Double($0)) } }
             let pushToStart = try c.query("SELECT attributes_type, updated_at FROM push_to_start_tokens WHERE device = ? ORDER BY attributes_type", [id])
-                .map { (attributesType: $0["attributes_type"].text ?? "", updatedAt: date($0["updated_at"]) ?? .distantPast) }
+                .map { (attributesType: $0["attributes_type"].text ?? "", updatedAt: $0["updated_at"].date ?? .distantPast) }
             let activityTokens = try c.query("SELECT activity_id, token, updated_at FROM activity_tokens WHERE device = ? ORDER BY updated_at DESC, activity_id LIMIT ?",
                                              [id, .int(Int64(historyLimit))]).map { row in
-                ActivityToken(activityID: row["activity_id"].text ?? "", token: row["token"].text, updatedAt: date(row["updated_at"]) ?? .distantPast)
+                ActivityToken(activityID: row["activity_id"].text ?? "", token: row["token"].text, updatedAt: row["updated_at"].date ?? .distantPast)
             }
             let history = try c.query("SELECT kind, slot, token, at FROM token_history WHERE device = ? ORDER BY id DESC LIMIT ?",
                                       [id, .int(Int64(historyLimit))]).map { row in
                 TokenChange(kind: DeviceTokenKind(rawValue: row["kind"].text ?? "") ?? .push, slot: row["slot"].text ?? "",
-                            token: row["token"].text, at: date(row["at"]) ?? .distantPast)
+                            token: row["token"].text, at: row["at"].date ?? .distantPast)
             }
+            // The device's push token or gateway last changed then (a re-registration of the same ones is no change).
             let pushTokenSince = try c.query("SELECT MAX(at) AS at FROM token_history WHERE device = ? AND kind = 'push'", [id])[0]["at"]
-            // The device's latest push-to-start pushes APNs accepted, and whether the app reported each activity's update token since.
+            // The device's latest push-to-start pushes APNs accepted, and the app's first report of that activity's
+            // update token since the start was accepted by Islet (the token history keeps it, even once ended).
             let starts = try c.query("""
-                SELECT a.activity_id, d.at, CASE WHEN t.token IS NOT NULL THEN t.updated_at END AS reported_at
+                SELECT a.activity_id, d.at,
+                       (SELECT MIN(h.at) FROM token_history h WHERE h.device = d.device AND h.kind = 'update' AND h.slot = a.activity_id
+                                                                AND h.token IS NOT NULL AND h.at >= m.created_at) AS reported_at
                 FROM deliveries d
                 JOIN messages m ON m.id = d.message
                 JOIN activities a ON a.id = m.activity
-                LEFT JOIN activity_tokens t ON t.device = d.device AND t.activity_id = a.activity_id
                 WHERE d.device = ? AND m.event = 'start' AND d.push_type = 'liveactivity' AND d.state = 'sent'
                 ORDER BY d.message DESC LIMIT 20
                 """, [id]).map { row in
-                DeviceHealth.Start(activityID: row["activity_id"].text ?? "", acceptedAt: date(row["at"]) ?? .distantPast,
-                                   tokenReportedAt: date(row["reported_at"]))
+                DeviceHealth.Start(activityID: row["activity_id"].text ?? "", acceptedAt: row["at"].date ?? .distantPast,
+                                   tokenReportedAt: row["reported_at"].date)
             }
             // APNs refusing its tokens as foreign since its push token or gateway last changed.
             let rejections = try c.query("""
                 SELECT reason, at FROM deliveries WHERE device = ? AND reason = 'BadDeviceToken' AND at >= ?
                 ORDER BY message DESC LIMIT 5
-                """, [id, .int(pushTokenSince.int ?? 0)]).map { DeviceHealth.Rejection(reason: $0["reason"].text ?? "", at: date($0["at"]) ?? .distantPast) }
+                """, [id, .int(pushTokenSince.int ?? 0)]).map { DeviceHealth.Rejection(reason: $0["reason"].text ?? "", at: $0["at"].date ?? .distantPast) }
             return DeviceHealthReport(
-                device: device, pushTokenUpdatedAt: date(pushTokenSince), pushToStartTokens: pushToStart, activityTokens: activityTokens,
+                device: device, pushTokenUpdatedAt: pushTokenSince.date, pushToStartTokens: pushToStart, activityTokens: activityTokens,
                 history: history, facts: DeviceHealth.Facts(gateway: device.gateway, pushToStartTokens: pushToStart, starts: starts, rejections: rejections))
         }
     }
@@ -320,7 +351,7 @@ public struct SQLDeviceStore: DeviceStore {
                 WHERE d.application = ? AND d.hwid = ? ORDER BY a.activity_id
                 """, [.text(application.rawValue), .text(hwid)]).map { row in
                 ActivityToken(activityID: row["activity_id"].text ?? "", token: row["token"].text,
-                              updatedAt: Date(timeIntervalSince1970: Double(row["updated_at"].int ?? 0)))
+                              updatedAt: row["updated_at"].date ?? Date(timeIntervalSince1970: 0))
             }
         }
     }

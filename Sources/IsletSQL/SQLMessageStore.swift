@@ -91,12 +91,23 @@ public struct SQLMessageStore: MessageStore {
                 if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
                     throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                 }
-                guard let (activity, log) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
-                var priority = BudgetedPriority(requested: message.priority), spent: PriorityTenLog?
+                guard let (activity, stored) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
+                // The session's latest update, locked so no claim takes it meanwhile (claims skip locked rows):
+                // still waiting, it is superseded below, and this message takes its turn (A9) and its budget (A7).
+                let previous = try c.query("""
+                    SELECT due_at, state, claimed, priority, priority_standard, priority_frequent FROM messages
+                    WHERE activity = ?1 AND event = 'update' AND state != 'cancelled' AND id > COALESCE(\(Self.currentStart(of: "?1")), 0)
+                    ORDER BY id DESC LIMIT 1 \(database.dialect.forUpdate)
+                    """, [.int(activity.id)]).first
+                let waiting = previous.map { $0["state"].text == "pending" && !$0["claimed"].bool } ?? false
+                var log = stored
+                if waiting, let previous { log = log.returning(Self.priorities(previous)) }
+                var priority = BudgetedPriority(requested: message.priority)
                 // An update iOS will not show (past the activity's 8 hours, A8) spends no budget.
                 if message.priority == 10 && !ActivityLifetime.isOver(startedAt: activity.startedAt, now: date) {
-                    (priority, spent) = budget.admit(requested: 10, log: log, now: date)
+                    (priority, log) = budget.admit(requested: 10, log: log, now: date)
                 }
+                let spent = log == stored ? nil : log
                 let state: ActivityState = message.event == .end ? .ended : .active
                 let dismissAt = message.event == .end ? SQLValue.seconds(ActivityLifetime.dismissAt(endedAt: date, dismissalDate: message.dismissalDate)) : .null
                 try c.run("""
@@ -107,11 +118,9 @@ public struct SQLMessageStore: MessageStore {
                           spent.map { .text($0.json.jsonText) } ?? .null, dismissAt, .int(activity.id)])
                 // A9: an update waits for its turn after the last one that went out; an end goes at once.
                 var dueAt = message.dueAt
-                if message.event == .update, pacing.interval > 0,
-                   let last = try c.query("SELECT due_at, state, claimed FROM messages WHERE activity = ? AND event = 'update' ORDER BY id DESC LIMIT 1",
-                                          [.int(activity.id)]).first {
+                if message.event == .update, let previous {
                     dueAt = pacing.dueAt(now: message.dueAt, previous: UpdatePacing.Previous(
-                        dueAt: Self.date(milliseconds: last["due_at"].int ?? 0), waiting: last["state"].text == "pending" && !last["claimed"].bool))
+                        dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
                 }
                 let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt, c)
                 try supersedeOlder(than: id, activity: activity.id, at: date, c)
@@ -302,7 +311,7 @@ public struct SQLMessageStore: MessageStore {
             payload: row["payload"].blob ?? [], fallbackPayload: row["fallback_payload"].blob, priority: priorities(row),
             cursor: row["cursor"].int ?? 0, expiresAt: date(milliseconds: row["expires_at"].int ?? 0),
             dueAt: date(milliseconds: row["due_at"].int ?? 0))
-        job.activityStartedAt = row["started_at"].int.map { Date(timeIntervalSince1970: Double($0)) }
+        job.activityStartedAt = row["started_at"].date
         return job
     }
 
@@ -551,7 +560,7 @@ public struct SQLMessageStore: MessageStore {
                     priority: Int(row["priority"].int ?? 10), expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0),
                     attempts: Int(row["attempts"].int ?? 0), uncertainCopies: Int(row["copies"].int ?? 0), catchUp: row["catch_up"].bool,
                     activityEnded: row["ended"].bool, newerMessage: row["newer"].bool, tokenReportedSince: row["running"].bool)
-                due.activityStartedAt = row["started_at"].int.map { Date(timeIntervalSince1970: Double($0)) }
+                due.activityStartedAt = row["started_at"].date
                 switch verdict(due, date) {
                 case .settle(let state, let reason):
                     try c.run("UPDATE deliveries SET state = ?, next_at = NULL, reason = ?, at = ?, status = CASE WHEN ? = 'sent' THEN 200 ELSE status END WHERE message = ? AND device = ?",
@@ -747,9 +756,9 @@ public struct SQLMessageStore: MessageStore {
             return MessageDetails(
                 code: code, event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activityID: row["activity_id"].text ?? "",
                 state: MessageState(rawValue: row["state"].text ?? "") ?? .pending,
-                createdAt: Date(timeIntervalSince1970: Double(row["created_at"].int ?? 0)),
+                createdAt: row["created_at"].date ?? Date(timeIntervalSince1970: 0),
                 dueAt: Date(timeIntervalSince1970: Double(row["due_at"].int ?? 0) / 1000),
-                finishedAt: row["finished_at"].int.map { Date(timeIntervalSince1970: Double($0)) },
+                finishedAt: row["finished_at"].date,
                 targeted: targeted, sent: byState[.sent] ?? 0, failed: byState[.failed] ?? 0, skipped: skipped, reasons: reasons,
                 pending: byState.filter { ![.sent, .failed, .skipped].contains($0.key) }, nextAttemptAt: nextAt.map { Self.date(milliseconds: $0) },
                 caughtUp: Int(caughtUp), supersededBy: row["superseded_by"].text,
@@ -819,9 +828,9 @@ public struct SQLMessageStore: MessageStore {
             id: row["id"].int ?? 0, activityID: row["activity_id"].text ?? "", state: ActivityState(rawValue: row["state"].text ?? "") ?? .ended,
             attributesType: row["attributes_type"].text, name: row["name"].text,
             contentState: row["content_state"].text.flatMap { try? JSONParser.parse($0).objectValue },
-            updatedAt: Date(timeIntervalSince1970: Double(row["updated_at"].int ?? 0)),
-            startedAt: row["started_at"].int.map { Date(timeIntervalSince1970: Double($0)) },
-            dismissAt: row["dismiss_at"].int.map { Date(timeIntervalSince1970: Double($0)) })
+            updatedAt: row["updated_at"].date ?? Date(timeIntervalSince1970: 0),
+            startedAt: row["started_at"].date,
+            dismissAt: row["dismiss_at"].date)
     }
 
     static func tagTypes(_ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> [String: TagType] {

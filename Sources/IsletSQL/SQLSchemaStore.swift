@@ -69,7 +69,7 @@ public struct SQLSchemaStore: SchemaStore {
                 (StoredSchema(attributesType: row["attributes_type"].text ?? "", version: Int(row["version"].int ?? 0),
                               contentState: (try? JSONParser.parse(row["content_state"].text ?? "")) ?? [:],
                               attributes: (try? JSONParser.parse(row["attributes"].text ?? "")) ?? [:],
-                              description: row["description"].text, createdAt: Date(timeIntervalSince1970: Double(row["created_at"].int ?? 0))),
+                              description: row["description"].text, createdAt: row["created_at"].date ?? Date(timeIntervalSince1970: 0)),
                  !row["deleted_at"].isNull)
             }
         }

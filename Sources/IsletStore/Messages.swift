@@ -536,9 +536,9 @@ public protocol MessageStore: Sendable {
     func acceptStarts(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws
     /// Stores update/end messages, all or none; refuses unknown and ended activities (U1).
     /// What was decided of each update: its priority by kind of device, the one asked or 5 past the activity's
-    /// `budget` (A7), and when its activity started (A8).
+    /// `budget` (A7), and when its activity started (A8). An update accepted within `pacing`'s interval of the
+    /// activity's last one waits for its turn (A9).
     @discardableResult
-    /// An update accepted within `pacing`'s interval of the activity's last one waits for its turn (A9).
     func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget, pacing: UpdatePacing,
                        at date: Date, validateOnly: Bool) throws -> [AcceptedUpdate]
 

@@ -70,6 +70,27 @@ struct CLICommandTests {
         #expect(unknown.errors == "error: application \(code) has no token tk_000000000000\n")
     }
 
+    @Test func setUpdateBudgetStoresTheBudgetAndRefusesWhatIsOutOfBounds() throws {
+        let code = try #require(try create()["application"]?.stringValue)
+        let run = islet(["app", "set-update-budget", code, "--per-hour", "20", "--database", workspace.database])
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.output == "Activities of \(code) now get 20 priority-10 updates an hour (60 on devices with frequent updates on); the rest go at priority 5.\n")
+        let store = SQLApplicationStore(database: try SQLiteDatabase(path: workspace.database))
+        #expect(try store.application(ApplicationCode(code)!)?.updateBudget == UpdateBudget(perHour: 20, frequentPerHour: 60))
+        #expect(islet(["app", "show", code, "--database", workspace.database]).output.contains(
+            "  budget:     20 priority-10 updates an hour per activity, 60 with frequent updates on\n"))
+        for (arguments, message) in [
+            (["--per-hour", "many"], "error: --per-hour: 'many' is not a whole number of updates an hour\n"),
+            (["--frequent-per-hour", "5"], "error: --frequent-per-hour: must be at least the per-hour budget (20): frequent updates raise a device's budget, got 5\n"),
+            (["--per-hour", "3601", "--frequent-per-hour", "4000"], "error: --per-hour: must be a number of updates an hour from 0 to 3600, got 3601\n"),
+            ([], "error: give --per-hour, --frequent-per-hour or both\n"),
+        ] {
+            let refused = islet(["app", "set-update-budget", code] + arguments + ["--database", workspace.database])
+            #expect(refused.status != 0 && refused.errors.hasSuffix(message), "\(refused.errors)")
+        }
+        #expect(try store.application(ApplicationCode(code)!)?.updateBudget == UpdateBudget(perHour: 20, frequentPerHour: 60), "nothing half-applied")
+    }
+
     @Test func setAPNsKeyChecksTheKeyAndTheFile() throws {
         let code = try #require(try create()["application"]?.stringValue)
         let good = workspace.file("AuthKey_KEY1234567.p8", TestKeys.p256)

@@ -28,6 +28,10 @@ struct DeviceHealthAPITests {
         #expect(codes(unconfirmed) == ["start_not_confirmed"])
         #expect(unconfirmed["flags"]?.arrayValue?.first?.objectValue?["live_activity_id"] == "ORDER_1")
         #expect(codes(try health(world, "first_third")).isEmpty, "its app reported the update token")
+        // Once the activity ends there (its token reported gone), its start is still a confirmed one.
+        try world.expectOK(call(world.running.port, "setActivityToken", ["application": .string(world.code), "hwid": "first_third",
+                                                                         "activity_id": "ORDER_1", "activity_token": ""], token: world.auth))
+        #expect(codes(try health(world, "first_third")).isEmpty, "ended on the phone is not unconfirmed")
         let refused = try world.server("getDeviceHealth", ["hwid": "nobody"])
         #expect(refused.status == 400 && refused.message == "hwid: no device 'nobody' is registered in application \(world.code); call registerDevice first")
     }
@@ -65,6 +69,11 @@ struct DeviceHealthAPITests {
         #expect(message.contains("APNs production answered BadDeviceToken") && message.contains("register it with gateway \"sandbox\""), "\(message)")
         #expect(codes(try health(world, "second_device")).isEmpty)
 
+        // The same token registered again for production changes nothing: still flagged.
+        world.clock.advance(1)
+        try world.expectOK(call(world.running.port, "registerDevice", ["application": .string(world.code), "hwid": "first_third",
+                                                                        "push_token": .string(LiveActivityWorld.hex("a1", 32))], token: world.auth))
+        #expect(codes(try health(world, "first_third")) == ["environment_mismatch"], "a re-registration is no fix")
         // Registered again for sandbox: the mix-up is mended, the flag goes.
         world.clock.advance(1)
         try world.expectOK(call(world.running.port, "registerDevice", ["application": .string(world.code), "hwid": "first_third",

@@ -109,6 +109,7 @@ struct UpdateBudgetAPITests {
         let admin = try running.admin()
         #expect(throws: APIError.self) { try admin.setUpdateBudget(for: Self.app, perHour: 3601, frequentPerHour: nil) }
         #expect(throws: APIError.self) { try admin.setUpdateBudget(for: Self.app, perHour: -1, frequentPerHour: nil) }
+        #expect(throws: APIError.self) { try admin.setUpdateBudget(for: Self.app, perHour: 61, frequentPerHour: nil) }   // above the 60 kept
         #expect(try admin.setUpdateBudget(for: Self.app, perHour: nil, frequentPerHour: 100) == UpdateBudget(perHour: 10, frequentPerHour: 100))
         #expect(try running.admin().setUpdateBudget(for: Self.app, perHour: 0, frequentPerHour: nil) == UpdateBudget(perHour: 0, frequentPerHour: 100))
         let device = try admin.issueToken(for: Self.app, kind: .device, label: "app").secret

@@ -35,8 +35,6 @@ struct UpdatePacingAPITests {
                 "the latest waits for its turn, one interval after the first")
         let shown = try world.expectOK(try world.server("getMessageDetails", ["message": .string(burst[4])]))["message"]?.objectValue
         #expect(shown?["status"] == "scheduled")
-        world.running.server.delivery?.kick()
-        #expect(statuses(world) == ["1"], "nothing more before the turn")
         world.nextUpdateTurn()
         _ = try world.waitUntilSent(burst)
         #expect(statuses(world) == ["1", "6"], "the phone gets the latest state, not a burst of stale ones")
@@ -44,6 +42,27 @@ struct UpdatePacingAPITests {
             let older = try world.expectOK(try world.server("getMessageDetails", ["message": .string(code)]))["message"]?.objectValue
             #expect(older?["status"] == "superseded" && older?["superseded_by"] == .string(newer), "each taken over by the next")
         }
+    }
+
+    @Test func anUpdateSupersededBeforeItWentSpendsNoBudget() throws {
+        let world = try started()
+        _ = try world.running.admin().setUpdateBudget(for: ApplicationCode(world.code)!, perHour: 3, frequentPerHour: nil)
+        func priority10(_ status: String) throws -> String {
+            try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(["apns_priority": 10],
+                activity: ["content-state": ["status": .string(status), "estimatedTime": "1 min"]]))]]))[0]
+        }
+        _ = try world.waitUntilSent([try priority10("1")])
+        let burst = try (2...6).map { try priority10("\($0)") }
+        world.nextUpdateTurn()
+        _ = try world.waitUntilSent(burst)
+        world.nextUpdateTurn()
+        _ = try world.waitUntilSent([try priority10("7")])
+        world.nextUpdateTurn()
+        _ = try world.waitUntilSent([try priority10("8")])
+        let sent = world.pushes(to: Self.token).map { push in
+            "\((try? JSONParser.parse(push.payload))?.objectValue?["aps"]?.objectValue?["content-state"]?.objectValue?["status"]?.stringValue ?? "?")@\(push.priority)"
+        }
+        #expect(sent == ["1@10", "6@10", "7@10", "8@5"], "the burst's four superseded updates left the budget of 3 alone: \(sent)")
     }
 
     @Test func anEndIsNotHeldBack() throws {

@@ -262,8 +262,9 @@ struct DeviceStoreTests {
             _ = try s.devices.setPushToStartToken(String(format: "%080x", n), attributesType: "", hwid: "h1", in: shop, at: now.addingTimeInterval(Double(n)))
         }
         let report = try #require(try s.devices.deviceHealth(hwid: "h1", in: shop, historyLimit: 100))
-        #expect(report.history.count == 50, "the last 50 changes; a repeat is no change")
-        #expect(report.history.first?.token == String(format: "%080x", 59) && report.history.last?.token == String(format: "%080x", 10))
-        #expect(report.history.allSatisfy { $0.kind == .pushToStart && $0.slot == "" })
+        #expect(report.history.count == 51, "the last 50 changes (a repeat is no change), and the push token's entry, its slot's latest")
+        let pushToStart = report.history.filter { $0.kind == .pushToStart }
+        #expect(pushToStart.count == 50 && pushToStart.first?.token == String(format: "%080x", 59) && pushToStart.last?.token == String(format: "%080x", 10))
+        #expect(report.history.last?.kind == .push && report.history.last?.token == token(1), "kept however old")
     }
 }

@@ -285,7 +285,13 @@ struct SetUpdateBudgetCommand: CLICommand {
     }
 
     func run(_ context: CLIContext) throws -> Int32 {
-        let budget = try admin(arguments) { try $0.setUpdateBudget(for: code, perHour: perHour, frequentPerHour: frequentPerHour) }
+        let budget = try admin(arguments) { admin in
+            do {
+                return try admin.setUpdateBudget(for: code, perHour: perHour, frequentPerHour: frequentPerHour)
+            } catch let error as APIError where error.code == .badRequest {
+                throw CLIError.usage("--\(error.message)")   // a value out of bounds: the option's fault
+            }
+        }
         context.print("Activities of \(code) now get \(budget.perHour) priority-10 updates an hour (\(budget.frequentPerHour) on devices with frequent updates on); the rest go at priority 5.")
         return 0
     }

@@ -63,18 +63,27 @@ public struct LiveActivityMethods: Sendable {
                 try LiveActivityPayload.checkSize(payload, path: n.path)
                 let fallback = LiveActivityPayload.fallbackAlert(start).jsonBytes
                 try LiveActivityPayload.checkSize(fallback, path: n.path)
-                accepted.append((NewMessage(
+                var message = NewMessage(
                     code: MessageCode.random(), event: .start, activityID: start.activityID,
                     target: try selection(start.targeting, n, call.application.code), attributesType: start.attributesType,
                     name: start.name, contentState: start.contentState, payload: payload, fallbackPayload: fallback,
                     priority: start.priority, dueAt: dueAt, schemaVersion: schemaVersion,
-                    expiresAt: dueAt.addingTimeInterval(pushLifetime)), n.path))
+                    expiresAt: dueAt.addingTimeInterval(pushLifetime))
+                // A11: the end Islet sends itself at end_date, with its own code (deleteMessage takes it back).
+                message.scheduledEnd = start.endTime.map { (MessageCode.random(), $0, $0.addingTimeInterval(pushLifetime)) }
+                accepted.append((message, n.path))
             }
             try Self.refuseRepeatedIDs(accepted)
             try refusalsAsErrors(accepted.map(\.path)) {
                 try messages.acceptStarts(accepted.map(\.message), in: call.application.code, at: now, validateOnly: dryRun)
             }
             var response = dryRun ? try dryRunResponse(accepted.map(\.message), call.application) : ["Messages": .array(accepted.map { .string($0.message.code) })]
+            let ends = accepted.compactMap { entry in entry.message.scheduledEnd.map { (entry.message.activityID, $0) } }
+            if !dryRun && !ends.isEmpty {
+                response["scheduled_ends"] = .array(ends.map { id, end in
+                    ["live_activity_id": .string(id), "message": .string(end.code), "send_at": .string(end.at.formatted(.iso8601))]
+                })
+            }
             if !dryRun { kick() }
             if !warnings.isEmpty { response["warnings"] = .array(warnings.map { .string($0) }) }
             return response
@@ -105,7 +114,7 @@ public struct LiveActivityMethods: Sendable {
             var accepted: [(message: NewMessage, path: String)] = []
             var warnings: [String] = []
             for n in notifications {
-                let update = try LiveActivityRequests.update(n)
+                let update = try LiveActivityRequests.update(n, now: now)
                 warnings += update.warnings
                 // X2: checked against the schema version the activity started with.
                 if let started = try schemas.activitySchemaVersion(update.activityID, in: call.application.code),
@@ -113,12 +122,18 @@ public struct LiveActivityMethods: Sendable {
                     warnings += try SchemaValidation.validate(update.contentState, schema.contentState,
                                                               path: "\(n.fieldPath("live_activity")).content-state")
                 }
-                let payload = LiveActivityPayload.update(update, timestamp: Int64(now.timeIntervalSince1970)).jsonBytes
+                // A11: one sent later carries its own send time, as a scheduled start does.
+                let dueAt: Date
+                switch update.sendTime {
+                case .now: dueAt = now
+                case .at(let date): dueAt = date
+                }
+                let payload = LiveActivityPayload.update(update, timestamp: Int64(dueAt.timeIntervalSince1970)).jsonBytes
                 try LiveActivityPayload.checkSize(payload, path: n.path)
                 accepted.append((NewMessage(
                     code: MessageCode.random(), event: update.event, activityID: update.activityID, target: nil, attributesType: nil,
                     name: nil, contentState: update.contentState, payload: payload, fallbackPayload: nil, priority: update.priority,
-                    dueAt: now, expiresAt: now.addingTimeInterval(pushLifetime), dismissalDate: update.dismissalDate), n.path))
+                    dueAt: dueAt, expiresAt: dueAt.addingTimeInterval(pushLifetime), dismissalDate: update.dismissalDate), n.path))
             }
             var decided: [AcceptedUpdate] = []
             try refusalsAsErrors(accepted.map(\.path)) {
@@ -126,8 +141,8 @@ public struct LiveActivityMethods: Sendable {
                                                      budget: call.application.updateBudget, pacing: pacing, at: now, validateOnly: dryRun)
             }
             for ((message, path), update) in zip(accepted, decided) {
-                if let started = update.activityStartedAt, ActivityLifetime.isOver(startedAt: started, now: now) {
-                    warnings.append(ActivityLifetime.warning(path: path, activityID: message.activityID, startedAt: started, now: now))
+                if let started = update.activityStartedAt, ActivityLifetime.isOver(startedAt: started, now: update.dueAt) {
+                    warnings.append(ActivityLifetime.warning(path: path, activityID: message.activityID, startedAt: started, now: update.dueAt))
                 } else if let warning = call.application.updateBudget.warning(path: path, activityID: message.activityID,
                                                                                requested: message.priority, priorities: update.priority) {
                     warnings.append(warning)

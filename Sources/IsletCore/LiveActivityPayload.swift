@@ -37,6 +37,12 @@ public enum LiveActivityPayload {
         return ["aps": .object(aps)]
     }
 
+    /// The end Islet sends itself at a start's `end_date` (A11): the activity's latest content-state, at
+    /// that time, without an alert; iOS keeps the ended card up to 4 hours (U3).
+    public static func scheduledEnd(contentState: JSONObject, timestamp: Int64) -> JSONValue {
+        ["aps": ["timestamp": .int(timestamp), "event": .string(LiveActivityEvent.end.rawValue), "content-state": .object(contentState)]]
+    }
+
     /// A 400 naming the notification when `payload` is over the APNs limit (A4).
     public static func checkSize(_ payload: [UInt8], path: String) throws(APIError) {
         guard payload.count <= maximumBytes else {

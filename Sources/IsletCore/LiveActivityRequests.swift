@@ -66,6 +66,8 @@ public struct StartNotification: Sendable, Equatable {
     /// `live_activity.relevance-score` and `stale-date`, passed to `aps` as in an update (A4).
     public var relevanceScore: Int64? = nil
     public var staleDate: Int64? = nil
+    /// `end_date`: when Islet sends the activity's end itself, with its latest content-state (A11).
+    public var endTime: Date? = nil
     /// Fields ignored or read leniently, named for the answer's `warnings`.
     public var warnings: [String] = []
 }
@@ -81,6 +83,8 @@ public struct UpdateNotification: Sendable, Equatable {
     /// nil: a silent content-state update (U6).
     public let alert: PushAlert?
     public let priority: Int
+    /// `send_date`: now, or when Islet sends it (A11).
+    public var sendTime: SendTime = .now
     /// Fields ignored or read leniently, named for the answer's `warnings`.
     public var warnings: [String] = []
 }
@@ -111,9 +115,10 @@ public enum LiveActivityRequests {
 
     /// Fields a notification may carry, and those of its `live_activity`; anything else is named in a warning.
     static let startFields = ["live_activity", "live_activity_id", "title", "content", "filter", "filter_code", "devices", "users",
-                              "send_date", "timezone", "apns_priority", "dry_run"]
+                              "send_date", "end_date", "timezone", "apns_priority", "dry_run"]
     static let startActivityFields = ["event", "title", "content-state", "attributes-type", "attributes", "relevance-score", "stale-date"]
-    static let updateFields = ["live_activity", "live_activity_id", "title", "subtitle", "content", "ios_sound", "apns_priority", "dry_run"]
+    static let updateFields = ["live_activity", "live_activity_id", "title", "subtitle", "content", "ios_sound", "apns_priority", "dry_run",
+                               "send_date", "timezone"]
     static let updateActivityFields = ["event", "title", "content-state", "dismissal-date", "relevance-score", "stale-date"]
 
     /// One warning per field of `object` that is not in `known`, with the nearest known name when there is one.
@@ -197,12 +202,39 @@ public enum LiveActivityRequests {
 
         let relevance = try relevanceScore(activity)
         let (priority, warnings) = priorityAndWarnings(n, activity, known: startFields, activityKnown: startActivityFields)
+        let sendTime = try sendTime(n, now: now)
         var start = StartNotification(
             activityID: activityID, name: try activity.string("title"), attributesType: attributesType,
             contentState: contentState, attributes: attributes, alert: alert, targeting: try targeting(n),
-            sendTime: try sendTime(n, now: now), priority: priority, relevanceScore: relevance, staleDate: try activity.date("stale-date"))
+            sendTime: sendTime, priority: priority, relevanceScore: relevance, staleDate: try activity.date("stale-date"))
+        start.endTime = try endTime(n, startsAt: { if case .at(let date) = sendTime { date } else { now } }())
         start.warnings = warnings
         return start
+    }
+
+    /// A11: `end_date` (`YYYY-MM-DD HH:mm` in `timezone`), after the start and within its 8 hours (A8).
+    static func endTime(_ n: FieldReader, startsAt: Date) throws(APIError) -> Date? {
+        guard let text = try n.string("end_date") else { return nil }
+        let (zone, zoneLabel) = try timeZone(n)
+        guard let date = Schedule.parse(text, in: zone) else {
+            throw .invalid(n.fieldPath("end_date"), "must be a date and time as YYYY-MM-DD HH:mm, got '\(text)'")
+        }
+        guard date > startsAt else {
+            throw .invalid(n.fieldPath("end_date"), "\(text) (\(zoneLabel)) is not after the start (\(startsAt.formatted(.iso8601))) (A11)")
+        }
+        guard date <= ActivityLifetime.endsBy(startedAt: startsAt) else {
+            throw .invalid(n.fieldPath("end_date"), "\(text) (\(zoneLabel)) is more than 8 hours after the start: iOS ends a Live Activity after 8 hours (A8)")
+        }
+        return date
+    }
+
+    /// `timezone` (default UTC) and how error messages name it.
+    static func timeZone(_ n: FieldReader) throws(APIError) -> (TimeZone, String) {
+        guard let name = try n.string("timezone") else { return (TimeZone(identifier: "UTC")!, "UTC") }
+        guard let zone = TimeZone(identifier: name) else {
+            throw .invalid(n.fieldPath("timezone"), "unknown time zone '\(name)' (use an IANA name such as Europe/Lisbon)")
+        }
+        return (zone, name)
     }
 
     /// S4: exactly one of filter (or the older filter_code), devices, users.
@@ -238,22 +270,11 @@ public enum LiveActivityRequests {
 
     /// S5: "now" or `YYYY-MM-DD HH:mm` in `timezone` (default UTC), from 1 day ago to 30 days ahead.
     static func sendTime(_ n: FieldReader, now: Date) throws(APIError) -> SendTime {
-        let zoneName = try n.string("timezone")
-        guard let text = try n.string("send_date"), text != "now" else {
-            if let zoneName, TimeZone(identifier: zoneName) == nil { throw .invalid(n.fieldPath("timezone"), "unknown time zone '\(zoneName)' (use an IANA name such as Europe/Lisbon)") }
-            return .now
-        }
-        var zone = TimeZone(identifier: "UTC")!
-        if let zoneName {
-            guard let named = TimeZone(identifier: zoneName) else {
-                throw .invalid(n.fieldPath("timezone"), "unknown time zone '\(zoneName)' (use an IANA name such as Europe/Lisbon)")
-            }
-            zone = named
-        }
+        let (zone, zoneLabel) = try timeZone(n)
+        guard let text = try n.string("send_date"), text != "now" else { return .now }
         guard let date = Schedule.parse(text, in: zone) else {
             throw .invalid(n.fieldPath("send_date"), "must be \"now\" or a date and time as YYYY-MM-DD HH:mm, got '\(text)'")
         }
-        let zoneLabel = zoneName ?? "UTC"
         if date < now.addingTimeInterval(-Schedule.maximumPast) {
             throw .invalid(n.fieldPath("send_date"), "\(text) (\(zoneLabel)) is more than 1 day in the past (S5)")
         }
@@ -263,8 +284,8 @@ public enum LiveActivityRequests {
         return date <= now ? .now : .at(date)
     }
 
-    /// Validates one updateLiveActivity notification.
-    public static func update(_ n: FieldReader) throws(APIError) -> UpdateNotification {
+    /// Validates one updateLiveActivity notification at `now`.
+    public static func update(_ n: FieldReader, now: Date) throws(APIError) -> UpdateNotification {
         let activityID = try n.requiredString("live_activity_id")
         let activity = try n.requiredObject("live_activity")
         guard let eventText = try activity.string("event") else { throw .invalid(activity.fieldPath("event"), "is required: \"update\" or \"end\"") }
@@ -288,6 +309,7 @@ public enum LiveActivityRequests {
         var update = UpdateNotification(
             activityID: activityID, event: event, contentState: contentState, dismissalDate: try activity.date("dismissal-date"),
             relevanceScore: relevance, staleDate: try activity.date("stale-date"), alert: alert, priority: priority)
+        update.sendTime = try sendTime(n, now: now)
         update.warnings = warnings
         return update
     }

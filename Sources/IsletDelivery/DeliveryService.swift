@@ -38,6 +38,8 @@ public struct DeliveryConfiguration: Sendable {
     /// cut off from the database) loses its work to another node after this, and a node that sees it has
     /// lost a lease sends no further batch of it. Renewed four times per lease (at least every second).
     public var lease: Duration
+    /// The least time between two updates of one activity (A9), for the held updates released when due (A11).
+    public var updatePacing = UpdatePacing.standard
 
     public init(workers: Int = 8, workersPerApplication: Int? = nil, batchSize: Int = 1000, retryBatchSize: Int = 500,
                 retry: RetryPolicy = RetryPolicy(), sendTimeout: Duration = .seconds(30), pipelineDepth: Int = 3,
@@ -89,6 +91,8 @@ public final class DeliveryService: Sendable {
         var running = 0
         /// Workers busy per application, for `workersPerApplication`.
         var busy: [ApplicationCode: Int] = [:]
+        /// When a busy worker last looked for held updates that fell due (A11).
+        var releaseLooked = ContinuousClock.now
     }
 
     /// `cluster` and `node` make this process a node among those sharing the database; `session` opens its
@@ -167,13 +171,30 @@ public final class DeliveryService: Sendable {
                 let kicks = state.withLock { $0.kicks }
                 // Small messages and large jobs take turns at being looked for first: neither waits behind the other.
                 smallFirst.toggle()
-                if try workOnce(smallFirst: smallFirst) { continue }
+                if try workOnce(smallFirst: smallFirst) {
+                    // While there is always work, held updates that fell due are still let in, at most every quarter second.
+                    let look = state.withLock { s in
+                        guard ContinuousClock.now - s.releaseLooked >= .milliseconds(250) else { return false }
+                        s.releaseLooked = .now
+                        return true
+                    }
+                    if look { _ = try releaseScheduled() }
+                    continue
+                }
+                if try releaseScheduled() { continue }
                 sleepUntilWork(kicksSeen: kicks)
             } catch {
                 logger.error("delivery store failure", ["error": .string("\(error)")])
                 pause(seconds: 1)
             }
         }
+    }
+
+    /// A11: held updates and ends that fell due join the queue; true when some did.
+    private func releaseScheduled() throws -> Bool {
+        let released = try messages.releaseScheduledUpdates(at: now(), limit: configuration.retryBatchSize, pacing: configuration.updatePacing)
+        if released > 0 { kick() }
+        return released > 0
     }
 
     private enum Unit {

@@ -55,7 +55,10 @@ public struct SQLMessageStore: MessageStore {
                               .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
                               message.schemaVersion.map { .int(Int64($0)) } ?? .null, startedAt])[0]["id"].int ?? 0
                 }
-                try insert(message, activity: activity, application: application, at: date, c)
+                let start = try insert(message, activity: activity, application: application, at: date, c)
+                if message.scheduledEnd != nil {
+                    try schedule(message, event: .end, activity: activity, application: application, start: start, at: date, c)
+                }
             }
             try notifyNodes(c)
         }
@@ -91,44 +94,128 @@ public struct SQLMessageStore: MessageStore {
                 if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
                     throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                 }
-                guard let (activity, stored) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
-                // The session's latest update, locked so no claim takes it meanwhile (claims skip locked rows):
-                // still waiting, it is superseded below, and this message takes its turn (A9) and its budget (A7).
-                let previous = try c.query("""
-                    SELECT due_at, state, claimed, priority, priority_standard, priority_frequent FROM messages
-                    WHERE activity = ?1 AND event = 'update' AND state != 'cancelled' AND id > COALESCE(\(Self.currentStart(of: "?1")), 0)
-                    ORDER BY id DESC LIMIT 1 \(database.dialect.forUpdate)
-                    """, [.int(activity.id)]).first
-                let waiting = previous.map { $0["state"].text == "pending" && !$0["claimed"].bool } ?? false
-                var log = stored
-                if waiting, let previous { log = log.returning(Self.priorities(previous)) }
-                var priority = BudgetedPriority(requested: message.priority)
-                // An update iOS will not show (past the activity's 8 hours, A8) spends no budget.
-                if message.priority == 10 && !ActivityLifetime.isOver(startedAt: activity.startedAt, now: date) {
-                    (priority, log) = budget.admit(requested: 10, log: log, now: date)
+                guard let (activity, log) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
+                if message.dueAt > date {
+                    // A11: held apart until due; then it joins the queue as if accepted at that time.
+                    try schedule(message, event: message.event, activity: activity.id, application: application, start: nil, at: date, c)
+                    accepted.append(AcceptedUpdate(priority: BudgetedPriority(requested: message.priority), activityStartedAt: activity.startedAt,
+                                                   dueAt: message.dueAt))
+                } else {
+                    accepted.append(try enqueue(message, activity: activity, log: log, application: application, budget: budget,
+                                                pacing: pacing, at: date, c))
                 }
-                let spent = log == stored ? nil : log
-                let state: ActivityState = message.event == .end ? .ended : .active
-                let dismissAt = message.event == .end ? SQLValue.seconds(ActivityLifetime.dismissAt(endedAt: date, dismissalDate: message.dismissalDate)) : .null
-                try c.run("""
-                    UPDATE activities SET state = ?, content_state = ?, updated_at = ?, priority_ten_log = COALESCE(?, priority_ten_log),
-                        dismiss_at = COALESCE(?, dismiss_at)
-                    WHERE id = ?
-                    """, [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
-                          spent.map { .text($0.json.jsonText) } ?? .null, dismissAt, .int(activity.id)])
-                // A9: an update waits for its turn after the last one that went out; an end goes at once.
-                var dueAt = message.dueAt
-                if message.event == .update, let previous {
-                    dueAt = pacing.dueAt(now: message.dueAt, previous: UpdatePacing.Previous(
-                        dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
-                }
-                let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt, c)
-                try supersedeOlder(than: id, activity: activity.id, at: date, c)
-                accepted.append(AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt))
             }
             try notifyNodes(c)
         }
         return accepted
+    }
+
+    /// An accepted update or end into the queue: the activity takes its state, the budget (A7) and its turn
+    /// (A9) are decided, and older updates not sent yet are superseded. The activity is locked by the caller.
+    private func enqueue(_ message: NewMessage, activity: ActivityRecord, log stored: PriorityTenLog, application: ApplicationCode,
+                         budget: UpdateBudget, pacing: UpdatePacing, at date: Date, _ c: any SQLConnection) throws(StoreError) -> AcceptedUpdate {
+        // The session's latest update, locked so no claim takes it meanwhile (claims skip locked rows):
+        // still waiting, it is superseded below, and this message takes its turn (A9) and its budget (A7).
+        let previous = try c.query("""
+            SELECT due_at, state, claimed, priority, priority_standard, priority_frequent FROM messages
+            WHERE activity = ?1 AND event = 'update' AND state != 'cancelled' AND id > COALESCE(\(Self.currentStart(of: "?1")), 0)
+            ORDER BY id DESC LIMIT 1 \(database.dialect.forUpdate)
+            """, [.int(activity.id)]).first
+        let waiting = previous.map { $0["state"].text == "pending" && !$0["claimed"].bool } ?? false
+        var log = stored
+        if waiting, let previous { log = log.returning(Self.priorities(previous)) }
+        var priority = BudgetedPriority(requested: message.priority)
+        // An update iOS will not show (past the activity's 8 hours, A8) spends no budget.
+        if message.priority == 10 && !ActivityLifetime.isOver(startedAt: activity.startedAt, now: date) {
+            (priority, log) = budget.admit(requested: 10, log: log, now: date)
+        }
+        let spent = log == stored ? nil : log
+        let state: ActivityState = message.event == .end ? .ended : .active
+        let dismissAt = message.event == .end ? SQLValue.seconds(ActivityLifetime.dismissAt(endedAt: date, dismissalDate: message.dismissalDate)) : .null
+        try c.run("""
+            UPDATE activities SET state = ?, content_state = ?, updated_at = ?, priority_ten_log = COALESCE(?, priority_ten_log),
+                dismiss_at = COALESCE(?, dismiss_at)
+            WHERE id = ?
+            """, [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
+                  spent.map { .text($0.json.jsonText) } ?? .null, dismissAt, .int(activity.id)])
+        // A9: an update waits for its turn after the last one that went out; an end goes at once.
+        var dueAt = date
+        if message.event == .update, let previous {
+            dueAt = pacing.dueAt(now: date, previous: UpdatePacing.Previous(
+                dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
+        }
+        let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt, c)
+        try supersedeOlder(than: id, activity: activity.id, at: date, c)
+        return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt)
+    }
+
+    /// A11: an update, or a start's `end_date` end (`start` its start message), held until due.
+    private func schedule(_ message: NewMessage, event: LiveActivityEvent, activity: Int64, application: ApplicationCode, start: Int64?,
+                          at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        let end = start != nil ? message.scheduledEnd : nil
+        try c.run("""
+            INSERT INTO scheduled_updates (code, application, activity, start, event, content_state, payload, priority, dismissal_date,
+                                           due_at, expires_at, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [
+            .text(end?.code ?? message.code), .text(application.rawValue), .int(activity), start.map { .int($0) } ?? .null, .text(event.rawValue),
+            end == nil ? .text(JSONValue.object(message.contentState).jsonText) : .null, end == nil ? .blob(message.payload) : .null,
+            .int(Int64(end == nil ? message.priority : 10)), end == nil ? message.dismissalDate.map { .int($0) } ?? .null : .null,
+            Self.milliseconds(end?.at ?? message.dueAt), Self.milliseconds(end?.expiresAt ?? message.expiresAt), SQLValue.seconds(date),
+        ])
+    }
+
+    public func releaseScheduledUpdates(at date: Date, limit: Int, pacing: UpdatePacing) throws(StoreError) -> Int {
+        // A read first: idle workers look often, and most looks find nothing to write.
+        let due = try database.withConnection { (c) throws(StoreError) in
+            try !c.query("SELECT 1 FROM scheduled_updates WHERE due_at <= ? LIMIT 1", [Self.milliseconds(date)], planning: .eachRun).isEmpty
+        }
+        guard due else { return 0 }
+        return try database.write { (c) throws(StoreError) -> Int in
+            var released = 0
+            var budgets: [String: UpdateBudget] = [:]
+            for row in try c.query("""
+                SELECT s.id, s.code, s.application, s.start, s.event, s.content_state, s.payload, s.priority, s.dismissal_date, s.due_at,
+                       s.expires_at, s.created_at, a.activity_id
+                FROM scheduled_updates s JOIN activities a ON a.id = s.activity
+                WHERE s.due_at <= ? ORDER BY s.due_at, s.id LIMIT ?
+                """, [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun) {
+                // Taken once, cluster-wide: another node that read it too deletes nothing and moves on.
+                guard try c.run("DELETE FROM scheduled_updates WHERE id = ?", [row["id"]]) == 1,
+                      let application = ApplicationCode(row["application"].text ?? "") else { continue }
+                let activityID = row["activity_id"].text ?? "", event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
+                guard let (activity, log) = try lockedActivity(activityID, application, c) else { continue }
+                let dueAt = Self.date(milliseconds: row["due_at"].int ?? 0)
+                var sameSession = true
+                if let start = row["start"].int {
+                    sameSession = try c.query("SELECT \(Self.currentStart(of: "?")) AS start", [.int(activity.id)])[0]["start"].int == start
+                }
+                let contentState = row["content_state"].text.flatMap { try? JSONParser.parse($0).objectValue } ?? activity.contentState ?? [:]
+                // An end_date's end shows the latest state, at its own time, without an alert.
+                let payload = row["payload"].blob
+                    ?? LiveActivityPayload.scheduledEnd(contentState: contentState, timestamp: Int64(dueAt.timeIntervalSince1970)).jsonBytes
+                let message = NewMessage(
+                    code: row["code"].text ?? "", event: event, activityID: activityID, target: nil, attributesType: nil, name: nil,
+                    contentState: contentState, payload: payload, fallbackPayload: nil, priority: Int(row["priority"].int ?? 5), dueAt: date,
+                    expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0), dismissalDate: row["dismissal_date"].int)
+                if !sameSession || ActivityRules.updateRefusal(activityID, state: activity.state) != nil {
+                    // Its activity ended, or began again, meanwhile: kept as cancelled, so its code still answers.
+                    let id = try insert(message, activity: activity.id, application: application, at: date, c)
+                    try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(id)])
+                } else {
+                    let key = application.rawValue
+                    if budgets[key] == nil {
+                        let app = try c.query("SELECT update_budget, frequent_update_budget FROM applications WHERE code = ?", [.text(key)]).first
+                        budgets[key] = SQLApplicationStore.budget(app?["update_budget"].int, app?["frequent_update_budget"].int)
+                    }
+                    _ = try enqueue(message, activity: activity, log: log, application: application, budget: budgets[key] ?? .standard,
+                                    pacing: pacing, at: date, c)
+                }
+                released += 1
+            }
+            if released > 0 { try notifyNodes(c) }
+            return released
+        }
     }
 
     /// Wakes the other nodes when this transaction commits (PostgreSQL's NOTIFY; nothing on SQLite).
@@ -369,12 +456,14 @@ public struct SQLMessageStore: MessageStore {
                 SELECT MIN(m.due_at) AS due FROM message_shards s JOIN messages m ON m.id = s.message
                 WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
                 """, [], planning: .eachRun)[0]["due"].int
+            // A11: held updates join the queue when due.
+            let held = try c.query("SELECT MIN(due_at) AS due FROM scheduled_updates", [], planning: .eachRun)[0]["due"].int
             // Applications at their share of workers are left out: their due work must not wake idle workers.
             let delivery = try c.query(excluding.isEmpty ? "SELECT MIN(next_at) AS due FROM deliveries WHERE state IN ('retrying', 'unconfirmed')" : """
                 SELECT MIN(d.next_at) AS due FROM deliveries d JOIN messages m ON m.id = d.message
                 WHERE d.state IN ('retrying', 'unconfirmed') \(Self.notIn(excluding, column: "m.application"))
                 """, [], planning: .eachRun)[0]["due"].int
-            return [job, shard, delivery].compactMap { $0 }.min().map { Self.date(milliseconds: $0) }
+            return [job, shard, delivery, held].compactMap { $0 }.min().map { Self.date(milliseconds: $0) }
         }
     }
 
@@ -714,7 +803,17 @@ public struct SQLMessageStore: MessageStore {
         try database.write { (c) throws(StoreError) -> CancelResult in
             // Locked: a node claiming it at this moment either has it (then it is sending) or skips it.
             guard let row = try c.query("SELECT id, state, event, activity FROM messages WHERE code = ? AND application = ? \(database.dialect.forUpdate)",
-                                        [.text(code), .text(application.rawValue)]).first else { return .notFound }
+                                        [.text(code), .text(application.rawValue)]).first else {
+                // A11: an update or end still held for later is taken back, and kept as a cancelled message so its code
+                // still answers (an end_date's end had no payload yet).
+                guard try c.run("""
+                    INSERT INTO messages (code, application, activity, event, payload, priority, state, due_at, created_at, finished_at, expires_at)
+                    SELECT code, application, activity, event, COALESCE(payload, ?3), priority, 'cancelled', due_at, created_at, ?4, expires_at
+                    FROM scheduled_updates WHERE code = ?1 AND application = ?2
+                    """, [.text(code), .text(application.rawValue), .blob([]), SQLValue.seconds(date)]) == 1 else { return .notFound }
+                try c.run("DELETE FROM scheduled_updates WHERE code = ? AND application = ?", [.text(code), .text(application.rawValue)])
+                return .cancelled
+            }
             let state = MessageState(rawValue: row["state"].text ?? "") ?? .done
             let event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
             // Updates and ends changed the activity when accepted: only a start that has not fired can be taken back.
@@ -729,6 +828,17 @@ public struct SQLMessageStore: MessageStore {
 
     public func messageDetails(code: String, in application: ApplicationCode) throws(StoreError) -> MessageDetails? {
         try database.withConnection { (c) throws(StoreError) -> MessageDetails? in
+            if let held = try c.query("""
+                SELECT s.event, a.activity_id, s.due_at, s.expires_at, s.created_at FROM scheduled_updates s JOIN activities a ON a.id = s.activity
+                WHERE s.code = ? AND s.application = ?
+                """, [.text(code), .text(application.rawValue)]).first {
+                // A11: held until due, nothing sent yet.
+                return MessageDetails(code: code, event: LiveActivityEvent(rawValue: held["event"].text ?? "") ?? .update,
+                                      activityID: held["activity_id"].text ?? "", state: .pending,
+                                      createdAt: held["created_at"].date ?? Date(timeIntervalSince1970: 0),
+                                      dueAt: Self.date(milliseconds: held["due_at"].int ?? 0), finishedAt: nil, targeted: 0, sent: 0, failed: 0,
+                                      skipped: [:], reasons: [:], expiresAt: Self.date(milliseconds: held["expires_at"].int ?? 0))
+            }
             guard let row = try c.query("""
                 SELECT m.id, m.event, a.activity_id, m.state, m.created_at, m.due_at, m.finished_at, m.expires_at, m.priority,
                        (SELECT s.code FROM messages s WHERE s.id = m.superseded_by) AS superseded_by

@@ -255,7 +255,9 @@ public enum SQLMigrations {
         // An activity's lifetime (A8): when its session started, and when an ended one leaves the lock screen.
         // Each device's token changes (A10): a row per new token (NULL: removed) of a slot, the push token's
         // slot being its gateway, a push-to-start token's its attributes type, an update token's its activity.
-        Migration(version: 13, name: "update budgets, activity lifetimes and token history", sql: """
+        // Updates and ends to send later (A11): held apart from the queue, they join it when due, in order then.
+        // An end_date's end (`start` its start message, no payload yet) takes the activity's latest state then.
+        Migration(version: 13, name: "update budgets, activity lifetimes, token history and scheduled updates", sql: """
             ALTER TABLE applications ADD COLUMN update_budget INTEGER;
             ALTER TABLE applications ADD COLUMN frequent_update_budget INTEGER;
             ALTER TABLE devices ADD COLUMN frequent_updates INTEGER;
@@ -274,6 +276,22 @@ public enum SQLMigrations {
                 at INTEGER NOT NULL
             ) STRICT;
             CREATE INDEX token_history_by_device ON token_history (device, kind, slot, id);
+            CREATE TABLE scheduled_updates (
+                id INTEGER PRIMARY KEY,
+                code TEXT NOT NULL UNIQUE,
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                activity INTEGER NOT NULL REFERENCES activities(id) ON DELETE CASCADE,
+                start INTEGER,
+                event TEXT NOT NULL CHECK (event IN ('update', 'end')),
+                content_state TEXT,
+                payload BLOB,
+                priority INTEGER NOT NULL,
+                dismissal_date INTEGER,
+                due_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL,
+                created_at INTEGER NOT NULL
+            ) STRICT;
+            CREATE INDEX scheduled_updates_due ON scheduled_updates (due_at);
             """),
     ]
 

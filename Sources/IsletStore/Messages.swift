@@ -91,6 +91,8 @@ public struct NewMessage: Sendable {
     public let expiresAt: Date
     /// An end's `dismissal-date` (seconds since 1970), kept with the activity (A8).
     public let dismissalDate: Int64?
+    /// A start's `end_date`: the code of the end Islet sends itself then, and that end's expiry (A11).
+    public var scheduledEnd: (code: String, at: Date, expiresAt: Date)?
 
     public init(code: String, event: LiveActivityEvent, activityID: String, target: TargetSelection?, attributesType: String?,
                 name: String?, contentState: JSONObject, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, dueAt: Date,
@@ -537,7 +539,7 @@ public protocol MessageStore: Sendable {
     /// Stores update/end messages, all or none; refuses unknown and ended activities (U1).
     /// What was decided of each update: its priority by kind of device, the one asked or 5 past the activity's
     /// `budget` (A7), and when its activity started (A8). An update accepted within `pacing`'s interval of the
-    /// activity's last one waits for its turn (A9).
+    /// activity's last one waits for its turn (A9). One due later (`dueAt` after `date`) is held until then (A11).
     @discardableResult
     func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget, pacing: UpdatePacing,
                        at date: Date, validateOnly: Bool) throws -> [AcceptedUpdate]
@@ -590,6 +592,9 @@ public protocol MessageStore: Sendable {
 
     /// Cancels a start that has not fired; its scheduled activity goes with it.
     func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> CancelResult
+    /// A11: the held updates and ends that fell due join the queue, as if accepted now (up to `limit`); one
+    /// whose activity ended, or began a new session, since is recorded cancelled. How many were released.
+    func releaseScheduledUpdates(at date: Date, limit: Int, pacing: UpdatePacing) throws(StoreError) -> Int
     func messageDetails(code: String, in application: ApplicationCode) throws(StoreError) -> MessageDetails?
     func activity(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> ActivityRecord?
     /// Up to `limit` devices of the activity after device id `after`, in id order, with their last delivery.

@@ -43,6 +43,30 @@ struct LiveActivityRequestTests {
             try LiveActivityRequests.start(try reader(#"{"title": "T", "live_activity_id": "A", "devices": ["d"], "live_activity": {"content-state": {}, "attributes-type": "X", "attributes": {}, "relevance-score": 0}}"#), now: Date())
         }
     }
+
+    @Test func anUpdatesSendDateAndAStartsEndDate() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)   // 2027-01-15 08:00 UTC
+        let update = #"{"live_activity_id": "A", "live_activity": {"event": "update", "content-state": {}}, "send_date": "2027-01-15 09:30", "timezone": "Europe/Paris"}"#
+        #expect(try LiveActivityRequests.update(try reader(update), now: now).sendTime == .at(now.addingTimeInterval(30 * 60)), "09:30 in Paris is 08:30 UTC")
+        let plain = #"{"live_activity_id": "A", "live_activity": {"event": "end", "content-state": {}}}"#
+        #expect(try LiveActivityRequests.update(try reader(plain), now: now).sendTime == .now)
+        #expect(try LiveActivityRequests.update(try reader(plain), now: now).warnings.isEmpty)
+
+        func start(_ fields: String) throws -> StartNotification {
+            try LiveActivityRequests.start(try reader(#"{"title": "T", "live_activity": {"content-state": {}, "attributes-type": "T", "attributes": {}}, "live_activity_id": "A", "devices": ["d"]\#(fields)}"#), now: now)
+        }
+        #expect(try start(#", "end_date": "2027-01-15 16:00""#).endTime == now.addingTimeInterval(8 * 3600), "exactly 8 hours is allowed")
+        #expect(try start(#", "send_date": "2027-01-15 12:00", "end_date": "2027-01-15 19:00""#).endTime == now.addingTimeInterval(11 * 3600),
+                "8 hours from a scheduled start's own time")
+        #expect(try start("").endTime == nil)
+        #expect(throws: APIError.invalid("notifications[0].end_date", "2027-01-15 16:01 (UTC) is more than 8 hours after the start: iOS ends a Live Activity after 8 hours (A8)")) {
+            try start(#", "end_date": "2027-01-15 16:01""#)
+        }
+        #expect(throws: APIError.invalid("notifications[0].timezone", "unknown time zone 'Mars/Olympus' (use an IANA name such as Europe/Lisbon)")) {
+            try start(#", "end_date": "2027-01-15 09:00", "timezone": "Mars/Olympus""#)
+        }
+    }
+
 }
 
 @Suite("Joining an activity (D5), as a pure rule")

@@ -79,6 +79,8 @@ public final class IsletServer: Sendable {
         self.client = client
         let node = NodeInfo(id: configuration.node, host: ProcessInfo.processInfo.hostName, pid: Int(ProcessInfo.processInfo.processIdentifier),
                             version: IsletVersion.current)
+        var deliveryConfiguration = deliveryConfiguration
+        deliveryConfiguration.updatePacing = configuration.updatePacing
         let delivery = pushes.map {
             DeliveryService(messages: messages, devices: devices, applications: store, transport: $0, cluster: storage.cluster, node: node,
                             session: storage.nodeSession, configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock)

@@ -192,7 +192,8 @@ public final class DeliveryService: Sendable {
 
     /// A11: held updates and ends that fell due join the queue; true when some did.
     private func releaseScheduled() throws -> Bool {
-        let released = try messages.releaseScheduledUpdates(at: now(), limit: configuration.retryBatchSize, pacing: configuration.updatePacing)
+        // A few at a time: each holds the writers' turn while it joins the queue.
+        let released = try messages.releaseScheduledUpdates(at: now(), limit: 50, pacing: configuration.updatePacing)
         if released > 0 { kick() }
         return released > 0
     }

@@ -18,7 +18,10 @@ public enum DatabaseCopy {
         Table(name: "filters", key: nil), Table(name: "simulated_devices", key: nil), Table(name: "live_activity_schemas", key: nil),
         Table(name: "activities", key: ["id"]), Table(name: "messages", key: ["id"]), Table(name: "message_shards", key: ["message", "shard"]),
         Table(name: "deliveries", key: ["message", "device"]), Table(name: "activity_devices", key: ["activity", "device"]),
+        Table(name: "token_history", key: ["id"]), Table(name: "scheduled_updates", key: ["id"]),
     ]
+    /// What a node keeps of its own (its liveness, leases, the provider tokens it signed): not carried over.
+    static let notCopied: Set<String> = ["schema_migrations", "nodes", "leases", "provider_tokens"]
 
     /// Copies `source` into `destination`; `progress(table, copied, total)` is called as rows go in.
     /// Returns each table with its row count in the source and in the destination afterwards.

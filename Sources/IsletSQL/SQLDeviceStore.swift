@@ -220,8 +220,9 @@ public struct SQLDeviceStore: DeviceStore {
         let activity = try c.query("""
             INSERT INTO activities (application, activity_id, state, updated_at, started_at) VALUES (?1, ?2, 'active', ?3, ?3)
             ON CONFLICT (application, activity_id) DO UPDATE SET updated_at = excluded.updated_at,
-                -- A phone reports a token only for an activity it runs: one past its 8 hours (A8) has begun again there.
-                started_at = CASE WHEN activities.started_at IS NULL OR activities.started_at <= excluded.started_at - \(Int(ActivityLifetime.running))
+                -- An activity known only from phones' reports, past its 8 hours (A8), has begun again on the reporting one.
+                started_at = CASE WHEN (activities.started_at IS NULL OR activities.started_at <= excluded.started_at - \(Int(ActivityLifetime.running)))
+                                       AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.activity = activities.id AND m.event = 'start')
                                   THEN excluded.started_at ELSE activities.started_at END
             RETURNING id
             """, [.text(application.rawValue), .text(activityID), SQLValue.seconds(date)])[0]["id"]
@@ -260,7 +261,7 @@ public struct SQLDeviceStore: DeviceStore {
             """, [.int(message), .int(device), SQLValue.seconds(date), .int(now), .text(token), .int(now + Int64(CatchUpRule.lifetime * 1000))])
     }
 
-    /// A device keeps its last this many token changes (and the latest of each slot, however old).
+    /// A device keeps its last this many token changes (and its latest push and push-to-start tokens, however old).
     static let tokenHistoryKept = 50
 
     /// A10: keeps a token change in the device's history, only when it is one: a push-to-start or update
@@ -292,12 +293,13 @@ public struct SQLDeviceStore: DeviceStore {
         if added > 0 { try trimTokenHistory(device, c) }
     }
 
-    /// Keeps the device's last `tokenHistoryKept` entries, and each slot's latest whatever its age.
+    /// Keeps the device's last `tokenHistoryKept` entries, and the latest of its push and push-to-start
+    /// tokens whatever their age (a few slots; an update token's slot is an activity, one each).
     static func trimTokenHistory(_ device: Int64, _ c: any SQLConnection) throws(StoreError) {
         try c.run("""
             DELETE FROM token_history WHERE device = ?1
               AND id <= (SELECT id FROM token_history WHERE device = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)
-              AND id NOT IN (SELECT MAX(id) FROM token_history WHERE device = ?1 GROUP BY kind, slot)
+              AND id NOT IN (SELECT MAX(id) FROM token_history WHERE device = ?1 AND kind != 'update' GROUP BY kind, slot)
             """, [.int(device), .int(Int64(tokenHistoryKept))])
     }
 

@@ -90,14 +90,21 @@ public struct SQLMessageStore: MessageStore {
             for (index, message) in messages.enumerated() {
                 // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14),
                 // and the activity's priority-10 count is read and written by one transaction at a time (A7).
-                let existing = try lockedActivity(message.activityID, application, c)
+                var existing = try lockedActivity(message.activityID, application, c)
+                // A11: what was held for this activity and is due goes first, so a newer update never goes before it.
+                if let held = existing?.record.id,
+                   try release(try c.query(Self.selectHeld + " WHERE s.activity = ? AND s.due_at <= ? ORDER BY s.due_at, s.id",
+                                           [.int(held), Self.milliseconds(date)]), pacing: pacing, at: date, c) > 0 {
+                    existing = try lockedActivity(message.activityID, application, c)
+                }
                 if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
                     throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                 }
                 guard let (activity, log) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
                 if message.dueAt > date {
-                    // A11: held apart until due; then it joins the queue as if accepted at that time.
-                    try schedule(message, event: message.event, activity: activity.id, application: application, start: nil, at: date, c)
+                    // A11: held apart until due; then it joins the queue as if accepted at that time, in this session only.
+                    let start = try c.query("SELECT \(Self.currentStart(of: "?")) AS start", [.int(activity.id)])[0]["start"].int
+                    try schedule(message, event: message.event, activity: activity.id, application: application, start: start, at: date, c)
                     accepted.append(AcceptedUpdate(priority: BudgetedPriority(requested: message.priority), activityStartedAt: activity.startedAt,
                                                    dueAt: message.dueAt))
                 } else {
@@ -149,10 +156,11 @@ public struct SQLMessageStore: MessageStore {
         return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt)
     }
 
-    /// A11: an update, or a start's `end_date` end (`start` its start message), held until due.
+    /// A11: an update, or a start's `end_date` end (`message` is then the start), held until due; `start` is
+    /// the session's start message, so it fires in that session only.
     private func schedule(_ message: NewMessage, event: LiveActivityEvent, activity: Int64, application: ApplicationCode, start: Int64?,
                           at date: Date, _ c: any SQLConnection) throws(StoreError) {
-        let end = start != nil ? message.scheduledEnd : nil
+        let end = message.event == .start ? message.scheduledEnd : nil
         try c.run("""
             INSERT INTO scheduled_updates (code, application, activity, start, event, content_state, payload, priority, dismissal_date,
                                            due_at, expires_at, created_at)
@@ -172,50 +180,65 @@ public struct SQLMessageStore: MessageStore {
         }
         guard due else { return 0 }
         return try database.write { (c) throws(StoreError) -> Int in
-            var released = 0
-            var budgets: [String: UpdateBudget] = [:]
-            for row in try c.query("""
-                SELECT s.id, s.code, s.application, s.start, s.event, s.content_state, s.payload, s.priority, s.dismissal_date, s.due_at,
-                       s.expires_at, s.created_at, a.activity_id
-                FROM scheduled_updates s JOIN activities a ON a.id = s.activity
-                WHERE s.due_at <= ? ORDER BY s.due_at, s.id LIMIT ?
-                """, [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun) {
-                // Taken once, cluster-wide: another node that read it too deletes nothing and moves on.
-                guard try c.run("DELETE FROM scheduled_updates WHERE id = ?", [row["id"]]) == 1,
-                      let application = ApplicationCode(row["application"].text ?? "") else { continue }
-                let activityID = row["activity_id"].text ?? "", event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
-                guard let (activity, log) = try lockedActivity(activityID, application, c) else { continue }
-                let dueAt = Self.date(milliseconds: row["due_at"].int ?? 0)
-                var sameSession = true
-                if let start = row["start"].int {
-                    sameSession = try c.query("SELECT \(Self.currentStart(of: "?")) AS start", [.int(activity.id)])[0]["start"].int == start
-                }
-                let contentState = row["content_state"].text.flatMap { try? JSONParser.parse($0).objectValue } ?? activity.contentState ?? [:]
-                // An end_date's end shows the latest state, at its own time, without an alert.
-                let payload = row["payload"].blob
-                    ?? LiveActivityPayload.scheduledEnd(contentState: contentState, timestamp: Int64(dueAt.timeIntervalSince1970)).jsonBytes
-                let message = NewMessage(
-                    code: row["code"].text ?? "", event: event, activityID: activityID, target: nil, attributesType: nil, name: nil,
-                    contentState: contentState, payload: payload, fallbackPayload: nil, priority: Int(row["priority"].int ?? 5), dueAt: date,
-                    expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0), dismissalDate: row["dismissal_date"].int)
-                if !sameSession || ActivityRules.updateRefusal(activityID, state: activity.state) != nil {
-                    // Its activity ended, or began again, meanwhile: kept as cancelled, so its code still answers.
-                    let id = try insert(message, activity: activity.id, application: application, at: date, c)
-                    try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(id)])
-                } else {
-                    let key = application.rawValue
-                    if budgets[key] == nil {
-                        let app = try c.query("SELECT update_budget, frequent_update_budget FROM applications WHERE code = ?", [.text(key)]).first
-                        budgets[key] = SQLApplicationStore.budget(app?["update_budget"].int, app?["frequent_update_budget"].int)
-                    }
-                    _ = try enqueue(message, activity: activity, log: log, application: application, budget: budgets[key] ?? .standard,
-                                    pacing: pacing, at: date, c)
-                }
-                released += 1
-            }
+            let released = try release(try c.query(Self.selectHeld + " WHERE s.due_at <= ? ORDER BY s.due_at, s.id LIMIT ?",
+                                                   [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun), pacing: pacing, at: date, c)
             if released > 0 { try notifyNodes(c) }
             return released
         }
+    }
+
+    /// Held updates and ends (`scheduled_updates s` with its activity `a`), as `release` reads them.
+    static let selectHeld = """
+        SELECT s.id, s.code, s.application, s.start, s.event, s.content_state, s.payload, s.priority, s.dismissal_date, s.due_at,
+               s.expires_at, a.activity_id
+        FROM scheduled_updates s JOIN activities a ON a.id = s.activity
+        """
+
+    /// A11: held rows that fell due join the queue as if accepted at `date`, in a write transaction; one
+    /// whose session ended or was replaced meanwhile is kept as cancelled. How many left the hold.
+    private func release(_ rows: [SQLRow], pacing: UpdatePacing, at date: Date, _ c: any SQLConnection) throws(StoreError) -> Int {
+        var released = 0
+        var budgets: [String: UpdateBudget] = [:]
+        for row in rows {
+            guard let application = ApplicationCode(row["application"].text ?? "") else { continue }
+            let activityID = row["activity_id"].text ?? "", event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
+            guard let (activity, log) = try lockedActivity(activityID, application, c) else { continue }
+            var sameSession = true
+            if let start = row["start"].int {
+                sameSession = try c.query("SELECT \(Self.currentStart(of: "?")) AS start", [.int(activity.id)])[0]["start"].int == start
+            }
+            if sameSession && activity.state == .scheduled {
+                // Its start has not fired yet (workers busy, or the node was down): it waits a little longer, behind it.
+                try c.run("UPDATE scheduled_updates SET due_at = ? WHERE id = ?", [Self.milliseconds(date.addingTimeInterval(1)), row["id"]])
+                continue
+            }
+            // Writers take turns, so each row leaves the hold once, on one node.
+            guard try c.run("DELETE FROM scheduled_updates WHERE id = ?", [row["id"]]) == 1 else { continue }
+            let dueAt = Self.date(milliseconds: row["due_at"].int ?? 0)
+            let contentState = row["content_state"].text.flatMap { try? JSONParser.parse($0).objectValue } ?? activity.contentState ?? [:]
+            // An end_date's end shows the latest state, at its own time, without an alert.
+            let payload = row["payload"].blob
+                ?? LiveActivityPayload.scheduledEnd(contentState: contentState, timestamp: Int64(dueAt.timeIntervalSince1970)).jsonBytes
+            let message = NewMessage(
+                code: row["code"].text ?? "", event: event, activityID: activityID, target: nil, attributesType: nil, name: nil,
+                contentState: contentState, payload: payload, fallbackPayload: nil, priority: Int(row["priority"].int ?? 5), dueAt: date,
+                expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0), dismissalDate: row["dismissal_date"].int)
+            if !sameSession || ActivityRules.updateRefusal(activityID, state: activity.state) != nil {
+                // Its activity ended, or began again, meanwhile: kept as cancelled, so its code still answers.
+                let id = try insert(message, activity: activity.id, application: application, at: date, c)
+                try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(id)])
+            } else {
+                let key = application.rawValue
+                if budgets[key] == nil {
+                    let app = try c.query("SELECT update_budget, frequent_update_budget FROM applications WHERE code = ?", [.text(key)]).first
+                    budgets[key] = SQLApplicationStore.budget(app?["update_budget"].int, app?["frequent_update_budget"].int)
+                }
+                _ = try enqueue(message, activity: activity, log: log, application: application, budget: budgets[key] ?? .standard,
+                                pacing: pacing, at: date, c)
+            }
+            released += 1
+        }
+        return released
     }
 
     /// Wakes the other nodes when this transaction commits (PostgreSQL's NOTIFY; nothing on SQLite).

@@ -56,6 +56,10 @@ struct ScheduledUpdatesAPITests {
             ["send_date": "2027-01-15 09:00", "timezone": "Europe/Lisbon"]))]]))[0]
         try world.expectOK(try world.server("deleteMessage", ["message": .string(later)]))
         #expect(try details(world, later)?["status"] == "cancelled", "its code still answers")
+        #expect(try world.running.server.messages.releaseScheduledUpdates(at: .distantFuture, limit: 10, pacing: .off) == 0, "nothing is held any more")
+        // A dry run with a send_date holds nothing either.
+        try world.expectOK(try world.server("updateLiveActivity", ["dry_run": true, "notifications": [.object(updateNotification(["send_date": "2027-01-15 09:00"]))]]))
+        #expect(try world.running.server.messages.releaseScheduledUpdates(at: .distantFuture, limit: 10, pacing: .off) == 0)
         world.clock.advance(3600)
         let probe = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(
             activity: ["content-state": ["status": "probe", "estimatedTime": "1 min"]]))]]))[0]
@@ -101,6 +105,35 @@ struct ScheduledUpdatesAPITests {
         world.running.server.delivery?.kick()
         #expect(try eventually { try details(world, endCode)?["status"] == "cancelled" })
         #expect(aps(world).filter { $0["event"] == "end" }.count == 1, "only the app's own end")
+    }
+
+    @Test func aHeldEndOfAnActivityStartedAgainMeanwhileIsCancelled() throws {
+        let world = try LiveActivityWorld(clock: TestClock(Self.t0))
+        _ = try started(world)
+        let heldEnd = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(
+            ["send_date": "2027-01-15 10:00"], activity: ["content-state": ["status": "old session", "estimatedTime": "0 min"]], event: "end"))]]))[0]
+        _ = try world.waitUntilSent([try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(event: "end"))]]))[0]])
+        world.clock.advance(5400)   // 09:30: ORDER_1 again
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(["devices": ["first_third"]]))]])))
+        world.clock.advance(3600)   // 10:30, past the held end's 10:00
+        world.running.server.delivery?.kick()
+        var status: JSONValue?
+        #expect(try eventually { status = try details(world, heldEnd)?["status"]; return status == "cancelled" }, "\(String(describing: status))")
+        #expect(try world.running.server.messages.activity("ORDER_1", in: ApplicationCode(world.code)!)?.state == .active, "the new session runs on")
+    }
+
+    @Test func aHeldUpdateThatFellDueGoesBeforeANewerOneEvenIfNoWorkerReleasedItYet() throws {
+        let world = try LiveActivityWorld(clock: TestClock(Self.t0))
+        _ = try started(world)
+        let held = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(
+            ["send_date": "2027-01-15 08:05"], activity: ["content-state": ["status": "held", "estimatedTime": "5 min"]]))]]))[0]
+        // Due now, and the next update is accepted before any worker looked: the held one is queued first, then superseded.
+        world.clock.advance(5 * 60 + 1)
+        let newer = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(
+            activity: ["content-state": ["status": "newer", "estimatedTime": "4 min"]]))]]))[0]
+        #expect(try details(world, held)?["superseded_by"] == .string(newer))
+        _ = try world.waitUntilSent([newer])
+        #expect(try world.running.server.messages.activity("ORDER_1", in: ApplicationCode(world.code)!)?.contentState?["status"] == "newer")
     }
 
     @Test func badScheduleFieldsAreRefusedNamingTheField() throws {

@@ -90,17 +90,17 @@ public struct SQLMessageStore: MessageStore {
             for (index, message) in messages.enumerated() {
                 // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14),
                 // and the activity's priority-10 count is read and written by one transaction at a time (A7).
-                var existing = try lockedActivity(message.activityID, application, c)
+                var existing = try lockedActivity(message.activityID, application, heldDueBy: date, c)
                 // A11: what was held for this activity and is due goes first, so a newer update never goes before it.
-                if let held = existing?.record.id,
+                if let held = existing, held.heldDue,
                    try release(try c.query(Self.selectHeld + " WHERE s.activity = ? AND s.due_at <= ? ORDER BY s.due_at, s.id",
-                                           [.int(held), Self.milliseconds(date)]), pacing: pacing, at: date, c) > 0 {
+                                           [.int(held.record.id), Self.milliseconds(date)]), pacing: pacing, at: date, c) > 0 {
                     existing = try lockedActivity(message.activityID, application, c)
                 }
                 if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
                     throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                 }
-                guard let (activity, log) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
+                guard let (activity, log, _) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
                 if message.dueAt > date {
                     // A11: held apart until due; then it joins the queue as if accepted at that time, in this session only.
                     let start = try c.query("SELECT \(Self.currentStart(of: "?")) AS start", [.int(activity.id)])[0]["start"].int
@@ -202,7 +202,7 @@ public struct SQLMessageStore: MessageStore {
         for row in rows {
             guard let application = ApplicationCode(row["application"].text ?? "") else { continue }
             let activityID = row["activity_id"].text ?? "", event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
-            guard let (activity, log) = try lockedActivity(activityID, application, c) else { continue }
+            guard let (activity, log, _) = try lockedActivity(activityID, application, c) else { continue }
             var sameSession = true
             if let start = row["start"].int {
                 sameSession = try c.query("SELECT \(Self.currentStart(of: "?")) AS start", [.int(activity.id)])[0]["start"].int == start
@@ -942,18 +942,22 @@ public struct SQLMessageStore: MessageStore {
         try activityQuery(activityID, application, locking: locking, c).map(Self.activity)
     }
 
-    /// The activity locked to the commit, with its priority-10 updates of the last hour (A7).
-    private func lockedActivity(_ activityID: String, _ application: ApplicationCode,
-                                _ c: any SQLConnection) throws(StoreError) -> (record: ActivityRecord, log: PriorityTenLog)? {
-        try activityQuery(activityID, application, locking: true, c).map { (Self.activity($0), PriorityTenLog(json: $0["priority_ten_log"].text)) }
+    /// The activity locked to the commit, with its priority-10 updates of the last hour (A7), and with
+    /// `heldDueBy`, whether it has held updates due by then (A11), read in the same statement.
+    private func lockedActivity(_ activityID: String, _ application: ApplicationCode, heldDueBy: Date? = nil, _ c: any SQLConnection)
+        throws(StoreError) -> (record: ActivityRecord, log: PriorityTenLog, heldDue: Bool)? {
+        try activityQuery(activityID, application, locking: true, heldDueBy: heldDueBy, c).map {
+            (Self.activity($0), PriorityTenLog(json: $0["priority_ten_log"].text), heldDueBy != nil && $0["held_due"].bool)
+        }
     }
 
-    private func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool,
+    private func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil,
                                _ c: any SQLConnection) throws(StoreError) -> SQLRow? {
-        try c.query("""
-            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at FROM activities
-            WHERE application = ? AND activity_id = ? \(locking ? database.dialect.forUpdate : "")
-            """, [.text(application.rawValue), .text(activityID)]).first
+        let held = heldDueBy == nil ? "" : ", EXISTS (SELECT 1 FROM scheduled_updates s WHERE s.activity = activities.id AND s.due_at <= ?3) AS held_due"
+        return try c.query("""
+            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at\(held)
+            FROM activities WHERE application = ?1 AND activity_id = ?2 \(locking ? database.dialect.forUpdate : "")
+            """, [.text(application.rawValue), .text(activityID)] + (heldDueBy.map { [Self.milliseconds($0)] } ?? [])).first
     }
 
     static func activity(_ row: SQLRow) -> ActivityRecord {

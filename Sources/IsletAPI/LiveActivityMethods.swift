@@ -220,7 +220,7 @@ public struct LiveActivityMethods: Sendable {
         switch plan {
         case .skip(let reason):
             return ["hwid": .string(hwid), "skipped": .string(reason)]
-        case .push(let push):
+        case .push(let push), .held(let push, _, _):   // a dry run plans no pacing (A12)
             var headers = JSONObject()
             for header in push.headers { headers[header.name] = .string(header.value) }
             return [

@@ -40,6 +40,8 @@ public struct DeliveryConfiguration: Sendable {
     public var lease: Duration
     /// The least time between two updates of one activity (A9), for the held updates released when due (A11).
     public var updatePacing = UpdatePacing.standard
+    /// Push-to-start pushes a device gets in a minute (A12).
+    public var pushToStartPacing = PushToStartPacing.standard
 
     public init(workers: Int = 8, workersPerApplication: Int? = nil, batchSize: Int = 1000, retryBatchSize: Int = 500,
                 retry: RetryPolicy = RetryPolicy(), sendTimeout: Duration = .seconds(30), pipelineDepth: Int = 3,
@@ -72,6 +74,8 @@ public final class DeliveryService: Sendable {
     let transport: any PushTransport
     let configuration: DeliveryConfiguration
     let decisions: DeliveryDecisions
+    /// A12: push-to-start slots per device, for starts to named devices.
+    let pacer: PushToStartPacer
     let logger: Logger
     let now: @Sendable () -> Date
     /// Recorded outcomes, for `/metrics`.
@@ -111,6 +115,7 @@ public final class DeliveryService: Sendable {
         self.transport = transport
         self.configuration = configuration
         self.decisions = DeliveryDecisions(policy: configuration.retry, jitter: jitter)
+        self.pacer = PushToStartPacer(pacing: configuration.pushToStartPacing)
         self.logger = logger
         self.now = now
     }
@@ -502,8 +507,15 @@ public final class DeliveryService: Sendable {
         if job.event == .start, let target = job.target {
             // A shard stops at its last id: the rest of the page belongs to the next shard.
             let upTo = job.shard?.upTo ?? .max
-            return try devices.targets(target, in: job.application, attributesType: job.attributesType, afterID: cursor,
-                                       limit: limit).prefix { $0.id <= upTo }.map { ($0.id, planner.start($0)) }
+            let page = try devices.targets(target, in: job.application, attributesType: job.attributesType, afterID: cursor,
+                                           limit: limit).prefix { $0.id <= upTo }.map { ($0.id, planner.start($0)) }
+            if case .filter = target { return page }
+            // A12: starts to named devices keep each device under its push-to-start pace.
+            let at = now()
+            return page.map { device, plan in
+                guard case .push(let push) = plan, push.pushType == "liveactivity", let until = pacer.admit(device, now: at) else { return (device, plan) }
+                return (device, .held(push, until: until, reason: pacer.pacing.reason(until: until)))
+            }
         }
         return try messages.updateTargets(activity: job.activity, afterID: cursor, limit: limit)
             .map { ($0.device.id, planner.update($0)) }
@@ -525,6 +537,10 @@ public final class DeliveryService: Sendable {
             switch plan {
             case .skip(let reason):
                 skips.append(DeliveryRecord(device: device, pushType: nil, status: 0, reason: reason, apnsID: nil, attempts: 0))
+            case .held(let push, let until, let reason):
+                // A12: recorded as due at its slot; the due path sends it then, as the same request.
+                skips.append(DeliveryRecord(device: device, pushType: push.pushType, status: 0, reason: reason, apnsID: push.apnsID, attempts: 0,
+                                            state: .retrying, nextAttemptAt: until, token: push.deviceToken, priority: push.priority))
             case .push(let push):
                 pushes.append((device, push))
             }

@@ -1,3 +1,4 @@
+import Foundation
 import IsletCore
 import IsletCrypto
 import IsletStore
@@ -20,6 +21,8 @@ public enum SkipReason {
 public enum PlannedDelivery: Sendable, Equatable {
     case push(Push)
     case skip(reason: String)
+    /// A push-to-start held until the device's next slot (A12).
+    case held(Push, until: Date, reason: String)
 }
 
 /// Decides, per device, which push a message becomes (S7, U2) — for delivery and for dry runs alike.

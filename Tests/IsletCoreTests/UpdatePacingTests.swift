@@ -25,3 +25,19 @@ struct UpdatePacingTests {
         #expect(UpdatePacing.off.dueAt(now: now, previous: .init(dueAt: now, waiting: false)) == now)
     }
 }
+
+/// A12: the next push-to-start slot of a device, from its slots of the last minute.
+@Suite("Push-to-start pacing (A12)")
+struct PushToStartPacingTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func tenAMinuteThenEachSlotAMinuteAfterTheOneTenBack() {
+        let pacing = PushToStartPacing(perMinute: 3)
+        var slots: [Date] = []
+        for _ in 0..<7 { slots.append(pacing.nextSlot(after: slots, now: now)) }
+        #expect(slots.map { $0.timeIntervalSince(now) } == [0, 0, 0, 60, 60, 60, 120])
+        #expect(pacing.nextSlot(after: [now.addingTimeInterval(-61)], now: now) == now, "a slot older than a minute no longer counts")
+        #expect(PushToStartPacing(perMinute: 0).nextSlot(after: Array(repeating: now, count: 50), now: now) == now, "0: off")
+        #expect(PushToStartPacing.isPaced(pacing.reason(until: now)) && !PushToStartPacing.isPaced("TooManyRequests"))
+    }
+}

@@ -1,4 +1,6 @@
+import Foundation
 import Testing
+import IsletCore
 import IsletStore
 @testable import IsletDelivery
 
@@ -19,6 +21,9 @@ struct DeliveryMetricsTests {
         #expect(DeliveryMetrics.key(record(.retrying, status: 0, reason: "connection reset by peer 10.1.2.3")) == .init(result: .retrying, reason: "no answer"))
         #expect(DeliveryMetrics.key(record(.unconfirmed, status: 0, reason: nil)) == .init(result: .unconfirmed, reason: "no answer"))
         #expect(DeliveryMetrics.key(record(.failed, status: 400, reason: "SomethingNew")) == .init(result: .failed, reason: "other"))
+        // A push-to-start held for its slot (A12): one fixed word, not its text with a time in it.
+        let held = PushToStartPacing.standard.reason(until: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(DeliveryMetrics.key(record(.retrying, status: 0, reason: held)) == .init(result: .retrying, reason: "paced"))
     }
 
     @Test func countsAddUp() {

@@ -47,6 +47,9 @@ struct ServeCommand: CLICommand {
             OptionSpec(name: "--update-interval", valueName: "seconds",
                        help: "Least time between two updates of one activity; a burst in between goes as its latest state (A9). 0: every update at once.",
                        environment: "ISLET_UPDATE_INTERVAL", defaultValue: "1"),
+            OptionSpec(name: "--push-to-start-per-minute", valueName: "n",
+                       help: "Push-to-start pushes a device gets in a minute; more are held for the next free slot (A12). 0: no pacing.",
+                       environment: "ISLET_PUSH_TO_START_PER_MINUTE", defaultValue: "10"),
             OptionSpec(name: "--retention-days", valueName: "days|off",
                        help: "Keep finished messages and their delivery records this long.", environment: "ISLET_RETENTION_DAYS",
                        defaultValue: "30"),
@@ -103,6 +106,12 @@ struct ServeCommand: CLICommand {
                 throw CLIError.usage("--update-interval: '\(text)' is not a number of seconds from 0 to 60")
             }
             configuration.updatePacing = UpdatePacing(interval: seconds)
+        }
+        if let text = arguments.value("--push-to-start-per-minute") {
+            guard let count = Int(text), PushToStartPacing.allowed.contains(count) else {
+                throw CLIError.usage("--push-to-start-per-minute: '\(text)' is not a number from 0 to 1000")
+            }
+            configuration.pushToStartPacing = PushToStartPacing(perMinute: count)
         }
         if let text = arguments.value("--retention-days") {
             if text == "off" {

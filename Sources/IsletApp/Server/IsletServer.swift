@@ -81,6 +81,7 @@ public final class IsletServer: Sendable {
                             version: IsletVersion.current)
         var deliveryConfiguration = deliveryConfiguration
         deliveryConfiguration.updatePacing = configuration.updatePacing
+        deliveryConfiguration.pushToStartPacing = configuration.pushToStartPacing
         let delivery = pushes.map {
             DeliveryService(messages: messages, devices: devices, applications: store, transport: $0, cluster: storage.cluster, node: node,
                             session: storage.nodeSession, configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock)

@@ -74,6 +74,8 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var retention = RetentionPolicy()
     /// A9: the least time between two updates of one activity; a burst in between goes as its latest state.
     public var updatePacing = UpdatePacing.standard
+    /// A12: push-to-start pushes a device gets in a minute (starts to named devices).
+    public var pushToStartPacing = PushToStartPacing.standard
     /// D5: whether an activity begun on a phone may be defined by its first report.
     public var phoneStartedActivities = PhoneStartedActivities.allow
     /// Seals APNs keys at rest; nil stores them plain (a warning with Apple's APNs).
@@ -114,6 +116,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
             "master_key": masterKey.map { .string("fingerprint " + $0.fingerprint) } ?? .string("none"),
             "retention_days": retention.keep.map { .int(Int64($0.components.seconds / 86_400)) } ?? .string("off"),
             "update_interval_seconds": .double(updatePacing.interval),
+            "push_to_start_per_minute": .int(Int64(pushToStartPacing.perMinute)),
             "rate_limits": [
                 "device_per_address": .string(rateLimits.devicePerAddress?.description ?? "off"),
                 "device_per_token": .string(rateLimits.devicePerToken?.description ?? "off"),

@@ -79,7 +79,7 @@ public struct DeviceMethods: Sendable {
     var getDeviceHealth: APIMethod {
         APIMethod(name: "getDeviceHealth", access: .server, effect: .reads) { [store] call in
             let hwid = try Self.hwid(call.request)
-            guard let report = try store.deviceHealth(hwid: hwid, in: call.application.code, historyLimit: 50) else {
+            guard let report = try store.deviceHealth(hwid: hwid, in: call.application.code, historyLimit: DeviceHealth.historyKept) else {
                 throw Self.unknownDevice(hwid, call.application)
             }
             func time(_ date: Date) -> JSONValue { .string(date.formatted(.iso8601)) }

@@ -52,11 +52,7 @@ public struct LiveActivityMethods: Sendable {
                                                               ignoring: schema.attributes["pushwoosh"] == nil ? ["\(activity).attributes.pushwoosh"] : [])
                     schemaVersion = stored.version
                 }
-                let dueAt: Date
-                switch start.sendTime {
-                case .now: dueAt = now
-                case .at(let date): dueAt = date
-                }
+                let dueAt = start.sendTime.date(now: now)
                 // A fixed timestamp per message: a resend after a crash is harmless on the device (A4).
                 let timestamp = Int64(dueAt.timeIntervalSince1970)
                 let payload = LiveActivityPayload.start(start, timestamp: timestamp).jsonBytes
@@ -123,11 +119,7 @@ public struct LiveActivityMethods: Sendable {
                                                               path: "\(n.fieldPath("live_activity")).content-state")
                 }
                 // A11: one sent later carries its own send time, as a scheduled start does.
-                let dueAt: Date
-                switch update.sendTime {
-                case .now: dueAt = now
-                case .at(let date): dueAt = date
-                }
+                let dueAt = update.sendTime.date(now: now)
                 let payload = LiveActivityPayload.update(update, timestamp: Int64(dueAt.timeIntervalSince1970)).jsonBytes
                 try LiveActivityPayload.checkSize(payload, path: n.path)
                 accepted.append((NewMessage(

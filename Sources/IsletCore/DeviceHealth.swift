@@ -5,6 +5,8 @@ import Foundation
 public enum DeviceHealth {
     /// How long after APNs accepted a start the app should have reported the activity's update token.
     public static let confirmationWindow: TimeInterval = 300
+    /// Token changes a device keeps, and getDeviceHealth shows.
+    public static let historyKept = 50
     /// A push-to-start token not reported again for this long may have been replaced on the phone.
     public static let pushToStartTokenAge: TimeInterval = 30 * 86_400
 

@@ -22,6 +22,11 @@ public enum Targeting: Sendable, Equatable {
 public enum SendTime: Sendable, Equatable {
     case now
     case at(Date)
+
+    /// When it goes, asked at `now`.
+    public func date(now: Date) -> Date {
+        if case .at(let date) = self { date } else { now }
+    }
 }
 
 /// An alert carried by a push: `aps.alert` (S2, U6).
@@ -207,7 +212,7 @@ public enum LiveActivityRequests {
             activityID: activityID, name: try activity.string("title"), attributesType: attributesType,
             contentState: contentState, attributes: attributes, alert: alert, targeting: try targeting(n),
             sendTime: sendTime, priority: priority, relevanceScore: relevance, staleDate: try activity.date("stale-date"))
-        start.endTime = try endTime(n, startsAt: { if case .at(let date) = sendTime { date } else { now } }())
+        start.endTime = try endTime(n, startsAt: sendTime.date(now: now))
         start.warnings = warnings
         return start
     }

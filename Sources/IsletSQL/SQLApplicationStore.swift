@@ -179,6 +179,12 @@ public struct SQLApplicationStore: ApplicationStore {
             updateBudget: budget(row["update_budget"].int, row["frequent_update_budget"].int))
     }
 
+    /// An application's budget, read inside another store's transaction.
+    static func updateBudget(of application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> UpdateBudget {
+        let row = try c.query("SELECT update_budget, frequent_update_budget FROM applications WHERE code = ?", [.text(application.rawValue)]).first
+        return budget(row?["update_budget"].int, row?["frequent_update_budget"].int)
+    }
+
     /// An application's budget as stored; NULL is the default.
     static func budget(_ perHour: Int64?, _ frequentPerHour: Int64?) -> UpdateBudget {
         UpdateBudget(perHour: perHour.map { Int($0) } ?? UpdateBudget.standard.perHour,

@@ -242,7 +242,7 @@ public struct SQLDeviceStore: DeviceStore {
             WHERE device = ?1 AND state IN ('unconfirmed', 'retrying')
               AND message IN (SELECT id FROM messages WHERE activity = ?2 AND event = 'start')
             """, [.int(device), .int(activity)])
-        let start = try c.query("SELECT \(SQLMessageStore.currentStart(of: "?1")) AS start", [.int(activity)])[0]["start"].int ?? 0
+        let start = try SQLMessageStore.currentStart(activity, c) ?? 0
         guard let latest = try c.query("""
             SELECT id, state FROM messages WHERE activity = ? AND id > ? AND event IN ('update', 'end') AND state != 'cancelled'
             ORDER BY id DESC LIMIT 1
@@ -260,9 +260,6 @@ public struct SQLDeviceStore: DeviceStore {
                 token = excluded.token, catch_up = 1, reason = excluded.reason, expires_at = excluded.expires_at
             """, [.int(message), .int(device), SQLValue.seconds(date), .int(now), .text(token), .int(now + Int64(CatchUpRule.lifetime * 1000))])
     }
-
-    /// A device keeps its last this many token changes (and its latest push and push-to-start tokens, however old).
-    static let tokenHistoryKept = 50
 
     /// A10: keeps a token change in the device's history, only when it is one: a push-to-start or update
     /// token that differs from its slot's last entry (an app reports the same tokens at every launch); a
@@ -293,14 +290,14 @@ public struct SQLDeviceStore: DeviceStore {
         if added > 0 { try trimTokenHistory(device, c) }
     }
 
-    /// Keeps the device's last `tokenHistoryKept` entries, and the latest of its push and push-to-start
+    /// Keeps the device's last `DeviceHealth.historyKept` entries, and the latest of its push and push-to-start
     /// tokens whatever their age (a few slots; an update token's slot is an activity, one each).
     static func trimTokenHistory(_ device: Int64, _ c: any SQLConnection) throws(StoreError) {
         try c.run("""
             DELETE FROM token_history WHERE device = ?1
               AND id <= (SELECT id FROM token_history WHERE device = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)
               AND id NOT IN (SELECT MAX(id) FROM token_history WHERE device = ?1 AND kind != 'update' GROUP BY kind, slot)
-            """, [.int(device), .int(Int64(tokenHistoryKept))])
+            """, [.int(device), .int(Int64(DeviceHealth.historyKept))])
     }
 
     public func deviceHealth(hwid: String, in application: ApplicationCode, historyLimit: Int) throws(StoreError) -> DeviceHealthReport? {

@@ -103,7 +103,7 @@ public struct SQLMessageStore: MessageStore {
                 guard let (activity, log, _) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
                 if message.dueAt > date {
                     // A11: held apart until due; then it joins the queue as if accepted at that time, in this session only.
-                    let start = try c.query("SELECT \(Self.currentStart(of: "?")) AS start", [.int(activity.id)])[0]["start"].int
+                    let start = try Self.currentStart(activity.id, c)
                     try schedule(message, event: message.event, activity: activity.id, application: application, start: start, at: date, c)
                     accepted.append(AcceptedUpdate(priority: BudgetedPriority(requested: message.priority), activityStartedAt: activity.startedAt,
                                                    dueAt: message.dueAt))
@@ -198,14 +198,14 @@ public struct SQLMessageStore: MessageStore {
     /// whose session ended or was replaced meanwhile is kept as cancelled. How many left the hold.
     private func release(_ rows: [SQLRow], pacing: UpdatePacing, at date: Date, _ c: any SQLConnection) throws(StoreError) -> Int {
         var released = 0
-        var budgets: [String: UpdateBudget] = [:]
+        var budgets: [ApplicationCode: UpdateBudget] = [:]
         for row in rows {
             guard let application = ApplicationCode(row["application"].text ?? "") else { continue }
             let activityID = row["activity_id"].text ?? "", event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
             guard let (activity, log, _) = try lockedActivity(activityID, application, c) else { continue }
             var sameSession = true
             if let start = row["start"].int {
-                sameSession = try c.query("SELECT \(Self.currentStart(of: "?")) AS start", [.int(activity.id)])[0]["start"].int == start
+                sameSession = try Self.currentStart(activity.id, c) == start
             }
             if sameSession && activity.state == .scheduled {
                 // Its start has not fired yet (workers busy, or the node was down): it waits a little longer, behind it.
@@ -228,12 +228,8 @@ public struct SQLMessageStore: MessageStore {
                 let id = try insert(message, activity: activity.id, application: application, at: date, c)
                 try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(id)])
             } else {
-                let key = application.rawValue
-                if budgets[key] == nil {
-                    let app = try c.query("SELECT update_budget, frequent_update_budget FROM applications WHERE code = ?", [.text(key)]).first
-                    budgets[key] = SQLApplicationStore.budget(app?["update_budget"].int, app?["frequent_update_budget"].int)
-                }
-                _ = try enqueue(message, activity: activity, log: log, application: application, budget: budgets[key] ?? .standard,
+                if budgets[application] == nil { budgets[application] = try SQLApplicationStore.updateBudget(of: application, c) }
+                _ = try enqueue(message, activity: activity, log: log, application: application, budget: budgets[application] ?? .standard,
                                 pacing: pacing, at: date, c)
             }
             released += 1
@@ -451,6 +447,11 @@ public struct SQLMessageStore: MessageStore {
     /// D5 admits the devices it addressed, catch-up sends what came after it, retention keeps it.
     static func currentStart(of activity: String) -> String {
         "(SELECT MAX(id) FROM messages WHERE activity = \(activity) AND event = 'start' AND state != 'cancelled')"
+    }
+
+    /// The id of an activity's current start, read on its own; nil when it has none.
+    static func currentStart(_ activity: Int64, _ c: any SQLConnection) throws(StoreError) -> Int64? {
+        try c.query("SELECT \(currentStart(of: "?")) AS start", [.int(activity)])[0]["start"].int
     }
 
     static func date(milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
@@ -890,7 +891,7 @@ public struct SQLMessageStore: MessageStore {
                 code: code, event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activityID: row["activity_id"].text ?? "",
                 state: MessageState(rawValue: row["state"].text ?? "") ?? .pending,
                 createdAt: row["created_at"].date ?? Date(timeIntervalSince1970: 0),
-                dueAt: Date(timeIntervalSince1970: Double(row["due_at"].int ?? 0) / 1000),
+                dueAt: Self.date(milliseconds: row["due_at"].int ?? 0),
                 finishedAt: row["finished_at"].date,
                 targeted: targeted, sent: byState[.sent] ?? 0, failed: byState[.failed] ?? 0, skipped: skipped, reasons: reasons,
                 pending: byState.filter { ![.sent, .failed, .skipped].contains($0.key) }, nextAttemptAt: nextAt.map { Self.date(milliseconds: $0) },

@@ -122,20 +122,6 @@ struct ScheduledUpdatesAPITests {
         #expect(try world.running.server.messages.activity("ORDER_1", in: ApplicationCode(world.code)!)?.state == .active, "the new session runs on")
     }
 
-    @Test func aHeldUpdateThatFellDueGoesBeforeANewerOneEvenIfNoWorkerReleasedItYet() throws {
-        let world = try LiveActivityWorld(clock: TestClock(Self.t0))
-        _ = try started(world)
-        let held = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(
-            ["send_date": "2027-01-15 08:05"], activity: ["content-state": ["status": "held", "estimatedTime": "5 min"]]))]]))[0]
-        // Due now, and the next update is accepted before any worker looked: the held one is queued first, then superseded.
-        world.clock.advance(5 * 60 + 1)
-        let newer = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(
-            activity: ["content-state": ["status": "newer", "estimatedTime": "4 min"]]))]]))[0]
-        #expect(try details(world, held)?["superseded_by"] == .string(newer))
-        _ = try world.waitUntilSent([newer])
-        #expect(try world.running.server.messages.activity("ORDER_1", in: ApplicationCode(world.code)!)?.contentState?["status"] == "newer")
-    }
-
     @Test func badScheduleFieldsAreRefusedNamingTheField() throws {
         let world = try LiveActivityWorld(clock: TestClock(Self.t0))
         for (fields, message) in [

@@ -24,9 +24,10 @@ struct MessageStoreTests {
             }
         }
 
-        func message(_ code: String, _ event: LiveActivityEvent, _ activity: String, due: Date = now, target: TargetSelection? = nil) -> NewMessage {
+        func message(_ code: String, _ event: LiveActivityEvent, _ activity: String, due: Date = now, target: TargetSelection? = nil,
+                     step: Int64 = 1) -> NewMessage {
             NewMessage(code: code, event: event, activityID: activity, target: event == .start ? target ?? .devices(["h1", "h2", "h3"]) : nil,
-                       attributesType: event == .start ? "OrderAttributes" : nil, name: nil, contentState: ["step": .int(1)],
+                       attributesType: event == .start ? "OrderAttributes" : nil, name: nil, contentState: ["step": .int(step)],
                        payload: Array(#"{"aps":{}}"#.utf8), fallbackPayload: nil, priority: 10, dueAt: due)
         }
 
@@ -104,6 +105,28 @@ struct MessageStoreTests {
         #expect(job.code == "U2", "the superseded update is never claimed")
         let targets = try f.db.messages.updateTargets(activity: job.activity, afterID: 0, limit: 10)
         #expect(targets.count == 3 && targets.allSatisfy { $0.updateToken == nil && !$0.endedOnDevice })
+    }
+
+    /// A11, without a delivery service (so no worker can release it first): an update held until a time that
+    /// has come is queued before a newer update of its activity, which then supersedes it, so the activity's
+    /// state is never overtaken by an older one.
+    @Test(arguments: Engine.allCases) func aHeldUpdateThatFellDueIsQueuedBeforeANewerOne(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        try f.db.messages.acceptStarts([f.message("ST", .start, "ORDER_H")], in: shop, at: now, validateOnly: false)
+        try f.deliver(try #require(try f.claim()))
+        try f.db.messages.acceptUpdates([f.message("HELD", .update, "ORDER_H", due: now.addingTimeInterval(300), step: 2)], in: shop, at: now,
+                                        validateOnly: false)
+        #expect(try f.db.messages.messageDetails(code: "HELD", in: shop)?.state == .pending, "held, not queued")
+        #expect(try f.db.messages.activity("ORDER_H", in: shop)?.contentState?["step"] == .int(1), "a held update changes nothing yet")
+
+        let later = now.addingTimeInterval(301)
+        try f.db.messages.acceptUpdates([f.message("NEWER", .update, "ORDER_H", due: later, step: 3)], in: shop, pacing: .standard, at: later,
+                                        validateOnly: false)
+        #expect(try f.db.messages.messageDetails(code: "HELD", in: shop)?.supersededBy == "NEWER", "queued first, then superseded")
+        #expect(try f.db.messages.activity("ORDER_H", in: shop)?.contentState?["step"] == .int(3))
+        #expect(try f.db.messages.releaseScheduledUpdates(at: .distantFuture, limit: 10, pacing: .off) == 0, "nothing left held")
+        let job = try #require(try f.claim(at: later))
+        #expect(job.code == "NEWER", "the newer one takes the held one's turn, now")
     }
 
     /// Issue 18: small messages are claimed many at a time, yet one activity's messages still go one after another.

@@ -8,14 +8,22 @@ public struct HTTPRequest: Sendable {
     public let body: [UInt8]
     /// The peer's IP address as text ("" when unknown).
     public let clientAddress: String
+    /// The query string's arguments, percent-decoded, in order.
+    public let query: [(name: String, value: String)]
 
     public init(method: String, path: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-                clientAddress: String = "") {
+                clientAddress: String = "", query: [(name: String, value: String)] = []) {
         self.method = method
         self.path = path
         self.headers = headers.map { (name: $0.name.lowercased(), value: $0.value) }
         self.body = body
         self.clientAddress = clientAddress
+        self.query = query
+    }
+
+    /// The first value of a query argument, by exact name.
+    public func queryValue(_ name: String) -> String? {
+        query.first(where: { $0.name == name })?.value
     }
 
     /// The first value of a header, by case-insensitive name.

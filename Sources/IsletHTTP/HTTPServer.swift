@@ -265,6 +265,7 @@ final class RequestState {
     let method: String
     let path: String
     var headers: [(name: String, value: String)] = []
+    var query: [(name: String, value: String)] = []
     var body: [UInt8] = []
     var tooLarge = false
     var clientAddress = ""
@@ -277,7 +278,7 @@ final class RequestState {
     }
 
     var request: HTTPRequest {
-        HTTPRequest(method: method, path: path, headers: headers, body: tooLarge ? [] : body, clientAddress: clientAddress)
+        HTTPRequest(method: method, path: path, headers: headers, body: tooLarge ? [] : body, clientAddress: clientAddress, query: query)
     }
 }
 
@@ -285,6 +286,13 @@ private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
     guard let cls, let key else { return .YES }
     let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
     state.headers.append((name: String(cString: key).lowercased(), value: value.map { String(cString: $0) } ?? ""))
+    return .YES
+}
+
+private let collectQueryArgument: MHD_KeyValueIterator = { cls, _, key, value in
+    guard let cls, let key else { return .YES }
+    let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
+    state.query.append((name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
     return .YES
 }
 
@@ -305,7 +313,8 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
 
     guard let existing = requestContext.pointee else {
-        // First call: headers are in, the body is not.
+        // First call: headers are in, the body is not. libmicrohttpd has cut the query string from `url`
+        // and parsed it into GET arguments.
         let rawPath = url.map { String(cString: $0) } ?? "/"
         let path = rawPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? rawPath
         let state = RequestState(method: method.map { String(cString: $0) } ?? "GET", path: path)
@@ -313,6 +322,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         requestContext.pointee = unmanaged.toOpaque()
         context.inFlight.add(1, ordering: .acquiringAndReleasing)
         MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, unmanaged.toOpaque())
+        MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectQueryArgument, unmanaged.toOpaque())
         var address = [CChar](repeating: 0, count: 64)
         islet_mhd_client_address(connection, &address, address.count)
         state.clientAddress = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

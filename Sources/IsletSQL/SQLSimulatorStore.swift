@@ -22,6 +22,13 @@ public struct SQLSimulatorStore: SimulatorStore {
         }
     }
 
+    public func simulatedDevices(of application: ApplicationCode, after: String?, limit: Int) throws(StoreError) -> [(hwid: String, state: String)] {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT hwid, state FROM simulated_devices WHERE application = ? AND hwid > ? ORDER BY hwid LIMIT ?",
+                        [.text(application.rawValue), .text(after ?? ""), .int(Int64(limit))]).map { ($0["hwid"].text ?? "", $0["state"].text ?? "") }
+        }
+    }
+
     public func saveSimulatedDevice(application: ApplicationCode, hwid: String, state: String) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             try c.run("""

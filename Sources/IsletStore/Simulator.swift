@@ -5,5 +5,7 @@ import IsletCore
 public protocol SimulatorStore: Sendable {
     func simulatedDevices() throws(StoreError) -> [(application: ApplicationCode, hwid: String, state: String)]
     func simulatedDevice(application: ApplicationCode, hwid: String) throws(StoreError) -> String?
+    /// One application's devices in HWID order, at most `limit` after the HWID `after`.
+    func simulatedDevices(of application: ApplicationCode, after: String?, limit: Int) throws(StoreError) -> [(hwid: String, state: String)]
     func saveSimulatedDevice(application: ApplicationCode, hwid: String, state: String) throws(StoreError)
 }

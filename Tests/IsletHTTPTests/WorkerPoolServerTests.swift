@@ -118,6 +118,30 @@ struct WorkerPoolServerTests {
     }
 }
 
+/// The query string reaches handlers as arguments, percent-decoded, apart from the path.
+@Suite("HTTP server: query strings")
+struct QueryStringTests {
+    struct EchoQuery: HTTPHandler {
+        func execution(for request: HTTPRequest) -> HTTPExecution { .connectionThread }
+        func handle(_ request: HTTPRequest) -> HTTPResponse {
+            let text = ([request.path] + request.query.map { "\($0.name)=\($0.value)" }).joined(separator: "|")
+            return HTTPResponse(status: 200, body: Array(text.utf8))
+        }
+        func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse { HTTPResponse(status: 413) }
+    }
+
+    @Test func argumentsArriveDecodedAndInOrder() throws {
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1, workerThreads: 1), handler: EchoQuery())
+        try server.start()
+        defer { server.shutdown(gracePeriod: .seconds(1)) }
+        #expect(try RawHTTPClient.send("GET", "/list?limit=2&cursor=a%20b%26c&cursor=second", port: server.port).body
+                == "/list|limit=2|cursor=a b&c|cursor=second")
+        #expect(try RawHTTPClient.send("GET", "/list?%E6%97%A5=%27%3B--", port: server.port).body == "/list|日=';--")
+        #expect(try RawHTTPClient.send("GET", "/list", port: server.port).body == "/list")
+        #expect(try RawHTTPClient.send("GET", "/list?flag", port: server.port).body == "/list|flag=")
+    }
+}
+
 /// A minimal HTTP/1.1 client on a plain socket, sharing nothing with the server's code.
 enum RawHTTPClient {
     struct Response: CustomStringConvertible {

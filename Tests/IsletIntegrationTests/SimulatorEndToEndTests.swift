@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import IsletCore
 import IsletStore
+import IsletTestPeers
 
 /// Islet end to end against its built-in simulator: the reference flow (start via filter → update → end)
 /// and what each simulated lock screen shows (issue 6).
@@ -88,5 +89,40 @@ struct SimulatorRoutesTenancyTests {
         // The path is decoded once: a % in a HWID is found as written.
         _ = try request(running.port, "/simulator/devices", body: #"{"hwid":"x%41"}"#, headers: ["Authorization": "Token SECRET_API_TOKEN"])
         #expect(try get("/simulator/devices/x%2541", token: "SECRET_API_TOKEN").status == 200)
+    }
+
+    /// Issue 12: the list of simulated phones comes in pages (`limit`, `cursor`, `next_cursor`), never cut.
+    @Test func theListOfSimulatedPhonesIsPaged() throws {
+        let running = try RunningServer(demo: false)
+        let other = try running.admin().create(name: "Other", bundleID: "com.example.other")
+        let token = other.apiToken.secret
+        let hwids = (0..<7).map { "phone-\($0)" } + ["it's", "日本"]
+        var random = SeededRandom(seed: 7)
+        for hwid in hwids.shuffled(using: &random) {
+            #expect(try request(running.port, "/simulator/devices", body: #"{"hwid":"\#(hwid)"}"#, headers: ["Authorization": "Token \(token)"]).status == 200)
+        }
+        func get(_ query: String) throws -> RawHTTPResponse {
+            try request(running.port, method: "GET", "/simulator/devices\(query)", headers: ["Authorization": "Token \(token)"])
+        }
+        var seen: [String] = []
+        var cursor: String?
+        var pages = 0
+        repeat {
+            let query = "?limit=4" + (cursor.map { "&cursor=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)" } ?? "")
+            let answer = try #require(try get(query).json?.objectValue)
+            let devices = answer["devices"]?.arrayValue ?? []
+            #expect(devices.count <= 4)
+            seen += devices.compactMap { $0.objectValue?["hwid"]?.stringValue }
+            cursor = answer["next_cursor"]?.stringValue
+            pages += 1
+        } while cursor != nil && pages < 10
+        #expect(seen == hwids.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }, "every phone once, in HWID order")
+        #expect(pages == 3)
+        let whole = try #require(try get("").json?.objectValue)
+        #expect(whole["devices"]?.arrayValue?.count == hwids.count && whole["next_cursor"] == .null, "one page of up to 1,000 by default")
+        for bad in ["?limit=0", "?limit=1001", "?limit=ten", "?limit="] {
+            let refused = try get(bad)
+            #expect(refused.status == 400 && refused.message == "limit: must be an integer from 1 to 1000", "\(bad): \(refused.message ?? "")")
+        }
     }
 }

@@ -79,6 +79,11 @@ struct SimulatorWiring: Sendable {
             .compactMap { Self.decode($0.state) }
     }
 
+    /// A page of one application's simulated devices, in HWID order after `after`.
+    func devices(of application: ApplicationCode, after: String?, limit: Int) throws -> [SimulatedDevice] {
+        try simulated.simulatedDevices(of: application, after: after, limit: limit).compactMap { Self.decode($0.state) }
+    }
+
     /// One application's simulated device, read alone.
     func device(_ hwid: String, of application: ApplicationCode) throws -> SimulatedDevice? {
         try simulated.simulatedDevice(application: application, hwid: hwid).flatMap(Self.decode)
@@ -119,7 +124,9 @@ struct SimulatorRoutes: Sendable {
                 refused.headers.append(("Allow", "GET, POST"))
                 return refused
             }
-            return APIRouter.json(["devices": .array(wiring.allDevices(of: application).map { $0.json(now: now, withLog: false) })], status: 200)
+            let paging = try ListPaging(query: request.query, method: "GET /simulator/devices")
+            let (devices, nextCursor) = paging.page(try wiring.devices(of: application, after: paging.cursor, limit: paging.fetch)) { $0.hwid }
+            return APIRouter.json(["devices": .array(devices.map { $0.json(now: now, withLog: false) }), "next_cursor": nextCursor], status: 200)
         }
         let hwid = String(rest.dropFirst())   // libmicrohttpd has already decoded the path once
         guard request.method == "GET" else {

@@ -99,12 +99,17 @@ public struct DeviceMethods: Sendable {
                     ["kind": .string(change.kind.rawValue), "slot": .string(change.slot), "removed": .bool(change.token == nil),
                      "token_suffix": change.token.map { .string(String($0.suffix(8))) } ?? .null, "at": time(change.at)]
                 }),
-                "flags": .array(DeviceHealth.flags(report.facts, now: call.receivedAt).map { flag in
-                    ["code": .string(flag.code.rawValue), "message": .string(flag.message),
-                     "live_activity_id": flag.activityID.map { .string($0) } ?? .null]
-                }),
+                "flags": Self.flags(report.facts, now: call.receivedAt),
             ]]
         }
+    }
+
+    /// A device's health flags (A10) as getDeviceHealth and getLiveActivity show them.
+    static func flags(_ facts: DeviceHealth.Facts, now: Date) -> JSONValue {
+        .array(DeviceHealth.flags(facts, now: now).map { flag in
+            ["code": .string(flag.code.rawValue), "message": .string(flag.message),
+             "live_activity_id": flag.activityID.map { .string($0) } ?? .null]
+        })
     }
 
     /// `getTags` (D2) → `{"result": {tags}}`, built-in tags included.

@@ -305,6 +305,7 @@ public struct LiveActivityMethods: Sendable {
                         "last_message": device.lastMessage.map { .string($0) } ?? .null,
                         "last_delivery": device.lastState.map { .string($0.rawValue) } ?? .null,
                         "caught_up": .bool(device.caughtUp),
+                        "flags": DeviceMethods.flags(device.health, now: call.receivedAt),
                     ]
                 }),
                 "device_count": .int(Int64(try messages.activityDeviceCount(activity: activity.id))),

@@ -909,12 +909,22 @@ public struct SQLMessageStore: MessageStore {
         // Each device's latest delivery of this activity through deliveries_by_device: a page costs the same
         // however many devices and messages the activity has.
         try database.withConnection { (c) throws(StoreError) in
+            // For the health flags (A10): when APNs accepted the device's start of the current session, the app's
+            // first report of an update token since that start was accepted by Islet, and when the device's push
+            // token or gateway last changed (a BadDeviceToken before that is no longer news).
             try c.query("""
-                SELECT d.id, d.hwid, ad.state, dl.status, dl.reason, m.code, dl.state AS delivery_state, dl.catch_up, a.state AS activity_state
+                SELECT d.id, d.hwid, d.sandbox, ad.state, dl.status, dl.reason, dl.at, m.code, dl.state AS delivery_state, dl.catch_up,
+                       a.state AS activity_state, a.activity_id,
+                       s.at AS start_accepted_at,
+                       (SELECT MAX(h.at) FROM token_history h WHERE h.device = ad.device AND h.kind = 'push') AS push_token_changed_at,
+                       (SELECT MIN(h.at) FROM token_history h WHERE h.device = ad.device AND h.kind = 'update' AND h.slot = a.activity_id
+                                                                AND h.token IS NOT NULL AND h.at >= sm.created_at) AS token_reported_at
                 FROM activity_devices ad JOIN devices d ON d.id = ad.device JOIN activities a ON a.id = ad.activity
                 LEFT JOIN deliveries dl ON dl.device = ad.device AND dl.message = (
                     SELECT MAX(x.message) FROM deliveries x JOIN messages y ON y.id = x.message WHERE x.device = ad.device AND y.activity = ?1)
                 LEFT JOIN messages m ON m.id = dl.message
+                LEFT JOIN messages sm ON sm.id = (SELECT MAX(y.id) FROM messages y WHERE y.activity = ?1 AND y.event = 'start')
+                LEFT JOIN deliveries s ON s.device = ad.device AND s.message = sm.id AND s.push_type = 'liveactivity' AND s.state = 'sent'
                 WHERE ad.activity = ?1 AND ad.device > ?2 ORDER BY ad.device LIMIT ?3
                 """, [.int(activity), .int(after), .int(Int64(limit))]).map { row in
                 // After the end, a device where it ran shows "ended", not "active".
@@ -924,6 +934,13 @@ public struct SQLMessageStore: MessageStore {
                                             lastReason: row["reason"].text, lastMessage: row["code"].text,
                                             lastState: row["delivery_state"].text.flatMap(DeliveryState.init(rawValue:)), caughtUp: row["catch_up"].bool)
                 device.id = row["id"].int ?? 0
+                device.health = DeviceHealth.Facts(
+                    gateway: row["sandbox"].bool ? .sandbox : .production,
+                    starts: row["start_accepted_at"].date.map {
+                        [DeviceHealth.Start(activityID: row["activity_id"].text ?? "", acceptedAt: $0, tokenReportedAt: row["token_reported_at"].date)]
+                    } ?? [],
+                    rejections: row["reason"].text == "BadDeviceToken" && (row["at"].int ?? 0) >= (row["push_token_changed_at"].int ?? 0)
+                        ? [DeviceHealth.Rejection(reason: "BadDeviceToken", at: row["at"].date ?? .distantPast)] : [])
                 return device
             }
         }

@@ -482,6 +482,9 @@ public struct ActivityDevice: Sendable, Equatable {
     public let lastState: DeliveryState?
     /// That push caught the device up after a late token.
     public let caughtUp: Bool
+    /// What the device's health flags for this activity are decided from (A10): its start, if APNs accepted
+    /// one, and the last push's `BadDeviceToken`.
+    public var health = DeviceHealth.Facts(gateway: .production)
 
     public init(hwid: String, state: String, lastStatus: Int?, lastReason: String?, lastMessage: String?, lastState: DeliveryState? = nil,
                 caughtUp: Bool = false) {

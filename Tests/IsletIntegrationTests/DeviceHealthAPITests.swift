@@ -18,14 +18,23 @@ struct DeviceHealthAPITests {
         (device["flags"]?.arrayValue ?? []).compactMap { $0.objectValue?["code"]?.stringValue }
     }
 
+    /// The flags getLiveActivity shows for each device of the activity, by HWID.
+    func activityFlags(_ world: LiveActivityWorld, _ activity: String) throws -> [String: [String]] {
+        let answer = try world.expectOK(try world.server("getLiveActivity", ["live_activity_id": .string(activity)]))
+        let devices = (answer["live_activity"]?.objectValue?["devices"]?.arrayValue ?? []).compactMap(\.objectValue)
+        return Dictionary(uniqueKeysWithValues: devices.map { ($0["hwid"]?.stringValue ?? "", codes($0)) })
+    }
+
     @Test func aStartThePhoneNeverConfirmedIsFlaggedAfterFiveMinutes() throws {
         let world = try LiveActivityWorld()
         _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]])))
         try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
         #expect(codes(try health(world, "second_device")).isEmpty, "within the window: no flag yet")
+        #expect(try activityFlags(world, "ORDER_1") == ["first_third": [], "second_device": []])
         world.clock.advance(DeviceHealth.confirmationWindow + 1)
         let unconfirmed = try health(world, "second_device")
         #expect(codes(unconfirmed) == ["start_not_confirmed"])
+        #expect(try activityFlags(world, "ORDER_1") == ["first_third": [], "second_device": ["start_not_confirmed"]], "getLiveActivity flags it too")
         #expect(unconfirmed["flags"]?.arrayValue?.first?.objectValue?["live_activity_id"] == "ORDER_1")
         #expect(codes(try health(world, "first_third")).isEmpty, "its app reported the update token")
         // Once the activity ends there (its token reported gone), its start is still a confirmed one.
@@ -79,5 +88,26 @@ struct DeviceHealthAPITests {
         try world.expectOK(call(world.running.port, "registerDevice", ["application": .string(world.code), "hwid": "first_third",
                                                                         "push_token": .string(LiveActivityWorld.hex("a1", 32)), "gateway": "sandbox"], token: world.auth))
         #expect(codes(try health(world, "first_third")).isEmpty)
+    }
+
+    /// getLiveActivity shows each device's flags about the activity: an update token APNs refuses as foreign
+    /// to its environment, until the device registers again with the other gateway.
+    @Test func getLiveActivityFlagsAnUpdateTokenOfTheOtherEnvironment() throws {
+        let developmentToken = LiveActivityWorld.hex("d7", 40)
+        let transport = RecordingTransport { push, _ in
+            push.deviceToken == developmentToken ? PushOutcome(status: 400, reason: "BadDeviceToken") : .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]])))
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
+        try world.reportUpdateToken("second_device", activity: "ORDER_1", token: developmentToken)
+        #expect(try activityFlags(world, "ORDER_1") == ["first_third": [], "second_device": []])
+        world.nextUpdateTurn()
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification())]])))
+        #expect(try activityFlags(world, "ORDER_1") == ["first_third": [], "second_device": ["environment_mismatch"]])
+        world.clock.advance(1)
+        try world.expectOK(call(world.running.port, "registerDevice", ["application": .string(world.code), "hwid": "second_device",
+                                                                        "push_token": .string(LiveActivityWorld.hex("a2", 32)), "gateway": "sandbox"], token: world.auth))
+        #expect(try activityFlags(world, "ORDER_1") == ["first_third": [], "second_device": []], "registered for sandbox: mended")
     }
 }

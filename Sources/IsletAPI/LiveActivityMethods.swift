@@ -67,6 +67,7 @@ public struct LiveActivityMethods: Sendable {
                     expiresAt: dueAt.addingTimeInterval(pushLifetime))
                 // A11: the end Islet sends itself at end_date, with its own code (deleteMessage takes it back).
                 message.scheduledEnd = start.endTime.map { (MessageCode.random(), $0, $0.addingTimeInterval(pushLifetime)) }
+                message.renew = start.renew
                 accepted.append((message, n.path))
             }
             try Self.refuseRepeatedIDs(accepted)
@@ -297,6 +298,7 @@ public struct LiveActivityMethods: Sendable {
                 "dismiss_at": ActivityLifetime.leavesLockScreen(startedAt: activity.startedAt, dismissAt: activity.dismissAt,
                                                                 ended: activity.state == .ended, now: call.receivedAt)
                     .map { .string($0.formatted(.iso8601)) } ?? .null,
+                "renews_at": try messages.renewal(ofActivity: activity.id).map { .string($0.formatted(.iso8601)) } ?? .null,
                 "devices": .array(devices.map { device in
                     [
                         "hwid": .string(device.hwid), "state": .string(device.state),

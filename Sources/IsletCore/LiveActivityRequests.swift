@@ -73,6 +73,8 @@ public struct StartNotification: Sendable, Equatable {
     public var staleDate: Int64? = nil
     /// `end_date`: when Islet sends the activity's end itself, with its latest content-state (A11).
     public var endTime: Date? = nil
+    /// `renew`: Islet starts the activity again shortly before iOS ends it at 8 hours (A8).
+    public var renew = false
     /// Fields ignored or read leniently, named for the answer's `warnings`.
     public var warnings: [String] = []
 }
@@ -120,7 +122,7 @@ public enum LiveActivityRequests {
 
     /// Fields a notification may carry, and those of its `live_activity`; anything else is named in a warning.
     static let startFields = ["live_activity", "live_activity_id", "title", "content", "filter", "filter_code", "devices", "users",
-                              "send_date", "end_date", "timezone", "apns_priority", "dry_run"]
+                              "send_date", "end_date", "renew", "timezone", "apns_priority", "dry_run"]
     static let startActivityFields = ["event", "title", "content-state", "attributes-type", "attributes", "relevance-score", "stale-date"]
     static let updateFields = ["live_activity", "live_activity_id", "title", "subtitle", "content", "ios_sound", "apns_priority", "dry_run",
                                "send_date", "timezone"]
@@ -213,6 +215,7 @@ public enum LiveActivityRequests {
             contentState: contentState, attributes: attributes, alert: alert, targeting: try targeting(n),
             sendTime: sendTime, priority: priority, relevanceScore: relevance, staleDate: try activity.date("stale-date"))
         start.endTime = try endTime(n, startsAt: sendTime.date(now: now))
+        start.renew = try n.bool("renew") ?? false
         start.warnings = warnings
         return start
     }

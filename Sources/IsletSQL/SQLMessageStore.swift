@@ -31,12 +31,8 @@ public struct SQLMessageStore: MessageStore {
                     if let refusal = ActivityRules.startRefusal(message.activityID, facts: facts) {
                         throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                     }
-                    // A new session of an ended id: the old session's devices and update tokens are gone with it.
-                    try c.run("""
-                        UPDATE activity_tokens SET token = NULL, updated_at = ?
-                        WHERE activity_id = ? AND device IN (SELECT device FROM activity_devices WHERE activity = ?)
-                        """, [SQLValue.seconds(date), .text(message.activityID), .int(existing.id)])
-                    try c.run("DELETE FROM activity_devices WHERE activity = ?", [.int(existing.id)])
+                    try Self.endSession(existing, at: date, c)
+                    if !message.renew { try c.run("DELETE FROM activity_renewals WHERE activity = ?", [.int(existing.id)]) }
                     try c.run("""
                         UPDATE activities SET state = ?, attributes_type = ?, name = ?, content_state = ?, updated_at = ?, schema_version = ?,
                             priority_ten_log = NULL, started_at = ?, dismiss_at = NULL
@@ -59,9 +55,29 @@ public struct SQLMessageStore: MessageStore {
                 if message.scheduledEnd != nil {
                     try schedule(message, event: .end, activity: activity, application: application, start: start, at: date, c)
                 }
+                if message.renew {
+                    try scheduleRenewal(activity: activity, start: start, startsAt: message.dueAt, c)
+                }
             }
             try notifyNodes(c)
         }
+    }
+
+    /// A new session of an ended id: the old session's devices and update tokens are gone with it.
+    private static func endSession(_ activity: ActivityRecord, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        try c.run("""
+            UPDATE activity_tokens SET token = NULL, updated_at = ?
+            WHERE activity_id = ? AND device IN (SELECT device FROM activity_devices WHERE activity = ?)
+            """, [SQLValue.seconds(date), .text(activity.activityID), .int(activity.id)])
+        try c.run("DELETE FROM activity_devices WHERE activity = ?", [.int(activity.id)])
+    }
+
+    /// A8: the session whose start is `start` is renewed shortly before its 8 hours.
+    private func scheduleRenewal(activity: Int64, start: Int64, startsAt: Date, _ c: any SQLConnection) throws(StoreError) {
+        try c.run("""
+            INSERT INTO activity_renewals (activity, start, end_message, due_at) VALUES (?, ?, NULL, ?)
+            ON CONFLICT (activity) DO UPDATE SET start = excluded.start, end_message = NULL, due_at = excluded.due_at
+            """, [.int(activity), .int(start), Self.milliseconds(ActivityRenewal.dueAt(startedAt: startsAt))])
     }
 
     /// Latest state wins (issue 10): older updates of the activity not yet sent are dropped, and a
@@ -176,12 +192,18 @@ public struct SQLMessageStore: MessageStore {
     public func releaseScheduledUpdates(at date: Date, limit: Int, pacing: UpdatePacing) throws(StoreError) -> Int {
         // A read first: idle workers look often, and most looks find nothing to write.
         let due = try database.withConnection { (c) throws(StoreError) in
-            try !c.query("SELECT 1 FROM scheduled_updates WHERE due_at <= ? LIMIT 1", [Self.milliseconds(date)], planning: .eachRun).isEmpty
+            try !c.query("""
+                SELECT 1 FROM scheduled_updates WHERE due_at <= ?1 UNION ALL SELECT 1 FROM activity_renewals WHERE due_at <= ?1 LIMIT 1
+                """, [Self.milliseconds(date)], planning: .eachRun).isEmpty
         }
         guard due else { return 0 }
         return try database.write { (c) throws(StoreError) -> Int in
             let released = try release(try c.query(Self.selectHeld + " WHERE s.due_at <= ? ORDER BY s.due_at, s.id LIMIT ?",
                                                    [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun), pacing: pacing, at: date, c)
+                + renew(try c.query("""
+                    SELECT a.activity_id, a.application FROM activity_renewals r
+                    JOIN activities a ON a.id = r.activity WHERE r.due_at <= ? ORDER BY r.due_at, r.activity LIMIT ?
+                    """, [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun), at: date, c)
             if released > 0 { try notifyNodes(c) }
             return released
         }
@@ -235,6 +257,80 @@ public struct SQLMessageStore: MessageStore {
             released += 1
         }
         return released
+    }
+
+    /// A8, renewals that fell due, in a write transaction. First the old card's end is queued (the activity
+    /// stays active, so updates meanwhile are taken and its latest state is what the new card shows); once
+    /// every message of the activity has gone out, the session starts again: a new start to the same
+    /// audience with the latest content-state, the held updates and ends moved to it, and its own renewal
+    /// scheduled. A session ended or started again meanwhile is not renewed. How many steps were taken.
+    private func renew(_ rows: [SQLRow], at date: Date, _ c: any SQLConnection) throws(StoreError) -> Int {
+        var steps = 0
+        for row in rows {
+            guard let application = ApplicationCode(row["application"].text ?? ""),
+                  let activity = try activityRow(row["activity_id"].text ?? "", application, locking: true, c),
+                  // Read again under the activity's lock: another node may have taken this step meanwhile.
+                  let row = try c.query("SELECT start, end_message FROM activity_renewals WHERE activity = ? AND due_at <= ?",
+                                        [.int(activity.id), Self.milliseconds(date)]).first else { continue }
+            let start = row["start"].int ?? 0
+            guard try Self.currentStart(activity.id, c) == start, activity.state != .ended else {
+                try c.run("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)])
+                continue
+            }
+            let unfinished = try !c.query("SELECT 1 FROM messages WHERE activity = ? AND state IN ('pending', 'sending') LIMIT 1",
+                                          [.int(activity.id)]).isEmpty
+            if activity.state == .scheduled || (row["end_message"].int != nil && unfinished) {
+                // Its start has not fired yet, or the end is still going out: it waits a little, behind them.
+                try c.run("UPDATE activity_renewals SET due_at = ? WHERE activity = ?",
+                          [Self.milliseconds(date.addingTimeInterval(0.25)), .int(activity.id)])
+                continue
+            }
+            let contentState = activity.contentState ?? [:]
+            let timestamp = Int64(date.timeIntervalSince1970)
+            // The session's start, to start again as it was (only a start stored as a push-to-start payload can be).
+            guard let old = try c.query("SELECT payload, due_at, expires_at FROM messages WHERE id = ?", [.int(start)]).first,
+                  let payload = ActivityRenewal.startPayload(original: old["payload"].blob ?? [], contentState: contentState, timestamp: timestamp) else {
+                try c.run("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)])
+                continue
+            }
+            let lifetime = Self.date(milliseconds: old["expires_at"].int ?? 0).timeIntervalSince(Self.date(milliseconds: old["due_at"].int ?? 0))
+            if row["end_message"].int == nil {
+                let end = NewMessage(
+                    code: MessageCode.random(), event: .end, activityID: activity.activityID, target: nil, attributesType: nil, name: nil,
+                    contentState: contentState, payload: ActivityRenewal.endPayload(contentState: contentState, timestamp: timestamp).jsonBytes,
+                    fallbackPayload: nil, priority: 10, dueAt: date, expiresAt: date.addingTimeInterval(max(lifetime, 60)), dismissalDate: timestamp)
+                let id = try insert(end, activity: activity.id, application: application, at: date, c)
+                try supersedeOlder(than: id, activity: activity.id, at: date, c)
+                try c.run("UPDATE activity_renewals SET end_message = ?, due_at = ? WHERE activity = ?",
+                          [.int(id), Self.milliseconds(date), .int(activity.id)])
+            } else {
+                try Self.endSession(activity, at: date, c)
+                try c.run("""
+                    UPDATE activities SET state = 'active', updated_at = ?, priority_ten_log = NULL, started_at = ?, dismiss_at = NULL WHERE id = ?
+                    """, [SQLValue.seconds(date), SQLValue.seconds(date), .int(activity.id)])
+                // The same audience, type and priority as the session it follows; no fallback alert for old iOS.
+                let renewed = try c.query("""
+                    INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, priority, state, due_at,
+                                          created_at, expires_at)
+                    SELECT ?, application, activity, 'start', target, attributes_type, ?, priority, 'pending', ?, ?, ? FROM messages WHERE id = ?
+                    RETURNING id
+                    """, [.text(MessageCode.random()), .blob(payload), Self.milliseconds(date), SQLValue.seconds(date),
+                          Self.milliseconds(date.addingTimeInterval(lifetime)), .int(start)])[0]["id"].int ?? 0
+                try c.run("UPDATE scheduled_updates SET start = ? WHERE activity = ? AND start = ?", [.int(renewed), .int(activity.id), .int(start)])
+                try scheduleRenewal(activity: activity.id, start: renewed, startsAt: date, c)
+            }
+            steps += 1
+        }
+        return steps
+    }
+
+    /// The next renewal of an activity started with `renew` (A8); nil when it is not renewed.
+    public func renewal(ofActivity activity: Int64) throws(StoreError) -> Date? {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT due_at FROM activity_renewals WHERE activity = ?", [.int(activity)]).first.map {
+                Self.date(milliseconds: $0["due_at"].int ?? 0)
+            }
+        }
     }
 
     /// Wakes the other nodes when this transaction commits (PostgreSQL's NOTIFY; nothing on SQLite).
@@ -480,8 +576,10 @@ public struct SQLMessageStore: MessageStore {
                 SELECT MIN(m.due_at) AS due FROM message_shards s JOIN messages m ON m.id = s.message
                 WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
                 """, [], planning: .eachRun)[0]["due"].int
-            // A11: held updates join the queue when due.
-            let held = try c.query("SELECT MIN(due_at) AS due FROM scheduled_updates", [], planning: .eachRun)[0]["due"].int
+            // A11 and A8: held updates join the queue, and renewals are taken, when due.
+            let held = try c.query("""
+                SELECT MIN(due) AS due FROM (SELECT MIN(due_at) AS due FROM scheduled_updates UNION ALL SELECT MIN(due_at) FROM activity_renewals) x
+                """, [], planning: .eachRun)[0]["due"].int
             // Applications at their share of workers are left out: their due work must not wake idle workers.
             let delivery = try c.query(excluding.isEmpty ? "SELECT MIN(next_at) AS due FROM deliveries WHERE state IN ('retrying', 'unconfirmed')" : """
                 SELECT MIN(d.next_at) AS due FROM deliveries d JOIN messages m ON m.id = d.message

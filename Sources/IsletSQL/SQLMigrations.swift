@@ -293,6 +293,17 @@ public enum SQLMigrations {
             ) STRICT;
             CREATE INDEX scheduled_updates_due ON scheduled_updates (due_at);
             """),
+        // An activity started with `renew` (A8): its session's start message, when it is renewed, and the
+        // renewal's end once sent (the new start waits for it).
+        Migration(version: 14, name: "activity renewals", sql: """
+            CREATE TABLE activity_renewals (
+                activity INTEGER PRIMARY KEY REFERENCES activities(id) ON DELETE CASCADE,
+                start INTEGER NOT NULL,
+                end_message INTEGER,
+                due_at INTEGER NOT NULL
+            ) STRICT;
+            CREATE INDEX activity_renewals_due ON activity_renewals (due_at);
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

@@ -93,6 +93,8 @@ public struct NewMessage: Sendable {
     public let dismissalDate: Int64?
     /// A start's `end_date`: the code of the end Islet sends itself then, and that end's expiry (A11).
     public var scheduledEnd: (code: String, at: Date, expiresAt: Date)?
+    /// A start's `renew`: Islet starts the activity again shortly before its 8 hours, each time (A8).
+    public var renew = false
 
     public init(code: String, event: LiveActivityEvent, activityID: String, target: TargetSelection?, attributesType: String?,
                 name: String?, contentState: JSONObject, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, dueAt: Date,
@@ -596,8 +598,11 @@ public protocol MessageStore: Sendable {
     /// Cancels a start that has not fired; its scheduled activity goes with it.
     func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> CancelResult
     /// A11: the held updates and ends that fell due join the queue, as if accepted now (up to `limit`); one
-    /// whose activity ended, or began a new session, since is recorded cancelled. How many were released.
+    /// whose activity ended, or began a new session, since is recorded cancelled. A8: renewals that fell due
+    /// take their next step (the old card's end, then the new start). How many were released or taken.
     func releaseScheduledUpdates(at date: Date, limit: Int, pacing: UpdatePacing) throws(StoreError) -> Int
+    /// A8: when an activity started with `renew` is next renewed; nil when it is not.
+    func renewal(ofActivity activity: Int64) throws(StoreError) -> Date?
     func messageDetails(code: String, in application: ApplicationCode) throws(StoreError) -> MessageDetails?
     func activity(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> ActivityRecord?
     /// Up to `limit` devices of the activity after device id `after`, in id order, with their last delivery.

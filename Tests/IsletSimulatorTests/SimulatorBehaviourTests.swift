@@ -219,4 +219,27 @@ struct SimulatedActivityKitLimitsTests {
         device.expire(now: t0.addingTimeInterval(12 * 3600))
         #expect(device.activities.isEmpty, "removed 12 hours after its start")
     }
+
+    /// Islet's renewal (A8, `renew`) as the phone sees it: the old card ends and leaves at once, the new one
+    /// shows the latest state and takes updates past the first start's 8 hours.
+    @Test func aRenewalShowsOneCardThatOutlivesEightHours() throws {
+        var (device, token) = phone()
+        update(&device, token, step: 5, at: t0.addingTimeInterval(3600))
+        let renewal = ActivityRenewal.dueAt(startedAt: t0), now = Int64(ActivityRenewal.dueAt(startedAt: t0).timeIntervalSince1970)
+        _ = device.receive(payload: ActivityRenewal.endPayload(contentState: ["step": 5], timestamp: now).jsonBytes, token: token,
+                           pushType: "liveactivity", priority: 10, apnsID: "end", now: renewal, newToken: { "" })
+        let original = JSONValue.object(["aps": SimulatorWorld.start("A", timestamp: 1)]).jsonBytes
+        let restart = try #require(ActivityRenewal.startPayload(original: original, contentState: ["step": 5], timestamp: now))
+        let started = device.receive(payload: restart, token: "bb", pushType: "liveactivity", priority: 10, apnsID: "start", now: renewal,
+                                     newToken: { "dd" })
+        #expect(device.log.suffix(2).allSatisfy { $0.dropped == nil } && started?.updateToken == "dd")
+        let later = t0.addingTimeInterval(8 * 3600 + 600)
+        let aps: JSONObject = ["timestamp": .int(Int64(later.timeIntervalSince1970)), "event": "update", "content-state": ["step": 6]]
+        _ = device.receive(payload: JSONValue.object(["aps": .object(aps)]).jsonBytes, token: "dd", pushType: "liveactivity",
+                           priority: 10, apnsID: "u6", now: later, newToken: { "" })
+        #expect(device.log.last?.dropped == nil, "the new card takes updates past the first start's 8 hours")
+        let screen = device.lockScreen(now: later).arrayValue ?? []
+        #expect(screen.count == 1, "the old card left at once")
+        #expect(screen.first?.objectValue?["content_state"] == ["step": 6] && screen.first?.objectValue?["ended"] == false)
+    }
 }

@@ -20,7 +20,10 @@ public struct ListPaging: Sendable {
             guard let number = Int64(text) else { throw APIError.invalid("limit", "must be an integer from 1 to \(Self.maximum)") }
             limit = number
         }
-        try self.init(limit: limit, cursor: query.first { $0.name == "cursor" }?.value, method: method, numeric: false)
+        let cursor = query.first { $0.name == "cursor" }?.value
+        // A JSON body is refused whole for a NUL; a query string keeps it, so it is refused here (found by schemathesis).
+        if let cursor, cursor.utf8.contains(0) { throw APIError.invalid("cursor", "must not contain the NUL character (\\u0000)") }
+        try self.init(limit: limit, cursor: cursor, method: method, numeric: false)
     }
 
     private init(limit: Int64?, cursor: String?, method: String, numeric: Bool) throws(APIError) {

@@ -289,10 +289,16 @@ private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
     return .YES
 }
 
-private let collectQueryArgument: MHD_KeyValueIterator = { cls, _, key, value in
+/// Query arguments with their lengths, so a `%00` inside one is kept (and then refused by whoever reads
+/// it) rather than silently cutting it short.
+private let collectQueryArgument: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
     guard let cls, let key else { return .YES }
     let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
-    state.query.append((name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
+    func text(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> String {
+        guard let pointer else { return "" }
+        return pointer.withMemoryRebound(to: UInt8.self, capacity: count) { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) }
+    }
+    state.query.append((name: text(key, keySize), value: text(value, valueSize)))
     return .YES
 }
 
@@ -322,7 +328,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         requestContext.pointee = unmanaged.toOpaque()
         context.inFlight.add(1, ordering: .acquiringAndReleasing)
         MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, unmanaged.toOpaque())
-        MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectQueryArgument, unmanaged.toOpaque())
+        MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryArgument, unmanaged.toOpaque())
         var address = [CChar](repeating: 0, count: 64)
         islet_mhd_client_address(connection, &address, address.count)
         state.clientAddress = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -94,6 +94,7 @@ public struct SQLMessageStore: MessageStore {
             UPDATE deliveries \(database.dialect.indexedBy("deliveries_owed")) SET state = 'superseded', next_at = NULL, reason = 'a newer update or end of the activity went instead'
             WHERE state IN ('retrying', 'unconfirmed')
               AND message IN (SELECT id FROM messages WHERE activity = ?2 AND id < ?1 AND event IN ('update', 'end'))
+              AND message NOT IN (SELECT end_message FROM activity_renewals WHERE activity = ?2 AND end_message IS NOT NULL)
             """, [.int(id), .int(activity)])
     }
 
@@ -169,6 +170,8 @@ public struct SQLMessageStore: MessageStore {
         }
         let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt, c)
         try supersedeOlder(than: id, activity: activity.id, at: date, c)
+        // An end ends the renewals too (A8).
+        if message.event == .end { try c.run("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)]) }
         return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt)
     }
 
@@ -277,12 +280,14 @@ public struct SQLMessageStore: MessageStore {
                 try c.run("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)])
                 continue
             }
-            let unfinished = try !c.query("SELECT 1 FROM messages WHERE activity = ? AND state IN ('pending', 'sending') LIMIT 1",
-                                          [.int(activity.id)]).isEmpty
-            if activity.state == .scheduled || (row["end_message"].int != nil && unfinished) {
-                // Its start has not fired yet, or the end is still going out: it waits a little, behind them.
-                try c.run("UPDATE activity_renewals SET due_at = ? WHERE activity = ?",
-                          [Self.milliseconds(date.addingTimeInterval(0.25)), .int(activity.id)])
+            if activity.state == .scheduled {
+                // Its start has not fired yet (workers busy, or the node was down): it waits a little, behind it.
+                try c.run("UPDATE activity_renewals SET due_at = ? WHERE activity = ?", [Self.milliseconds(date.addingTimeInterval(1)), .int(activity.id)])
+                continue
+            }
+            if let end = row["end_message"].int, let wait = try renewalEndPending(end, activity: activity, at: date, c) {
+                // The new card must not appear beside the old one: the end (and what was queued before it) goes first.
+                try c.run("UPDATE activity_renewals SET due_at = ? WHERE activity = ?", [Self.milliseconds(wait), .int(activity.id)])
                 continue
             }
             let contentState = activity.contentState ?? [:]
@@ -322,6 +327,22 @@ public struct SQLMessageStore: MessageStore {
             steps += 1
         }
         return steps
+    }
+
+    /// When to look again at a renewal whose end is still going out; nil once it has gone: the messages up to
+    /// the end are out and each push of the end is settled (a retry waits for its next attempt). Past the old
+    /// session's 8 hours iOS has ended the card itself, so its end's retries are not waited for.
+    private func renewalEndPending(_ end: Int64, activity: ActivityRecord, at date: Date, _ c: any SQLConnection) throws(StoreError) -> Date? {
+        if try !c.query("SELECT 1 FROM messages WHERE activity = ? AND id <= ? AND state IN ('pending', 'sending') LIMIT 1",
+                        [.int(activity.id), .int(end)]).isEmpty {
+            return date.addingTimeInterval(0.25)
+        }
+        guard !ActivityLifetime.isOver(startedAt: activity.startedAt, now: date) else { return nil }
+        let retry = try c.query("""
+            SELECT COUNT(*) AS owed, MIN(next_at) AS next FROM deliveries WHERE message = ? AND state IN ('retrying', 'unconfirmed', 'sending')
+            """, [.int(end)])[0]
+        guard (retry["owed"].int ?? 0) > 0 else { return nil }
+        return max(date.addingTimeInterval(0.25), Self.date(milliseconds: retry["next"].int ?? 0))
     }
 
     /// The next renewal of an activity started with `renew` (A8); nil when it is not renewed.
@@ -744,7 +765,8 @@ public struct SQLMessageStore: MessageStore {
                                                  ELSE COALESCE(m.priority_standard, m.priority) END) AS priority,
                        COALESCE(d.expires_at, m.expires_at) AS expires_at, d.attempts, d.copies, d.catch_up, a.state = 'ended' AS ended, a.started_at,
                        EXISTS (SELECT 1 FROM messages n WHERE n.activity = m.activity AND n.id > m.id AND n.event IN ('update', 'end')
-                               AND n.state != 'cancelled') AS newer,
+                               AND n.state != 'cancelled')
+                           AND NOT EXISTS (SELECT 1 FROM activity_renewals r WHERE r.activity = m.activity AND r.end_message = m.id) AS newer,
                        EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity = m.activity AND ad.device = d.device) AS running
                 FROM deliveries d
                 JOIN messages m ON m.id = d.message
@@ -944,6 +966,7 @@ public struct SQLMessageStore: MessageStore {
             // The activity never started: its id is free again.
             try c.run("UPDATE activities SET state = 'ended', updated_at = ? WHERE id = ? AND state IN ('scheduled', 'active')",
                       [SQLValue.seconds(date), row["activity"]])
+            try c.run("DELETE FROM activity_renewals WHERE activity = ?", [row["activity"]])
             return .cancelled
         }
     }

@@ -3,6 +3,7 @@ import Testing
 import IsletCore
 import IsletStore
 import IsletDelivery
+import Synchronization
 
 /// A8, `renew: true`, through the API on the server's test clock: shortly before iOS's 8 hours, Islet ends
 /// the card and starts it again by push-to-start with the latest state, and renews the new session too.
@@ -39,8 +40,7 @@ struct ActivityRenewalAPITests {
         #expect(world.pushes(to: Self.pushToStart).count == 1)
 
         world.clock.advance(firstRenewal.timeIntervalSince(world.clock.now) - 1)
-        world.running.server.delivery?.kick()
-        #expect(try activity(world)["started_at"] == iso(Self.t0), "not yet")
+        #expect(try world.running.server.messages.releaseScheduledUpdates(at: world.clock.now, limit: 10, pacing: .off) == 0, "not due yet")
         world.clock.advance(1)
         world.running.server.delivery?.kick()
         #expect(eventually { world.pushes(to: Self.firstToken).count == 2 }, "the old card's end went out")
@@ -94,12 +94,52 @@ struct ActivityRenewalAPITests {
             .object(startNotification(["devices": ["first_third"], "renew": true]))]])))
         try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstToken)
         _ = try world.waitUntilSent(try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(event: "end"))]])))
+        #expect(try activity(world)["renews_at"] == .null, "an end stops the renewals at once")
         world.clock.advance(8 * 3600)
         world.running.server.delivery?.kick()
         #expect(try world.running.server.messages.releaseScheduledUpdates(at: world.clock.now, limit: 10, pacing: .off) == 0,
                 "an ended activity's renewal is dropped, not taken")
         #expect(world.pushes(to: Self.pushToStart).count == 1)
         #expect(try activity(world)["renews_at"] == .null)
+    }
+
+    /// APNs refuses the old card's end for a while: the new card waits for the end's retry, so the phone never
+    /// shows both, and an update meanwhile does not cancel that retry.
+    @Test func theNewCardWaitsForTheOldCardsEndThroughARetry() throws {
+        let refusals = Mutex(1)
+        let transport = RecordingTransport { push, _ in
+            let isEnd = (try? JSONParser.parse(push.payload))?.objectValue?["aps"]?.objectValue?["event"] == "end"
+            return isEnd && refusals.withLock { left in defer { left -= 1 }; return left > 0 } ? PushOutcome(status: 503, reason: "ServiceUnavailable") : .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport, clock: TestClock(Self.t0))
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [
+            .object(startNotification(["devices": ["first_third"], "renew": true]))]])))
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstToken)
+        world.clock.advance(8 * 3600 - ActivityRenewal.lead)
+        world.running.server.delivery?.kick()
+        #expect(eventually { world.pushes(to: Self.firstToken).count == 1 }, "the end went, and APNs refused it")
+        // An update while the end waits for its retry goes to the old card, and does not supersede the end.
+        // (It goes after the end's message is done: one activity's messages go in order.)
+        let update = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(
+            activity: ["content-state": ["status": "Landed", "estimatedTime": "0 min"]]))]]))[0]
+        _ = try world.waitUntilSent([update])
+        // The renewal looks again a quarter of a second on; the end's retry is not due before half a second.
+        world.clock.advance(0.3)
+        #expect(try world.running.server.messages.releaseScheduledUpdates(at: world.clock.now, limit: 10, pacing: .off) == 0)
+        #expect(try activity(world)["started_at"] == iso(Self.t0), "no new card while the old one may still show")
+        // The retry goes (backoff on the test clock), then the new card, with the latest state.
+        #expect(eventually {
+            world.clock.advance(5)
+            world.running.server.delivery?.kick()
+            return world.pushes(to: Self.pushToStart).count == 2
+        })
+        let ends = world.pushes(to: Self.firstToken).filter { (try? JSONParser.parse($0.payload))?.objectValue?["aps"]?.objectValue?["event"] == "end" }
+        #expect(ends.count == 2, "the end was retried, not superseded by the update")
+        let endIndex = try #require(world.transport.pushes.lastIndex { $0 == ends.last })
+        let startIndex = try #require(world.transport.pushes.lastIndex { $0.deviceToken == Self.pushToStart })
+        #expect(endIndex < startIndex)
+        let start = try #require(aps(world.pushes(to: Self.pushToStart)).last)
+        #expect(start["content-state"]?.objectValue?["status"] == "Landed")
     }
 
     @Test func renewMustBeABoolean() throws {

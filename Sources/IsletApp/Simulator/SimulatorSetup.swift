@@ -79,9 +79,10 @@ struct SimulatorWiring: Sendable {
             .compactMap { Self.decode($0.state) }
     }
 
-    /// A page of one application's simulated devices, in HWID order after `after`.
-    func devices(of application: ApplicationCode, after: String?, limit: Int) throws -> [SimulatedDevice] {
-        try simulated.simulatedDevices(of: application, after: after, limit: limit).compactMap { Self.decode($0.state) }
+    /// A page of one application's simulated devices, in HWID order after `after`; nil for a stored state
+    /// this Islet cannot read (kept in the page, so paging counts it).
+    func devices(of application: ApplicationCode, after: String?, limit: Int) throws -> [(hwid: String, device: SimulatedDevice?)] {
+        try simulated.simulatedDevices(of: application, after: after, limit: limit).map { ($0.hwid, Self.decode($0.state)) }
     }
 
     /// One application's simulated device, read alone.
@@ -125,8 +126,9 @@ struct SimulatorRoutes: Sendable {
                 return refused
             }
             let paging = try ListPaging(query: request.query, method: "GET /simulator/devices")
-            let (devices, nextCursor) = paging.page(try wiring.devices(of: application, after: paging.cursor, limit: paging.fetch)) { $0.hwid }
-            return APIRouter.json(["devices": .array(devices.map { $0.json(now: now, withLog: false) }), "next_cursor": nextCursor], status: 200)
+            let (page, nextCursor) = paging.page(try wiring.devices(of: application, after: paging.cursor, limit: paging.fetch)) { $0.hwid }
+            return APIRouter.json(["devices": .array(page.compactMap { $0.device?.json(now: now, withLog: false) }), "next_cursor": nextCursor],
+                                  status: 200)
         }
         let hwid = String(rest.dropFirst())   // libmicrohttpd has already decoded the path once
         guard request.method == "GET" else {

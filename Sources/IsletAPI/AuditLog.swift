@@ -16,8 +16,10 @@ public struct AuditAction: WireValue {
     public static let filterDeleted = Self(uncheckedRawValue: "filter.deleted")
     public static let schemaSet = Self(uncheckedRawValue: "schema.set")
     public static let schemaDeleted = Self(uncheckedRawValue: "schema.deleted")
+    public static let channelCreated = Self(uncheckedRawValue: "channel.created")
+    public static let channelDeleted = Self(uncheckedRawValue: "channel.deleted")
     public static let all = [applicationCreated, tokenIssued, tokenRevoked, apnsKeySet, updateBudgetSet, masterKeyRotated, filterCreated, filterDeleted,
-                             schemaSet, schemaDeleted]
+                             schemaSet, schemaDeleted, channelCreated, channelDeleted]
 }
 
 /// The audit log: one JSON line per admin action (who, what, which application, when), appended to a file

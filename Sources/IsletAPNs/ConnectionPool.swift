@@ -153,7 +153,7 @@ final class ConnectionPool: H2ConnectionDelegate {
         if authorization.token != token { authorization = (token, "bearer \(token)") }
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(11)
-        headers += [(":method", "POST"), (":scheme", "https"), (":path", push.path), (":authority", host),
+        headers += [(":method", push.method), (":scheme", "https"), (":path", push.path), (":authority", host),
                     ("authorization", authorization.header)]
         headers += push.headers
         headers.append(("content-length", String(push.payload.count)))
@@ -258,7 +258,10 @@ final class ConnectionPool: H2ConnectionDelegate {
             timestamp = body["timestamp"]?.intValue
         }
         let retryAfter = response.header("retry-after").flatMap(Int.init).map { Duration.seconds(max(0, $0)) }
-        let outcome = PushOutcome(status: status, reason: reason, timestamp: timestamp, retryAfter: retryAfter)
+        var outcome = PushOutcome(status: status, reason: reason, timestamp: timestamp, retryAfter: retryAfter)
+        if pending.push.route != .device {
+            outcome.management = ManagementResponse(channelID: response.header("apns-channel-id"), body: response.body)
+        }
         switch outcome.action {
         case .delivered:
             member.trusted = true

@@ -3,6 +3,15 @@ import Synchronization
 import IsletCore
 import IsletStore
 
+/// Where a request to APNs goes.
+public enum PushRoute: Sendable, Equatable {
+    /// `POST /3/device/<token>` on the push hosts (A1).
+    case device
+    /// A request of Apple's channel management API, on its own hosts (X5): the method, the path under
+    /// `/1/apps/<bundle id>/`, and the channel it is about (`apns-channel-id`).
+    case manageChannels(method: String, path: String, channelID: String?)
+}
+
 /// One HTTP/2 request to APNs: `POST /3/device/<token>` with its headers and payload (A1, A2).
 public struct Push: Sendable, Equatable {
     /// Whose APNs key signs it.
@@ -18,6 +27,8 @@ public struct Push: Sendable, Equatable {
     /// `apns-expiration`: seconds since 1970 after which APNs stops trying to deliver it (and Islet stops
     /// retrying it); nil sends no header (APNs then tries once).
     public let expiration: Int64?
+    /// A device push unless said otherwise.
+    public var route = PushRoute.device
 
     public init(application: ApplicationCode, deviceToken: String, gateway: Gateway, pushType: String, topic: String,
                 priority: Int, apnsID: String, payload: [UInt8], expiration: Int64? = nil) {
@@ -32,14 +43,47 @@ public struct Push: Sendable, Equatable {
         self.payload = payload
     }
 
-    /// The request path.
-    public var path: String { "/3/device/\(deviceToken)" }
+    /// A channel management request (X5) for the application whose bundle id is `bundleID`.
+    public static func manageChannels(application: ApplicationCode, gateway: Gateway, bundleID: String, method: String,
+                                      path: String, channelID: String? = nil, body: [UInt8] = []) -> Push {
+        var push = Push(application: application, deviceToken: "", gateway: gateway, pushType: "", topic: bundleID, priority: 10,
+                        apnsID: "", payload: body)
+        push.route = .manageChannels(method: method, path: "/1/apps/\(bundleID)/\(path)", channelID: channelID)
+        return push
+    }
 
-    /// The A2 headers; `authorization: bearer <JWT>` is the transport's to add.
+    /// The request's method.
+    public var method: String {
+        if case .manageChannels(let method, _, _) = route { return method }
+        return "POST"
+    }
+
+    /// The request path.
+    public var path: String {
+        if case .manageChannels(_, let path, _) = route { return path }
+        return "/3/device/\(deviceToken)"
+    }
+
+    /// The A2 headers (or a management request's); `authorization: bearer <JWT>` is the transport's to add.
     public var headers: [(name: String, value: String)] {
+        if case .manageChannels(_, _, let channelID) = route {
+            return (channelID.map { [("apns-channel-id", $0)] } ?? []) + (payload.isEmpty ? [] : [("content-type", "application/json")])
+        }
         var headers = [("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)), ("apns-id", apnsID)]
         if let expiration { headers.append(("apns-expiration", String(expiration))) }
         return headers
+    }
+}
+
+/// What a channel management answer carries besides its status (X5).
+public struct ManagementResponse: Sendable, Equatable {
+    /// `apns-channel-id` of a created channel.
+    public let channelID: String?
+    public let body: [UInt8]
+
+    public init(channelID: String?, body: [UInt8]) {
+        self.channelID = channelID
+        self.body = body
     }
 }
 
@@ -64,6 +108,8 @@ public struct PushOutcome: Sendable, Equatable {
     /// With 429 or 503: APNs' `retry-after`, when it sent one.
     public let retryAfter: Duration?
     public let fate: PushFate
+    /// A channel management request's answer (X5); nil for device pushes.
+    public var management: ManagementResponse?
 
     public init(status: Int, reason: String? = nil, timestamp: Int64? = nil, retryAfter: Duration? = nil, fate: PushFate? = nil) {
         self.status = status

@@ -19,7 +19,8 @@ public enum DatabaseCopy {
         Table(name: "activities", key: ["id"]), Table(name: "messages", key: ["id"]), Table(name: "message_shards", key: ["message", "shard"]),
         Table(name: "deliveries", key: ["message", "device"]), Table(name: "activity_devices", key: ["activity", "device"]),
         Table(name: "token_history", key: ["id"]), Table(name: "scheduled_updates", key: ["id"]),
-        Table(name: "activity_renewals", key: ["activity"]),
+        Table(name: "activity_renewals", key: ["activity"]), Table(name: "channels", key: ["id"]),
+        Table(name: "simulated_channels", key: nil),
     ]
     /// What a node keeps of its own (its liveness, leases, the provider tokens it signed): not carried over.
     static let notCopied: Set<String> = ["schema_migrations", "nodes", "leases", "provider_tokens"]

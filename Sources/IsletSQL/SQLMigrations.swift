@@ -304,6 +304,27 @@ public enum SQLMigrations {
             ) STRICT;
             CREATE INDEX activity_renewals_due ON activity_renewals (due_at);
             """),
+        // Broadcast channels (X5): Islet's record of each channel name, one row per environment with Apple's
+        // channel id; and the simulator's own registry, as Apple's side of it.
+        Migration(version: 15, name: "broadcast channels", sql: """
+            CREATE TABLE channels (
+                id INTEGER PRIMARY KEY,
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                name TEXT NOT NULL,
+                gateway TEXT NOT NULL CHECK (gateway IN ('production', 'sandbox')),
+                apns_channel_id TEXT NOT NULL,
+                storage_policy TEXT NOT NULL CHECK (storage_policy IN ('none', 'most_recent')),
+                created_at INTEGER NOT NULL,
+                UNIQUE (application, name, gateway)
+            ) STRICT;
+            CREATE TABLE simulated_channels (
+                application TEXT NOT NULL,
+                channel_id TEXT NOT NULL,
+                storage_policy INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                PRIMARY KEY (application, channel_id)
+            ) STRICT;
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

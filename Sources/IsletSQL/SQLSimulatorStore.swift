@@ -1,3 +1,4 @@
+import Foundation
 import IsletCore
 import IsletStore
 
@@ -26,6 +27,26 @@ public struct SQLSimulatorStore: SimulatorStore {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("SELECT hwid, state FROM simulated_devices WHERE application = ? AND hwid > ? ORDER BY hwid LIMIT ?",
                         [.text(application.rawValue), .text(after ?? ""), .int(Int64(limit))]).map { ($0["hwid"].text ?? "", $0["state"].text ?? "") }
+        }
+    }
+
+    public func simulatedChannels(application: ApplicationCode) throws(StoreError) -> [(id: String, policy: Int)] {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT channel_id, storage_policy FROM simulated_channels WHERE application = ? ORDER BY created_at, channel_id",
+                        [.text(application.rawValue)]).map { ($0["channel_id"].text ?? "", Int($0["storage_policy"].int ?? 0)) }
+        }
+    }
+
+    public func saveSimulatedChannel(application: ApplicationCode, id: String, policy: Int, at date: Date) throws(StoreError) {
+        try database.write { (c) throws(StoreError) in
+            try c.run("INSERT INTO simulated_channels (application, channel_id, storage_policy, created_at) VALUES (?, ?, ?, ?)",
+                      [.text(application.rawValue), .text(id), .int(Int64(policy)), SQLValue.seconds(date)])
+        }
+    }
+
+    public func deleteSimulatedChannel(application: ApplicationCode, id: String) throws(StoreError) -> Bool {
+        try database.write { (c) throws(StoreError) -> Bool in
+            try c.run("DELETE FROM simulated_channels WHERE application = ? AND channel_id = ?", [.text(application.rawValue), .text(id)]) == 1
         }
     }
 

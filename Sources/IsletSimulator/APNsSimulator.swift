@@ -111,6 +111,7 @@ final class SimulatorEngine: Sendable {
             return all[exchange.connectionID]!.requests
         }
         if let every = faults.dropEvery, count % every == 0 { return exchange.dropConnection() }
+        if exchange.request.header(":path")?.hasPrefix("/1/apps/") == true { return manageChannels(exchange) }
         let (status, body) = answer(exchange)
         let respond = {
             var headers: [(name: String, value: String)] = [("apns-id", exchange.request.header("apns-id") ?? UUID().uuidString)]
@@ -122,6 +123,34 @@ final class SimulatorEngine: Sendable {
     }
 
     static func reason(_ reason: String) -> JSONValue { ["reason": .string(reason)] }
+
+    /// Apple's channel management API (X5): the provider token checked as for pushes, then the channel request.
+    private func manageChannels(_ exchange: H2Exchange) {
+        let request = exchange.request
+        var answer: SimulatedChannels.Answer
+        if let authorization = request.header("authorization"), authorization.hasPrefix("bearer ") {
+            if let (credential, issuedAt) = verify(String(authorization.dropFirst(7))) {
+                if now().timeIntervalSince1970 - Double(issuedAt) > 3600 {
+                    answer = SimulatedChannels.refusal(403, "ExpiredProviderToken")
+                } else {
+                    exchange.allowStreams(1000)
+                    answer = Self.lock.withLock { _ in
+                        SimulatedChannels(store: store, now: now).answer(method: request.header(":method") ?? "", path: request.header(":path") ?? "",
+                                                                         channelID: request.header("apns-channel-id"), body: request.body,
+                                                                         credential: credential)
+                    }
+                }
+            } else {
+                answer = SimulatedChannels.refusal(403, "InvalidProviderToken")
+            }
+        } else {
+            answer = SimulatedChannels.refusal(403, "MissingProviderToken")
+        }
+        var headers: [(name: String, value: String)] = [("apns-request-id", request.header("apns-request-id") ?? UUID().uuidString)]
+        if let id = answer.channelID { headers.append(("apns-channel-id", id)) }
+        if answer.body != nil { headers.append(("content-type", "application/json")) }
+        exchange.respond(status: answer.status, headers: headers, body: answer.body?.jsonBytes ?? [])
+    }
 
     /// Apple's checks in Apple's order, then the device (A5 reasons; issue 6).
     private func answer(_ exchange: H2Exchange) -> (Int, JSONValue?) {

@@ -1,3 +1,4 @@
+import Foundation
 import IsletCore
 
 /// Where the APNs simulator keeps its simulated devices, as JSON documents the simulator defines,
@@ -8,4 +9,9 @@ public protocol SimulatorStore: Sendable {
     /// One application's devices in HWID order, at most `limit` after the HWID `after`.
     func simulatedDevices(of application: ApplicationCode, after: String?, limit: Int) throws(StoreError) -> [(hwid: String, state: String)]
     func saveSimulatedDevice(application: ApplicationCode, hwid: String, state: String) throws(StoreError)
+    /// The simulator's broadcast channels of an application (Apple's side of X5): id and storage policy, oldest first.
+    func simulatedChannels(application: ApplicationCode) throws(StoreError) -> [(id: String, policy: Int)]
+    func saveSimulatedChannel(application: ApplicationCode, id: String, policy: Int, at date: Date) throws(StoreError)
+    /// Whether there was such a channel.
+    func deleteSimulatedChannel(application: ApplicationCode, id: String) throws(StoreError) -> Bool
 }

@@ -100,6 +100,33 @@ struct IndependentPeerTests {
         #expect(outcomes.allSatisfy { $0.status == 0 && $0.fate == .unknown }, "\(outcomes)")
     }
 
+    /// X5: channel management requests as Apple documents them, read by a server that is not Islet's: the
+    /// method, `/1/apps/<bundle id>/…`, the channel in `apns-channel-id`, the JSON body, and the answer's
+    /// `apns-channel-id` handed back; device pushes on the same client are untouched.
+    @Test func channelManagementRequestsHaveApplesShape() throws {
+        let peer = try PythonH2Peer(certificate: files.certificate, key: files.key)
+        let client = try client(peer)
+        defer { client.shutdown() }
+        try peer.command("status 201")
+        try peer.command("channel-id dGVzdC1jaGFubmVsLTAx")
+        let create = Push.manageChannels(application: application, gateway: .production, bundleID: "com.example.app", method: "POST",
+                                         path: "channels", body: BroadcastChannels.createBody(.mostRecent).jsonBytes)
+        let created = try #require(client.send([create]).first)
+        #expect(created.status == 201 && created.management?.channelID == "dGVzdC1jaGFubmVsLTAx")
+        try peer.command("status 204")
+        let delete = Push.manageChannels(application: application, gateway: .production, bundleID: "com.example.app", method: "DELETE",
+                                         path: "channels", channelID: "dGVzdC1jaGFubmVsLTAx")
+        #expect(client.send([delete]).first?.status == 204)
+        try peer.command("status 200")
+        #expect(client.send([push(1)]).first?.status == 200)
+        let requests = try peer.requests(atLeast: 3)
+        #expect(requests.map { $0.method ?? "" } == ["POST", "DELETE", "POST"])
+        #expect(requests.map { $0.path ?? "" } == ["/1/apps/com.example.app/channels", "/1/apps/com.example.app/channels", "/3/device/\(String(format: "%064x", 1))"])
+        #expect(requests[0].body == #"{"message-storage-policy":1,"push-type":"LiveActivity"}"# && requests[0].contentType == "application/json")
+        #expect(requests[0].channelID == nil && requests[1].channelID == "dGVzdC1jaGFubmVsLTAx" && requests[1].body == "")
+        #expect(requests[2].channelID == nil && requests[2].body?.contains("\"event\":\"update\"") == true)
+    }
+
     /// The length of quiet under test; nothing is asserted about what happens during it.
     func idle(_ seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
 }

@@ -59,4 +59,5 @@ final class EngineDatabase: Sendable {
     var messages: SQLMessageStore { SQLMessageStore(database: database) }
     var schemas: SQLSchemaStore { SQLSchemaStore(database: database) }
     var simulated: SQLSimulatorStore { SQLSimulatorStore(database: database) }
+    var channels: SQLChannelStore { SQLChannelStore(database: database) }
 }

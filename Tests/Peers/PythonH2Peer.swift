@@ -10,6 +10,12 @@ public final class PythonH2Peer: Sendable {
         public let apnsID: String
         /// The request's `apns-expiration`, when it had one.
         public let expiration: String?
+        /// A request's method, path, `apns-channel-id`, `content-type` and body.
+        public var method: String?
+        public var path: String?
+        public var channelID: String?
+        public var contentType: String?
+        public var body: String?
         /// Events of this kind seen so far, this one included.
         public let count: Int
     }
@@ -54,9 +60,15 @@ public final class PythonH2Peer: Sendable {
                     if let listening = object["port"]?.intValue { port.withLock { $0 = Int(listening) } }
                     log.events.withLock { list in
                         let kind = object["event"]?.stringValue ?? ""
-                        list.append(Event(event: kind, connection: Int(object["connection"]?.intValue ?? 0),
+                        var event = Event(event: kind, connection: Int(object["connection"]?.intValue ?? 0),
                                           apnsID: object["apns_id"]?.stringValue ?? "",
-                                          expiration: object["expiration"]?.stringValue, count: list.filter { $0.event == kind }.count + 1))
+                                          expiration: object["expiration"]?.stringValue, count: list.filter { $0.event == kind }.count + 1)
+                        event.method = object["method"]?.stringValue
+                        event.path = object["path"]?.stringValue
+                        event.channelID = object["channel_id"]?.stringValue
+                        event.contentType = object["content_type"]?.stringValue
+                        event.body = object["body"]?.stringValue
+                        list.append(event)
                     }
                 }
             }

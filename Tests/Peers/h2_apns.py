@@ -8,12 +8,14 @@ line per request it reads. Commands arrive on stdin, one per line:
   drop-next              close the connection when the next request arrives, without answering it
   blackhole              stop reading and answering on the connections open now (they stay open)
   idle-close SECONDS     close a connection (TCP FIN, no GOAWAY) once it was idle this long
+  channel-id ID          answer every later request with the header apns-channel-id: ID
+Each request line carries its method, path, apns-expiration, apns-channel-id, content-type and body.
 """
 import json, socket, ssl, sys, threading, time
 import h2.config, h2.connection, h2.events
 
 lock = threading.Lock()
-settings = {"status": 200, "reason": None, "latency": 0.0, "drop_next": False, "idle_close": None}
+settings = {"status": 200, "reason": None, "latency": 0.0, "drop_next": False, "idle_close": None, "channel_id": None}
 connections = []   # (socket, blackholed flag holder)
 counter = [0]
 
@@ -32,6 +34,7 @@ def serve(raw, number):
     conn.initiate_connection()
     raw.sendall(conn.data_to_send())
     requests = {}
+    bodies = {}
     last = time.monotonic()
     raw.settimeout(0.2)
     while True:
@@ -56,16 +59,22 @@ def serve(raw, number):
         for event in conn.receive_data(data):
             if isinstance(event, h2.events.RequestReceived):
                 requests[event.stream_id] = dict(event.headers)
+            elif isinstance(event, h2.events.DataReceived):
+                bodies[event.stream_id] = bodies.get(event.stream_id, b"") + event.data
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             elif isinstance(event, h2.events.StreamEnded):
                 headers = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
                            for k, v in requests.pop(event.stream_id, {}).items()}
                 apns_id = headers.get("apns-id", "")
-                say(event="request", connection=number, apns_id=apns_id, path=headers.get(":path"),
-                    push_type=headers.get("apns-push-type"), expiration=headers.get("apns-expiration"))
+                say(event="request", connection=number, apns_id=apns_id, path=headers.get(":path"), method=headers.get(":method"),
+                    push_type=headers.get("apns-push-type"), expiration=headers.get("apns-expiration"),
+                    channel_id=headers.get("apns-channel-id"), content_type=headers.get("content-type"),
+                    body=bodies.pop(event.stream_id, b"").decode("utf-8", "replace"))
                 with lock:
                     drop = settings["drop_next"]
                     settings["drop_next"] = False
                     status, reason, latency = settings["status"], settings["reason"], settings["latency"]
+                    channel_id = settings["channel_id"]
                 if drop:
                     say(event="dropped", connection=number, apns_id=apns_id)
                     raw.close()
@@ -74,6 +83,8 @@ def serve(raw, number):
                     time.sleep(latency)
                 body = json.dumps({"reason": reason}).encode() if reason else b""
                 answer = [(":status", str(status)), ("apns-id", apns_id)]
+                if channel_id:
+                    answer.append(("apns-channel-id", channel_id))
                 if body:
                     answer.append(("content-length", str(len(body))))
                 conn.send_headers(event.stream_id, answer, end_stream=not body)
@@ -103,6 +114,8 @@ def commands():
                     state["blackholed"] = True
             elif words[0] == "idle-close":
                 settings["idle_close"] = float(words[1])
+            elif words[0] == "channel-id":
+                settings["channel_id"] = words[1]
         say(event="ok", command=words[0])
 
 

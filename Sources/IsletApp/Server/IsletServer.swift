@@ -99,6 +99,7 @@ public final class IsletServer: Sendable {
             + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
                                   pacing: configuration.updatePacing, kick: { delivery?.kick() }).all
             + SchemaMethods(store: schemas, audit: configuration.auditLog).all
+            + ChannelMethods(store: storage.channels, transport: pushes, audit: configuration.auditLog).all
         let routes = SimulatorRoutes(wiring: wiring, authenticator: Authenticator(store: store))
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
                                extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })],

@@ -1,0 +1,120 @@
+import Foundation
+import IsletCore
+import IsletDelivery
+import IsletStore
+
+/// Broadcast channels (X5): `createLiveActivityChannel`, `listLiveActivityChannels`, `getLiveActivityChannel`,
+/// `deleteLiveActivityChannel`. Islet creates and deletes them through Apple's channel management API and
+/// keeps its record in step: a record exists for what Apple confirmed, and only that.
+public struct ChannelMethods: Sendable {
+    let store: any ChannelStore
+    /// Where management requests go (Apple, or the simulator); nil when the server has no APNs transport.
+    let transport: (any PushTransport)?
+    let audit: AuditLog
+    /// The longest one management request may take.
+    let timeout: Duration
+
+    public init(store: any ChannelStore, transport: (any PushTransport)?, audit: AuditLog = .disabled, timeout: Duration = .seconds(15)) {
+        self.store = store
+        self.transport = transport
+        self.audit = audit
+        self.timeout = timeout
+    }
+
+    public var all: [APIMethod] { [createLiveActivityChannel, listLiveActivityChannels, getLiveActivityChannel, deleteLiveActivityChannel] }
+
+    static func json(_ record: ChannelRecord) -> JSONValue {
+        ["name": .string(record.name), "storage_policy": .string(record.policy.rawValue),
+         "apns_channel_ids": .object(JSONObject(Gateway.all.compactMap { gateway in record.ids[gateway].map { (gateway.rawValue, .string($0)) } })),
+         "created_at": .string(record.createdAt.formatted(.iso8601))]
+    }
+
+    private func management(_ push: Push) throws(APIError) -> PushOutcome {
+        guard let transport else {
+            throw APIError(.unavailable, "this server has no APNs connection to manage channels with (start it with --apns apple or --apns simulator)")
+        }
+        return transport.send([push], deadline: .now + timeout).first ?? .unknown("no answer")
+    }
+
+    var createLiveActivityChannel: APIMethod {
+        APIMethod(name: "createLiveActivityChannel", access: .server) { [self] call in
+            let new = try BroadcastChannels.newChannel(call.request)
+            let application = call.application
+            guard try store.channel(named: new.name, in: application.code) == nil else {
+                throw APIError.invalid("name", "a channel named '\(new.name)' already exists")
+            }
+            for gateway in new.gateways where try store.channelCount(in: application.code, gateway: gateway) >= BroadcastChannels.limitPerEnvironment {
+                throw BroadcastChannels.limitReached(gateway)
+            }
+            var ids: [Gateway: String] = [:]
+            do {
+                for gateway in new.gateways {
+                    let outcome = try management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
+                                                                 method: "POST", path: "channels",
+                                                                 body: BroadcastChannels.createBody(new.policy).jsonBytes))
+                    guard outcome.status == 201, let id = outcome.management?.channelID, !id.isEmpty else {
+                        throw BroadcastChannels.appleRefusal(action: "create", name: new.name, gateway: gateway, status: outcome.status, reason: outcome.reason)
+                    }
+                    ids[gateway] = id
+                }
+                let record = ChannelRecord(name: new.name, policy: new.policy, createdAt: call.receivedAt, ids: ids)
+                do {
+                    try store.saveChannel(record, in: application.code)
+                } catch let error as StoreError where error.code == .conflict {
+                    throw APIError.invalid("name", "a channel named '\(new.name)' already exists")
+                }
+                audit.record(.channelCreated, application: application.code, actor: call.actor, details: ["channel": Self.json(record)])
+                return ["channel": Self.json(record)]
+            } catch {
+                // Nothing half-made: the channels Apple created for this call go again.
+                for (gateway, id) in ids {
+                    _ = try? management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
+                                                        method: "DELETE", path: "channels", channelID: id))
+                }
+                throw error
+            }
+        }
+    }
+
+    var listLiveActivityChannels: APIMethod {
+        APIMethod(name: "listLiveActivityChannels", access: .server, effect: .reads) { [store] call in
+            let paging = try ListPaging(call.request, method: "listLiveActivityChannels")
+            let (channels, nextCursor) = paging.page(try store.channels(in: call.application.code, after: paging.cursor, limit: paging.fetch)) { $0.name }
+            return ["channels": .array(channels.map(Self.json)), "next_cursor": nextCursor]
+        }
+    }
+
+    var getLiveActivityChannel: APIMethod {
+        APIMethod(name: "getLiveActivityChannel", access: .server, effect: .reads) { [store] call in
+            let name = try BroadcastChannels.name(call.request)
+            guard let record = try store.channel(named: name, in: call.application.code) else { throw Self.unknown(name) }
+            return ["channel": Self.json(record)]
+        }
+    }
+
+    /// Apple's channel in each environment goes first; the record keeps what Apple still has, so a failure
+    /// half way leaves a record of exactly that.
+    var deleteLiveActivityChannel: APIMethod {
+        APIMethod(name: "deleteLiveActivityChannel", access: .server) { [self] call in
+            let name = try BroadcastChannels.name(call.request)
+            let application = call.application
+            guard let record = try store.channel(named: name, in: application.code) else { throw Self.unknown(name) }
+            for gateway in Gateway.all {
+                guard let id = record.ids[gateway] else { continue }
+                let outcome = try management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
+                                                             method: "DELETE", path: "channels", channelID: id))
+                // Already gone at Apple's (deleted behind Islet's back) is gone all the same.
+                guard outcome.status == 204 || outcome.reason == "ChannelNotRegistered" else {
+                    throw BroadcastChannels.appleRefusal(action: "delete", name: name, gateway: gateway, status: outcome.status, reason: outcome.reason)
+                }
+                _ = try store.deleteChannel(named: name, gateway: gateway, in: application.code)
+            }
+            audit.record(.channelDeleted, application: application.code, actor: call.actor, details: ["name": .string(name)])
+            return [:]
+        }
+    }
+
+    static func unknown(_ name: String) -> APIError {
+        .invalid("name", "no channel named '\(name)' in this application (create it with createLiveActivityChannel)")
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+
+/// X5: broadcast channels (iOS 18). One request to APNs updates every phone whose Live Activity
+/// subscribed to the channel. Islet keeps a record per channel name, with Apple's channel id for each
+/// environment it was created in.
+public enum BroadcastChannels {
+    /// Apple's limit: channels per application and environment.
+    public static let limitPerEnvironment = 10_000
+    public static let maximumNameLength = 64
+
+    /// What APNs keeps of a channel's messages (Apple's `message-storage-policy`).
+    public struct StoragePolicy: WireValue {
+        public let rawValue: String
+        public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+        /// Nothing stored: a phone that was offline misses the message; a larger budget; `apns-expiration` must be 0.
+        public static let none = Self(uncheckedRawValue: "none")
+        /// The most recent message is kept (up to 8 hours) for phones that come online.
+        public static let mostRecent = Self(uncheckedRawValue: "most_recent")
+        public static let all = [none, mostRecent]
+
+        /// Apple's number for it.
+        public var apple: Int { self == .mostRecent ? 1 : 0 }
+        public init?(apple: Int) {
+            switch apple {
+            case 0: self = .none
+            case 1: self = .mostRecent
+            default: return nil
+            }
+        }
+    }
+
+    /// A validated createLiveActivityChannel request.
+    public struct NewChannel: Sendable, Equatable {
+        public let name: String
+        public let policy: StoragePolicy
+        /// Production, sandbox, or both, in that order.
+        public let gateways: [Gateway]
+    }
+
+    /// `name`: 1 to 64 letters, digits, `-`, `_` or `.`, so it is safe in logs and URLs.
+    public static func name(_ request: FieldReader) throws(APIError) -> String {
+        let name = try request.requiredString("name")
+        let allowed = name.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F || byte == 0x2E
+        }
+        guard (1...maximumNameLength).contains(name.utf8.count), allowed else {
+            throw .invalid(request.fieldPath("name"), "must be 1 to \(maximumNameLength) letters, digits, '-', '_' or '.'")
+        }
+        return name
+    }
+
+    /// createLiveActivityChannel: `name`, `storage_policy` (`none` by default), `environment`
+    /// (`production`, `sandbox` or `both`; `both` by default).
+    public static func newChannel(_ request: FieldReader) throws(APIError) -> NewChannel {
+        let name = try name(request)
+        let policyText = try request.string("storage_policy") ?? StoragePolicy.none.rawValue
+        guard let policy = StoragePolicy(rawValue: policyText) else {
+            throw .invalid(request.fieldPath("storage_policy"), "must be one of \(StoragePolicy.listed), got '\(policyText.prefix(64))'")
+        }
+        let environment = try request.string("environment") ?? "both"
+        let gateways: [Gateway]
+        switch environment {
+        case "both": gateways = [.production, .sandbox]
+        case Gateway.production.rawValue: gateways = [.production]
+        case Gateway.sandbox.rawValue: gateways = [.sandbox]
+        default: throw .invalid(request.fieldPath("environment"), "must be one of production, sandbox, both, got '\(environment.prefix(64))'")
+        }
+        return NewChannel(name: name, policy: policy, gateways: gateways)
+    }
+
+    /// The refusal of a channel past Apple's limit, before Apple is asked.
+    public static func limitReached(_ gateway: Gateway) -> APIError {
+        .invalid("name", "the application already has \(limitPerEnvironment) \(gateway) channels, Apple's limit per application and environment; "
+                 + "delete channels that are no longer used (deleteLiveActivityChannel)")
+    }
+}
+
+extension BroadcastChannels {
+    /// The body of Apple's create request.
+    public static func createBody(_ policy: StoragePolicy) -> JSONValue {
+        ["message-storage-policy": .int(Int64(policy.apple)), "push-type": "LiveActivity"]
+    }
+
+    /// What to tell the caller when Apple's management API did not do `action` ("create", "delete") in
+    /// `gateway`: `status` 0 is no answer at all.
+    public static func appleRefusal(action: String, name: String, gateway: Gateway, status: Int, reason: String?) -> APIError {
+        let what = "APNs (\(gateway)) did not \(action) channel '\(name)'"
+        switch (status, reason) {
+        case (0, _):
+            return APIError(.unavailable, "\(what): no answer (\(reason ?? "unreachable")); retry later")
+        case (_, "CannotCreateChannelConfig"?):
+            return .invalid("name", "\(what): CannotCreateChannelConfig, the application has Apple's \(limitPerEnvironment) \(gateway) channels; "
+                            + "delete channels that are no longer used")
+        case (_, "NoAPNsKey"?):
+            return .invalid("application", "\(what): the application has no APNs key; set one with islet app set-apns-key")
+        case (403, let reason):
+            return .invalid("application", "\(what): \(reason ?? "403"), Apple refused the application's APNs key or bundle id")
+        case (429, _), (500..., _):
+            return APIError(.unavailable, "\(what): \(status) \(reason ?? ""); retry later")
+        default:
+            return APIError(.internalError, "\(what): \(status) \(reason ?? "")")
+        }
+    }
+}

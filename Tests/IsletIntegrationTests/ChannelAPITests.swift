@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+import IsletApp
+import IsletCore
+import IsletSQL
+import IsletStore
+
+/// X5 through the HTTP API, against the built-in simulator as Apple's channel management API: channels
+/// created and deleted at Apple's side and recorded by Islet in step, Apple's limit, bad input by name.
+@Suite("Broadcast channels through the API (X5)")
+struct ChannelAPITests {
+    func call(_ running: RunningServer, _ method: String, _ fields: JSONObject) throws -> RawHTTPResponse {
+        try IsletIntegrationTests.call(running.port, method, (["auth": "SECRET_API_TOKEN"] as JSONObject).merging(fields))
+    }
+
+    @discardableResult
+    func ok(_ response: RawHTTPResponse, sourceLocation: SourceLocation = #_sourceLocation) throws -> JSONObject {
+        #expect(response.status == 200, "\(response.message ?? "")", sourceLocation: sourceLocation)
+        return try #require(response.json?.objectValue?["response"]?.objectValue, sourceLocation: sourceLocation)
+    }
+
+    /// The simulator's channels of the demo application: Apple's side.
+    func appleSide(_ running: RunningServer) throws -> [String] {
+        try Storage(StorageLocation(running.database)).simulated.simulatedChannels(application: ApplicationCode("XXXXX-XXXXX")!).map(\.id)
+    }
+
+    @Test func channelsAreCreatedListedAndDeletedAtApplesSideAndIslets() throws {
+        let running = try RunningServer()
+        let created = try #require(try ok(try call(running, "createLiveActivityChannel", ["name": "match-42", "storage_policy": "most_recent"]))["channel"]?.objectValue)
+        #expect(created["name"] == "match-42" && created["storage_policy"] == "most_recent")
+        let ids = try #require(created["apns_channel_ids"]?.objectValue)
+        #expect(ids.keys == ["production", "sandbox"], "both environments by default")
+        let production = try #require(ids["production"]?.stringValue), sandbox = try #require(ids["sandbox"]?.stringValue)
+        #expect(Data(base64Encoded: production)?.count == 16 && production != sandbox, "Apple's ids: base64")
+        #expect(Set(try appleSide(running)) == [production, sandbox])
+
+        let only = try #require(try ok(try call(running, "createLiveActivityChannel", ["name": "flight.BA117", "environment": "sandbox"]))["channel"]?.objectValue)
+        #expect(only["apns_channel_ids"]?.objectValue?.keys == ["sandbox"] && only["storage_policy"] == "none")
+
+        let duplicate = try call(running, "createLiveActivityChannel", ["name": "match-42"])
+        #expect(duplicate.status == 400 && duplicate.message == "name: a channel named 'match-42' already exists")
+        #expect(try appleSide(running).count == 3, "a refused request creates nothing at Apple's")
+
+        let page = try ok(try call(running, "listLiveActivityChannels", ["limit": 1]))
+        #expect(page["channels"]?.arrayValue?.first?.objectValue?["name"] == "flight.BA117" && page["next_cursor"] == "flight.BA117")
+        let rest = try ok(try call(running, "listLiveActivityChannels", ["limit": 1, "cursor": "flight.BA117"]))
+        #expect(rest["channels"]?.arrayValue?.first?.objectValue == created && rest["next_cursor"] == .null)
+        #expect(try ok(try call(running, "getLiveActivityChannel", ["name": "match-42"]))["channel"]?.objectValue == created)
+
+        try ok(try call(running, "deleteLiveActivityChannel", ["name": "match-42"]))
+        #expect(try appleSide(running).count == 1)
+        let gone = try call(running, "getLiveActivityChannel", ["name": "match-42"])
+        #expect(gone.status == 400 && gone.message == "name: no channel named 'match-42' in this application (create it with createLiveActivityChannel)")
+        #expect(try call(running, "deleteLiveActivityChannel", ["name": "match-42"]).status == 400)
+    }
+
+    @Test func aChannelDeletedBehindIsletsBackIsDeletedAllTheSame() throws {
+        let running = try RunningServer()
+        let created = try ok(try call(running, "createLiveActivityChannel", ["name": "score", "environment": "production"]))
+        let id = try #require(created["channel"]?.objectValue?["apns_channel_ids"]?.objectValue?["production"]?.stringValue)
+        #expect(try Storage(StorageLocation(running.database)).simulated.deleteSimulatedChannel(application: ApplicationCode("XXXXX-XXXXX")!, id: id))
+        try ok(try call(running, "deleteLiveActivityChannel", ["name": "score"]))
+        #expect(try call(running, "listLiveActivityChannels", [:]).json?.objectValue?["response"]?.objectValue?["channels"] == [])
+    }
+
+    @Test func theTenThousandAndFirstChannelIsRefusedBeforeAppleIsAsked() throws {
+        let running = try RunningServer()
+        let storage = try Storage(StorageLocation(running.database))
+        try storage.database.write { c in
+            try c.run("""
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+                INSERT INTO channels (application, name, gateway, apns_channel_id, storage_policy, created_at)
+                SELECT ?, 'c' || i, 'production', 'id' || i, 'none', 0 FROM n
+                """, [.text("XXXXX-XXXXX")])
+        }
+        let refused = try call(running, "createLiveActivityChannel", ["name": "one-more"])
+        #expect(refused.status == 400 && refused.message == "name: the application already has 10000 production channels, Apple's limit per application "
+                + "and environment; delete channels that are no longer used (deleteLiveActivityChannel)")
+        #expect(try appleSide(running).isEmpty)
+        #expect(try ok(try call(running, "createLiveActivityChannel", ["name": "one-more", "environment": "sandbox"]))["channel"] != nil,
+                "Apple counts each environment apart")
+    }
+
+    @Test func badFieldsAreRefusedByName() throws {
+        let running = try RunningServer()
+        for (fields, message) in [
+            (["name": "two words"] as JSONObject, "name: must be 1 to 64 letters, digits, '-', '_' or '.'"),
+            (["name": .string(String(repeating: "a", count: 65))], "name: must be 1 to 64 letters, digits, '-', '_' or '.'"),
+            ([:], "name: is required"),
+            (["name": "ok", "storage_policy": "sometimes"], "storage_policy: must be one of none, most_recent, got 'sometimes'"),
+            (["name": "ok", "environment": "staging"], "environment: must be one of production, sandbox, both, got 'staging'"),
+        ] {
+            let refused = try call(running, "createLiveActivityChannel", fields)
+            #expect(refused.status == 400 && refused.message == message, "\(fields.entries.map(\.key)): \(refused.message ?? "")")
+        }
+        #expect(try appleSide(running).isEmpty)
+    }
+}

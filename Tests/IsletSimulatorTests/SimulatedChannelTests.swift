@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+import IsletAPNs
+import IsletCore
+import IsletDelivery
+@testable import IsletSQL
+import IsletStore
+
+/// X5: the simulator answers Apple's channel management API over real HTTP/2, with Apple's codes and
+/// reasons, one registry per application, and Apple's limit.
+@Suite("APNs simulator: channel management (X5)")
+struct SimulatedChannelTests {
+    let world: SimulatorWorld
+
+    init() throws { world = try SimulatorWorld() }
+
+    func manage(_ method: String, _ path: String, channel: String? = nil, body: JSONValue? = nil, application: ApplicationCode? = nil,
+                bundle: String = "com.example.food") -> PushOutcome {
+        world.client.send([.manageChannels(application: application ?? world.app, gateway: .production, bundleID: bundle, method: method,
+                                           path: path, channelID: channel, body: body?.jsonBytes ?? [])]).first ?? .unknown("none")
+    }
+
+    @Test func aChannelIsCreatedReadListedAndDeletedAsAppleDoes() throws {
+        let created = manage("POST", "channels", body: BroadcastChannels.createBody(.none))
+        let id = try #require(created.management?.channelID)
+        #expect(created.status == 201 && Data(base64Encoded: id)?.count == 16)
+        let read = manage("GET", "channels", channel: id)
+        #expect(read.status == 200 && read.management.map { String(decoding: $0.body, as: UTF8.self) } == #"{"message-storage-policy":0,"push-type":"LiveActivity"}"#)
+        let all = manage("GET", "all-channels")
+        #expect(all.status == 200 && all.management.map { String(decoding: $0.body, as: UTF8.self) } == #"{"channels":["\#(id)"]}"#)
+        #expect(manage("GET", "all-channels", application: world.other, bundle: "com.example.other").management?.body == Array(#"{"channels":[]}"#.utf8),
+                "another application has its own")
+        #expect(manage("DELETE", "channels", channel: id).status == 204)
+        let again = manage("DELETE", "channels", channel: id)
+        #expect(again.status == 404 && again.reason == "ChannelNotRegistered")
+    }
+
+    @Test func badRequestsGetApplesReasons() throws {
+        let good = BroadcastChannels.createBody(.mostRecent)
+        #expect(manage("POST", "channels", body: good, bundle: "com.example.other").reason == "TopicMismatch", "the bundle id is the key's")
+        #expect(manage("POST", "channels", body: ["message-storage-policy": 0]).reason == "MissingPushType")
+        #expect(manage("POST", "channels", body: ["message-storage-policy": 0, "push-type": "Alert"]).reason == "InvalidPushType")
+        #expect(manage("POST", "channels", body: ["message-storage-policy": 2, "push-type": "LiveActivity"]).reason == "BadMessageStoragePolicy")
+        #expect(manage("GET", "channels").reason == "MissingChannelId")
+        #expect(manage("GET", "channels", channel: "not base64!").reason == "BadChannelId")
+        #expect(manage("GET", "channels", channel: "dW5rbm93bg==").reason == "ChannelNotRegistered")
+        #expect(manage("PUT", "channels", body: good).status == 405)
+        #expect(manage("GET", "nothing-here").status == 404)
+    }
+
+    @Test func theTenThousandAndFirstChannelIsRefused() throws {
+        try world.store.database.write { c in
+            try c.run("""
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 9999)
+                INSERT INTO simulated_channels (application, channel_id, storage_policy, created_at) SELECT ?, 'id' || i, 0, 0 FROM n
+                """, [.text(world.app.rawValue)])
+        }
+        #expect(manage("POST", "channels", body: BroadcastChannels.createBody(.none)).status == 201, "the 10,000th")
+        let refused = manage("POST", "channels", body: BroadcastChannels.createBody(.none))
+        #expect(refused.status == 400 && refused.reason == "CannotCreateChannelConfig")
+    }
+}

@@ -21,7 +21,9 @@ public struct ChannelMethods: Sendable {
         self.timeout = timeout
     }
 
-    public var all: [APIMethod] { [createLiveActivityChannel, listLiveActivityChannels, getLiveActivityChannel, deleteLiveActivityChannel] }
+    public var all: [APIMethod] {
+        [createLiveActivityChannel, listLiveActivityChannels, getLiveActivityChannel, deleteLiveActivityChannel, checkLiveActivityChannels]
+    }
 
     static func json(_ record: ChannelRecord) -> JSONValue {
         ["name": .string(record.name), "storage_policy": .string(record.policy.rawValue),
@@ -111,6 +113,46 @@ public struct ChannelMethods: Sendable {
             }
             audit.record(.channelDeleted, application: application.code, actor: call.actor, details: ["name": .string(name)])
             return [:]
+        }
+    }
+
+    /// Compares Islet's records with Apple's list of channels (`all-channels`) in each environment and names
+    /// what differs: records whose channel Apple no longer has (broadcasts to them fail), and Apple channels
+    /// no record holds (they count against Apple's limit). `repair: true` drops the former from the records;
+    /// Apple's channels are never deleted here, as another system may own them.
+    var checkLiveActivityChannels: APIMethod {
+        APIMethod(name: "checkLiveActivityChannels", access: .server) { [self] call in
+            let repair = try call.request.bool("repair") ?? false
+            let application = call.application
+            var records: [ChannelRecord] = []
+            var after: String?
+            while true {
+                let page = try store.channels(in: application.code, after: after, limit: 1000)
+                records += page
+                guard page.count == 1000, let last = page.last else { break }
+                after = last.name
+            }
+            let known = Set(records.flatMap { $0.ids.values })
+            var missing: [JSONValue] = [], unknown: [JSONValue] = [], counts = JSONObject()
+            for gateway in Gateway.all {
+                let outcome = try management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
+                                                             method: "GET", path: "all-channels"))
+                guard outcome.status == 200, let body = outcome.management?.body, let listed = (try? JSONParser.parse(body))?.objectValue?["channels"]?.arrayValue else {
+                    throw BroadcastChannels.appleRefusal(action: "list", name: "*", gateway: gateway, status: outcome.status, reason: outcome.reason)
+                }
+                let apple = Set(listed.compactMap(\.stringValue))
+                counts[gateway.rawValue] = .int(Int64(apple.count))
+                for record in records {
+                    guard let id = record.ids[gateway], !apple.contains(id) else { continue }
+                    missing.append(["name": .string(record.name), "environment": .string(gateway.rawValue), "apns_channel_id": .string(id)])
+                    if repair { _ = try store.deleteChannel(named: record.name, gateway: gateway, in: application.code) }
+                }
+                for id in apple.subtracting(known).sorted() {
+                    unknown.append(["environment": .string(gateway.rawValue), "apns_channel_id": .string(id)])
+                }
+            }
+            return ["missing_at_apple": .array(missing), "unknown_to_islet": .array(unknown), "apple_channels": .object(counts),
+                    "repaired": .bool(repair && !missing.isEmpty)]
         }
     }
 

@@ -15,9 +15,15 @@ public struct LiveActivityMethods: Sendable {
     let pushLifetime: TimeInterval
     /// The least time between two updates of one activity (A9).
     let pacing: UpdatePacing
+    /// Broadcasts to channels (X5), and the channels they go to; nil: notifications with `channel` are refused.
+    let broadcasts: (any BroadcastStore)?
+    let channels: (any ChannelStore)?
 
     public init(devices: any DeviceStore, messages: any MessageStore, schemas: any SchemaStore, pushLifetime: Duration = .seconds(3600),
-                pacing: UpdatePacing = .standard, kick: @escaping @Sendable () -> Void) {
+                pacing: UpdatePacing = .standard, broadcasts: (any BroadcastStore)? = nil, channels: (any ChannelStore)? = nil,
+                kick: @escaping @Sendable () -> Void) {
+        self.broadcasts = broadcasts
+        self.channels = channels
         self.pushLifetime = Double(pushLifetime.components.seconds)
         self.pacing = pacing
         self.devices = devices
@@ -108,6 +114,14 @@ public struct LiveActivityMethods: Sendable {
             let now = call.receivedAt
             let notifications = try LiveActivityRequests.notifications(call.request)
             let dryRun = try LiveActivityRequests.dryRun(call.request, notifications)
+            // X5: notifications to channels are broadcasts, a request of their own (each store commits apart).
+            let toChannels = notifications.filter { $0.value("channel") != nil }
+            if !toChannels.isEmpty {
+                guard toChannels.count == notifications.count else {
+                    throw APIError.invalid("notifications", "a request holds broadcasts to channels or updates of activities, not both: send them apart (X5)")
+                }
+                return try broadcast(notifications, call, dryRun: dryRun)
+            }
             var accepted: [(message: NewMessage, path: String)] = []
             var warnings: [String] = []
             for n in notifications {
@@ -147,6 +161,50 @@ public struct LiveActivityMethods: Sendable {
             if !warnings.isEmpty { response["warnings"] = .array(warnings.map { .string($0) }) }
             return response
         }
+    }
+
+    /// X5: one broadcast per notification, one request per environment of its channel, sent at once; the
+    /// payload is an update's (U3–U6) within Apple's 5 KB for broadcasts.
+    private func broadcast(_ notifications: [FieldReader], _ call: APICall, dryRun: Bool) throws -> JSONObject {
+        guard let broadcasts, let channels else { throw APIError(.unavailable, "this server does not send broadcasts (X5)") }
+        let now = call.receivedAt
+        var accepted: [NewBroadcast] = []
+        var warnings: [String] = []
+        for n in notifications {
+            let (channel, update) = try LiveActivityRequests.broadcast(n, now: now)
+            warnings += update.warnings
+            let payload = LiveActivityPayload.update(update, timestamp: Int64(now.timeIntervalSince1970)).jsonBytes
+            try LiveActivityPayload.checkSize(payload, path: n.path, maximum: BroadcastChannels.maximumPayloadBytes)
+            accepted.append(NewBroadcast(code: MessageCode.random(), channel: channel, payload: payload, priority: update.priority,
+                                         expiresAt: now.addingTimeInterval(pushLifetime)))
+        }
+        var response: JSONObject
+        if dryRun {
+            // X3: the exact requests, one per environment of the channel, and nothing stored.
+            var results: [JSONValue] = []
+            for (broadcast, n) in zip(accepted, notifications) {
+                guard let channel = try channels.channel(named: broadcast.channel, in: call.application.code) else {
+                    throw APIError.invalid(n.fieldPath("channel"), "no channel named '\(broadcast.channel)' in this application (create it with createLiveActivityChannel)")
+                }
+                let requests: [JSONValue] = Gateway.all.compactMap { gateway in
+                    channel.ids[gateway].map { id in
+                        Self.describe(.broadcast(application: call.application.code, gateway: gateway, bundleID: call.application.bundleID, channelID: id,
+                                                 priority: broadcast.priority, expiration: BroadcastChannels.expiration(channel.policy, expiresAt: broadcast.expiresAt),
+                                                 payload: broadcast.payload))
+                    }
+                }
+                results.append(["channel": .string(broadcast.channel), "send_at": .string(now.formatted(.iso8601)), "requests": .array(requests)])
+            }
+            response = ["Messages": [], "dry_run": .array(results)]
+        } else {
+            try refusalsAsErrors(notifications.map(\.path)) {
+                try broadcasts.acceptBroadcasts(accepted, in: call.application.code, at: now)
+            }
+            kick()
+            response = ["Messages": .array(accepted.map { .string($0.code) })]
+        }
+        if !warnings.isEmpty { response["warnings"] = .array(warnings.map { .string($0) }) }
+        return response
     }
 
     /// S3 within one request: two starts of one id cannot both begin a session.
@@ -209,18 +267,22 @@ public struct LiveActivityMethods: Sendable {
         return ["Messages": [], "dry_run": .array(results)]
     }
 
+    /// One APNs request as a dry run shows it.
+    static func describe(_ push: Push) -> JSONValue {
+        var headers = JSONObject()
+        for header in push.headers { headers[header.name] = .string(header.value) }
+        return ["gateway": .string(push.gateway.rawValue), "path": .string(push.path), "headers": .object(headers),
+                "payload": (try? JSONParser.parse(push.payload)) ?? .null, "bytes": .int(Int64(push.payload.count))]
+    }
+
     static func describe(_ plan: PlannedDelivery, hwid: String) -> JSONValue {
         switch plan {
         case .skip(let reason):
             return ["hwid": .string(hwid), "skipped": .string(reason)]
         case .push(let push), .held(let push, _, _):   // a dry run plans no pacing (A12)
-            var headers = JSONObject()
-            for header in push.headers { headers[header.name] = .string(header.value) }
-            return [
-                "hwid": .string(hwid), "gateway": .string(push.gateway.rawValue), "path": .string(push.path),
-                "headers": .object(headers), "payload": (try? JSONParser.parse(push.payload)) ?? .null,
-                "bytes": .int(Int64(push.payload.count)),
-            ]
+            var shown: JSONObject = ["hwid": .string(hwid)]
+            for (key, value) in describe(push).objectValue?.entries ?? [] { shown[key] = value }
+            return .object(shown)
         }
     }
 
@@ -246,6 +308,7 @@ public struct LiveActivityMethods: Sendable {
         APIMethod(name: "getMessageDetails", access: .server, effect: .reads) { [messages] call in
             let code = try call.request.requiredString("message")
             guard let details = try messages.messageDetails(code: code, in: call.application.code) else {
+                if let broadcast = try broadcasts?.broadcastDetails(code: code, in: call.application.code) { return ["message": Self.json(broadcast)] }
                 throw APIError.invalid("message", "no message '\(code)' in this application")
             }
             let open = details.pending.filter { $0.key.isOpen }.values.reduce(0, +)
@@ -314,6 +377,20 @@ public struct LiveActivityMethods: Sendable {
                 "next_cursor": nextCursor,
             ]]
         }
+    }
+
+    /// A broadcast in getMessageDetails (X5): done once every request is settled.
+    static func json(_ broadcast: BroadcastDetails) -> JSONValue {
+        let open = broadcast.requests.contains { ["pending", "sending", "retrying"].contains($0.state) }
+        return ["code": .string(broadcast.code), "channel": .string(broadcast.channel),
+                "status": .string(open ? (broadcast.requests.contains { $0.state == "retrying" } ? "retrying" : "sending") : "done"),
+                "created_at": .string(broadcast.createdAt.formatted(.iso8601)),
+                "broadcasts": .array(broadcast.requests.map { request in
+                    ["environment": .string(request.gateway.rawValue), "state": .string(request.state),
+                     "apns_status": request.status.map { .int(Int64($0)) } ?? .null, "apns_reason": request.reason.map { .string($0) } ?? .null,
+                     "apns_unique_id": request.uniqueID.map { .string($0) } ?? .null, "attempts": .int(Int64(request.attempts)),
+                     "next_attempt_at": request.nextAttemptAt.map { .string($0.formatted(.iso8601)) } ?? .null, "bytes": .int(Int64(request.bytes))]
+                })]
     }
 
     static func counts(_ counts: [String: Int]) -> JSONObject {

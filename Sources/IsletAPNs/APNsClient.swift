@@ -217,7 +217,7 @@ final class ClientState: @unchecked Sendable {
             return pending.complete(PushOutcome(status: 403, reason: "InvalidProviderToken"))
         }
         _ = key
-        let management = push.route != .device
+        let management = push.isManagement
         if !management, let last = lastPool, last.application == push.application, last.gateway == push.gateway {
             return last.pool.enqueue(pending)
         }

@@ -260,7 +260,8 @@ final class ConnectionPool: H2ConnectionDelegate {
         let retryAfter = response.header("retry-after").flatMap(Int.init).map { Duration.seconds(max(0, $0)) }
         var outcome = PushOutcome(status: status, reason: reason, timestamp: timestamp, retryAfter: retryAfter)
         if pending.push.route != .device {
-            outcome.management = ManagementResponse(channelID: response.header("apns-channel-id"), body: response.body)
+            outcome.management = ManagementResponse(channelID: response.header("apns-channel-id"), uniqueID: response.header("apns-unique-id"),
+                                                    body: response.body)
         }
         switch outcome.action {
         case .delivered:

@@ -38,14 +38,20 @@ public enum BroadcastChannels {
         public let gateways: [Gateway]
     }
 
-    /// `name`: 1 to 64 letters, digits, `-`, `_` or `.`, so it is safe in logs and URLs.
-    public static func name(_ request: FieldReader) throws(APIError) -> String {
-        let name = try request.requiredString("name")
+    /// How long APNs keeps a `most_recent` channel's latest message for phones that come online.
+    public static let storedMessageLifetime: TimeInterval = 8 * 3600
+
+    /// Apple's limit for a broadcast's payload.
+    public static let maximumPayloadBytes = 5120
+
+    /// `name` (or `field`): 1 to 64 letters, digits, `-`, `_` or `.`, so it is safe in logs and URLs.
+    public static func name(_ request: FieldReader, field: String = "name") throws(APIError) -> String {
+        let name = try request.requiredString(field)
         let allowed = name.utf8.allSatisfy { byte in
             (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F || byte == 0x2E
         }
         guard (1...maximumNameLength).contains(name.utf8.count), allowed else {
-            throw .invalid(request.fieldPath("name"), "must be 1 to \(maximumNameLength) letters, digits, '-', '_' or '.'")
+            throw .invalid(request.fieldPath(field), "must be 1 to \(maximumNameLength) letters, digits, '-', '_' or '.'")
         }
         return name
     }
@@ -80,6 +86,12 @@ extension BroadcastChannels {
     /// The body of Apple's create request.
     public static func createBody(_ policy: StoragePolicy) -> JSONValue {
         ["message-storage-policy": .int(Int64(policy.apple)), "push-type": "LiveActivity"]
+    }
+
+    /// `apns-expiration` of a broadcast: 0 on a channel that stores nothing (Apple refuses any other), else
+    /// the broadcast's expiry.
+    public static func expiration(_ policy: StoragePolicy, expiresAt: Date) -> Int64 {
+        policy == .none ? 0 : Int64(expiresAt.timeIntervalSince1970)
     }
 
     /// What to tell the caller when Apple's management API did not do `action` ("create", "delete") in

@@ -44,9 +44,9 @@ public enum LiveActivityPayload {
     }
 
     /// A 400 naming the notification when `payload` is over the APNs limit (A4).
-    public static func checkSize(_ payload: [UInt8], path: String) throws(APIError) {
-        guard payload.count <= maximumBytes else {
-            throw .invalid(path, "the APNs payload would be \(payload.count) bytes, over Apple's limit of \(maximumBytes) (A4); shorten content-state, attributes or the alert")
+    public static func checkSize(_ payload: [UInt8], path: String, maximum: Int = maximumBytes) throws(APIError) {
+        guard payload.count <= maximum else {
+            throw .invalid(path, "the APNs payload would be \(payload.count) bytes, over Apple's limit of \(maximum) (A4); shorten content-state, attributes or the alert")
         }
     }
 }

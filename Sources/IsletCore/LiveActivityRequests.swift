@@ -124,8 +124,8 @@ public enum LiveActivityRequests {
     static let startFields = ["live_activity", "live_activity_id", "title", "content", "filter", "filter_code", "devices", "users",
                               "send_date", "end_date", "renew", "timezone", "apns_priority", "dry_run"]
     static let startActivityFields = ["event", "title", "content-state", "attributes-type", "attributes", "relevance-score", "stale-date"]
-    static let updateFields = ["live_activity", "live_activity_id", "title", "subtitle", "content", "ios_sound", "apns_priority", "dry_run",
-                               "send_date", "timezone"]
+    static let updateFields = ["live_activity", "live_activity_id", "channel", "title", "subtitle", "content", "ios_sound", "apns_priority",
+                               "dry_run", "send_date", "timezone"]
     static let updateActivityFields = ["event", "title", "content-state", "dismissal-date", "relevance-score", "stale-date"]
 
     /// One warning per field of `object` that is not in `known`, with the nearest known name when there is one.
@@ -294,7 +294,22 @@ public enum LiveActivityRequests {
 
     /// Validates one updateLiveActivity notification at `now`.
     public static func update(_ n: FieldReader, now: Date) throws(APIError) -> UpdateNotification {
-        let activityID = try n.requiredString("live_activity_id")
+        try update(n, activityID: try n.requiredString("live_activity_id"), now: now)
+    }
+
+    /// X5: a notification with `channel` (an Islet channel name) instead of `live_activity_id`: one
+    /// broadcast to every phone on the channel, under the same rules as an update (U3–U6), sent at once.
+    public static func broadcast(_ n: FieldReader, now: Date) throws(APIError) -> (channel: String, update: UpdateNotification) {
+        let channel = try BroadcastChannels.name(n, field: "channel")
+        if n.value("live_activity_id") != nil {
+            throw .invalid(n.fieldPath("live_activity_id"), "give live_activity_id or channel, not both: a channel reaches the phones subscribed to it (X5)")
+        }
+        let update = try update(n, activityID: "", now: now)
+        guard update.sendTime == .now else { throw .invalid(n.fieldPath("send_date"), "a broadcast goes at once; leave send_date out with channel (X5)") }
+        return (channel, update)
+    }
+
+    static func update(_ n: FieldReader, activityID: String, now: Date) throws(APIError) -> UpdateNotification {
         let activity = try n.requiredObject("live_activity")
         guard let eventText = try activity.string("event") else { throw .invalid(activity.fieldPath("event"), "is required: \"update\" or \"end\"") }
         guard let event = LiveActivityEvent(rawValue: eventText), event != .start else {

@@ -78,6 +78,20 @@ public struct DeliveryDecisions: Sendable {
         }
     }
 
+    /// A broadcast's state after one send (X5): sent; a retryable answer retried after the backoff, until it
+    /// expires; anything else failed. With the next attempt's time when it is retried.
+    public func broadcastVerdict(_ outcome: PushOutcome, attempts: Int, expiresAt: Date, now: Date) -> (DeliveryState, Date?) {
+        switch outcome.action {
+        case .delivered:
+            return (.sent, nil)
+        case .retry, .refreshProviderToken:
+            let next = now.addingTimeInterval(backoff(afterAttempts: attempts, retryAfter: outcome.retryAfter).timeInterval)
+            return next < expiresAt ? (.retrying, next) : (.expired, nil)
+        case .dropToken, .fail, .invalidProviderToken:
+            return (.failed, nil)
+        }
+    }
+
     /// What to do with a due delivery when it is claimed at `now`.
     public func verdict(_ due: DueDelivery, now: Date) -> DueVerdict {
         if due.event == .start {

@@ -72,6 +72,8 @@ public final class DeliveryService: Sendable {
     let devices: any DeviceStore
     let applications: any ApplicationStore
     let transport: any PushTransport
+    /// Broadcasts to channels (X5), when the server keeps them.
+    let broadcasts: (any BroadcastStore)?
     let configuration: DeliveryConfiguration
     let decisions: DeliveryDecisions
     /// A12: push-to-start slots per device, for starts to named devices.
@@ -104,7 +106,8 @@ public final class DeliveryService: Sendable {
     public init(messages: any MessageStore, devices: any DeviceStore, applications: any ApplicationStore, transport: any PushTransport,
                 cluster: any ClusterStore, node: NodeInfo, session: (@Sendable (Int) throws -> any NodeSession)? = nil,
                 configuration: DeliveryConfiguration = DeliveryConfiguration(), logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
-                jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1.0) }) {
+                jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1.0) }, broadcasts: (any BroadcastStore)? = nil) {
+        self.broadcasts = broadcasts
         let metrics = DeliveryMetrics()
         self.metrics = metrics
         self.membership = NodeMembership(cluster: cluster, node: node, leaseDuration: configuration.lease, session: session, metrics: metrics,
@@ -187,6 +190,7 @@ public final class DeliveryService: Sendable {
                     continue
                 }
                 if try releaseScheduled() { continue }
+                if try sendDueBroadcasts() { continue }
                 sleepUntilWork(kicksSeen: kicks)
             } catch {
                 logger.error("delivery store failure", ["error": .string("\(error)")])
@@ -201,6 +205,33 @@ public final class DeliveryService: Sendable {
         let released = try messages.releaseScheduledUpdates(at: now(), limit: 50, pacing: configuration.updatePacing)
         if released > 0 { kick() }
         return released > 0
+    }
+
+    /// X5: broadcasts that are due, one request each, recorded with Apple's answer: retried like pushes
+    /// (backoff, `retry-after`) until they expire. True when some were due.
+    private func sendDueBroadcasts() throws -> Bool {
+        guard let broadcasts else { return false }
+        let sendTimeout = configuration.sendTimeout
+        let due = try broadcasts.claimDueBroadcasts(at: now(), limit: 20, claimFor: sendTimeout.timeInterval + 30)
+        guard !due.isEmpty else { return false }
+        var bundles: [ApplicationCode: String] = [:]
+        for application in Set(due.map(\.application)) { bundles[application] = try applications.application(application)?.bundleID }
+        let pushes = due.map { item in
+            Push.broadcast(application: item.application, gateway: item.gateway, bundleID: bundles[item.application] ?? "", channelID: item.channelID,
+                           priority: item.priority, expiration: item.expiration, payload: item.payload)
+        }
+        let outcomes = transport.send(pushes, deadline: .now + sendTimeout)
+        let at = now()
+        try broadcasts.recordBroadcasts(zip(due, outcomes).map { item, outcome in
+            let (state, next) = decisions.broadcastVerdict(outcome, attempts: item.attempts + 1, expiresAt: item.expiresAt, now: at)
+            if state != .sent {
+                logger.warning("broadcast not delivered", ["message": .string(item.code), "environment": .string(item.gateway.rawValue),
+                                                           "status": .int(Int64(outcome.status)), "reason": .string(outcome.reason ?? "")])
+            }
+            return BroadcastResult(id: item.id, state: state, status: outcome.status, reason: outcome.reason, uniqueID: outcome.management?.uniqueID,
+                                   nextAt: next)
+        }, at: at)
+        return true
     }
 
     private enum Unit {
@@ -307,6 +338,7 @@ public final class DeliveryService: Sendable {
         // At least 5 ms: a job that is due but not claimable (another worker, a busy application) must not make this spin.
         let (saturated, shardsFull) = busyApplications()
         if limit == nil, let due = try? messages.nextDueDate(excluding: saturated, shardsExcluding: shardsFull) { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
+        if limit == nil, let due = try? broadcasts?.nextBroadcastDue() { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
         wakeUp.lock()
         let deadline = Date().addingTimeInterval(wait)
         while !stopping && state.withLock({ $0.kicks }) == kicks && Date() < deadline {

@@ -10,6 +10,8 @@ public enum PushRoute: Sendable, Equatable {
     /// A request of Apple's channel management API, on its own hosts (X5): the method, the path under
     /// `/1/apps/<bundle id>/`, and the channel it is about (`apns-channel-id`).
     case manageChannels(method: String, path: String, channelID: String?)
+    /// `POST /4/broadcasts/apps/<bundle id>` on the push hosts: one request for every phone on the channel (X5).
+    case broadcast(channelID: String, bundleID: String)
 }
 
 /// One HTTP/2 request to APNs: `POST /3/device/<token>` with its headers and payload (A1, A2).
@@ -52,6 +54,22 @@ public struct Push: Sendable, Equatable {
         return push
     }
 
+    /// A broadcast to the channel `channelID` (Apple's id) of one environment (X5): no topic, no apns-id;
+    /// `expiration` is always sent (0 on a channel that stores nothing).
+    public static func broadcast(application: ApplicationCode, gateway: Gateway, bundleID: String, channelID: String, priority: Int,
+                                 expiration: Int64, payload: [UInt8]) -> Push {
+        var push = Push(application: application, deviceToken: "", gateway: gateway, pushType: "liveactivity", topic: "", priority: priority,
+                        apnsID: "", payload: payload, expiration: expiration)
+        push.route = .broadcast(channelID: channelID, bundleID: bundleID)
+        return push
+    }
+
+    /// Whether it goes to the channel management hosts rather than the push hosts.
+    public var isManagement: Bool {
+        if case .manageChannels = route { return true }
+        return false
+    }
+
     /// The request's method.
     public var method: String {
         if case .manageChannels(let method, _, _) = route { return method }
@@ -60,14 +78,22 @@ public struct Push: Sendable, Equatable {
 
     /// The request path.
     public var path: String {
-        if case .manageChannels(_, let path, _) = route { return path }
-        return "/3/device/\(deviceToken)"
+        switch route {
+        case .device: "/3/device/\(deviceToken)"
+        case .manageChannels(_, let path, _): path
+        case .broadcast(_, let bundleID): "/4/broadcasts/apps/\(bundleID)"
+        }
     }
 
     /// The A2 headers (or a management request's); `authorization: bearer <JWT>` is the transport's to add.
     public var headers: [(name: String, value: String)] {
-        if case .manageChannels(_, _, let channelID) = route {
+        switch route {
+        case .device: break
+        case .manageChannels(_, _, let channelID):
             return (channelID.map { [("apns-channel-id", $0)] } ?? []) + (payload.isEmpty ? [] : [("content-type", "application/json")])
+        case .broadcast(let channelID, _):
+            return [("apns-channel-id", channelID), ("apns-push-type", pushType), ("apns-priority", String(priority)),
+                    ("apns-expiration", String(expiration ?? 0))]
         }
         var headers = [("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)), ("apns-id", apnsID)]
         if let expiration { headers.append(("apns-expiration", String(expiration))) }
@@ -75,14 +101,17 @@ public struct Push: Sendable, Equatable {
     }
 }
 
-/// What a channel management answer carries besides its status (X5).
+/// What a channel management or broadcast answer carries besides its status (X5).
 public struct ManagementResponse: Sendable, Equatable {
     /// `apns-channel-id` of a created channel.
     public let channelID: String?
+    /// `apns-unique-id` of a broadcast Apple took: what to quote to Apple when asking about it.
+    public var uniqueID: String?
     public let body: [UInt8]
 
-    public init(channelID: String?, body: [UInt8]) {
+    public init(channelID: String?, uniqueID: String? = nil, body: [UInt8]) {
         self.channelID = channelID
+        self.uniqueID = uniqueID
         self.body = body
     }
 }
@@ -108,7 +137,7 @@ public struct PushOutcome: Sendable, Equatable {
     /// With 429 or 503: APNs' `retry-after`, when it sent one.
     public let retryAfter: Duration?
     public let fate: PushFate
-    /// A channel management request's answer (X5); nil for device pushes.
+    /// A channel management or broadcast request's answer (X5); nil for device pushes.
     public var management: ManagementResponse?
 
     public init(status: Int, reason: String? = nil, timestamp: Int64? = nil, retryAfter: Duration? = nil, fate: PushFate? = nil) {

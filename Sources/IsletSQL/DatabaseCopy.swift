@@ -20,6 +20,7 @@ public enum DatabaseCopy {
         Table(name: "deliveries", key: ["message", "device"]), Table(name: "activity_devices", key: ["activity", "device"]),
         Table(name: "token_history", key: ["id"]), Table(name: "scheduled_updates", key: ["id"]),
         Table(name: "activity_renewals", key: ["activity"]), Table(name: "channels", key: ["id"]),
+        Table(name: "broadcasts", key: ["id"]),
         Table(name: "simulated_channels", key: nil),
     ]
     /// What a node keeps of its own (its liveness, leases, the provider tokens it signed): not carried over.

@@ -612,6 +612,11 @@ public struct SQLMessageStore: MessageStore {
 
     public func pruneFinished(before cutoff: Date, limit: Int) throws(StoreError) -> (deliveries: Int, messages: Int) {
         try database.write { (c) throws(StoreError) -> (deliveries: Int, messages: Int) in
+            // Settled broadcasts (X5) are delivery records too.
+            let broadcasts = try c.run("""
+                DELETE FROM broadcasts WHERE id IN (SELECT id FROM broadcasts WHERE created_at < ?1 AND state IN ('sent', 'failed', 'expired')
+                                                    ORDER BY id LIMIT ?2)
+                """, [SQLValue.seconds(cutoff), .int(Int64(limit))])
             guard let message = try c.query("""
                 SELECT m.id FROM messages m \(database.dialect.indexedBy("messages_finished")) JOIN activities a ON a.id = m.activity
                 WHERE m.state IN ('done', 'cancelled') AND m.finished_at < ?1
@@ -621,14 +626,14 @@ public struct SQLMessageStore: MessageStore {
                            AND m.id != COALESCE((SELECT MAX(id) FROM messages WHERE activity = m.activity AND event IN ('update', 'end')
                                                  AND state != 'cancelled'), 0)))
                 ORDER BY m.finished_at LIMIT 1
-                """, [SQLValue.seconds(cutoff)]).first?["id"] else { return (0, 0) }
+                """, [SQLValue.seconds(cutoff)]).first?["id"] else { return (broadcasts, 0) }
             let deleted = try c.run("""
                 DELETE FROM deliveries WHERE message = ?1 AND device IN (SELECT device FROM deliveries WHERE message = ?1 LIMIT ?2)
                 """, [message, .int(Int64(limit))])
-            guard deleted < limit else { return (deleted, 0) }
+            guard deleted < limit else { return (deleted + broadcasts, 0) }
             try c.run("DELETE FROM message_shards WHERE message = ?", [message])
             let messages = try c.run("DELETE FROM messages WHERE id = ?", [message])
-            return (deleted, messages)
+            return (deleted + broadcasts, messages)
         }
     }
 

@@ -305,7 +305,8 @@ public enum SQLMigrations {
             CREATE INDEX activity_renewals_due ON activity_renewals (due_at);
             """),
         // Broadcast channels (X5): Islet's record of each channel name, one row per environment with Apple's
-        // channel id; and the simulator's own registry, as Apple's side of it.
+        // channel id; broadcasts, one row per environment, durable and retried like pushes (`next_at`: when
+        // due, or when a claim that was not recorded runs out); and the simulator's own registry, as Apple's side.
         Migration(version: 15, name: "broadcast channels", sql: """
             CREATE TABLE channels (
                 id INTEGER PRIMARY KEY,
@@ -317,11 +318,34 @@ public enum SQLMigrations {
                 created_at INTEGER NOT NULL,
                 UNIQUE (application, name, gateway)
             ) STRICT;
+            CREATE TABLE broadcasts (
+                id INTEGER PRIMARY KEY,
+                code TEXT NOT NULL,
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                channel TEXT NOT NULL,
+                gateway TEXT NOT NULL,
+                apns_channel_id TEXT NOT NULL,
+                payload BLOB NOT NULL,
+                priority INTEGER NOT NULL,
+                expiration INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL,
+                state TEXT NOT NULL,
+                status INTEGER,
+                reason TEXT,
+                unique_id TEXT,
+                attempts INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                next_at INTEGER
+            ) STRICT;
+            CREATE INDEX broadcasts_due ON broadcasts (next_at) WHERE state IN ('pending', 'sending', 'retrying');
+            CREATE INDEX broadcasts_by_code ON broadcasts (application, code);
             CREATE TABLE simulated_channels (
                 application TEXT NOT NULL,
                 channel_id TEXT NOT NULL,
                 storage_policy INTEGER NOT NULL,
                 created_at INTEGER NOT NULL,
+                last_payload BLOB,
+                last_at INTEGER,
                 PRIMARY KEY (application, channel_id)
             ) STRICT;
             """),

@@ -112,6 +112,7 @@ final class SimulatorEngine: Sendable {
         }
         if let every = faults.dropEvery, count % every == 0 { return exchange.dropConnection() }
         if exchange.request.header(":path")?.hasPrefix("/1/apps/") == true { return manageChannels(exchange) }
+        if exchange.request.header(":path")?.hasPrefix("/4/broadcasts/apps/") == true { return broadcast(exchange) }
         let (status, body) = answer(exchange)
         let respond = {
             var headers: [(name: String, value: String)] = [("apns-id", exchange.request.header("apns-id") ?? UUID().uuidString)]
@@ -123,6 +124,56 @@ final class SimulatorEngine: Sendable {
     }
 
     static func reason(_ reason: String) -> JSONValue { ["reason": .string(reason)] }
+
+    /// A broadcast (X5): the provider token, then Apple's checks of the channel and headers, then every simulated
+    /// phone of the application with an activity on the channel gets it. 200 with `apns-request-id` and `apns-unique-id`.
+    private func broadcast(_ exchange: H2Exchange) {
+        let request = exchange.request
+        let uniqueID = UUID().uuidString.lowercased()
+        let (status, reason) = broadcastAnswer(request, exchange: exchange, uniqueID: uniqueID)
+        var headers: [(name: String, value: String)] = [("apns-request-id", request.header("apns-request-id") ?? UUID().uuidString)]
+        if status == 200 { headers.append(("apns-unique-id", uniqueID)) }
+        let body = reason.map { Self.reason($0).jsonBytes } ?? []
+        if !body.isEmpty { headers.append(("content-type", "application/json")) }
+        exchange.respond(status: status, headers: headers, body: body)
+    }
+
+    private func broadcastAnswer(_ request: H2Message, exchange: H2Exchange, uniqueID: String) -> (Int, String?) {
+        guard request.header(":method") == "POST" else { return (405, "MethodNotAllowed") }
+        guard let authorization = request.header("authorization"), authorization.hasPrefix("bearer ") else { return (403, "MissingProviderToken") }
+        guard let (credential, issuedAt) = verify(String(authorization.dropFirst(7))) else { return (403, "InvalidProviderToken") }
+        guard now().timeIntervalSince1970 - Double(issuedAt) <= 3600 else { return (403, "ExpiredProviderToken") }
+        exchange.allowStreams(1000)
+        guard request.header(":path") == "/4/broadcasts/apps/\(credential.bundleID)" else { return (400, "TopicMismatch") }
+        guard let channelID = request.header("apns-channel-id"), !channelID.isEmpty else { return (400, "MissingChannelId") }
+        guard let raw = Data(base64Encoded: channelID), !raw.isEmpty else { return (400, "BadChannelId") }
+        guard let pushType = request.header("apns-push-type") else { return (400, "MissingPushType") }
+        guard pushType == "liveactivity" else { return (400, "InvalidPushType") }
+        let priority = request.header("apns-priority").flatMap(Int.init) ?? 10
+        guard [1, 5, 10].contains(priority) else { return (400, "BadPriority") }
+        guard let expiration = request.header("apns-expiration").flatMap(Int64.init) else { return (400, "BadExpirationDate") }
+        guard !request.body.isEmpty else { return (400, "PayloadEmpty") }
+        guard request.body.count <= BroadcastChannels.maximumPayloadBytes else { return (413, "PayloadTooLarge") }
+        let application = credential.application
+        return Self.lock.withLock { _ -> (Int, String?) in
+            guard let channel = (try? store.simulatedChannels(application: application))?.first(where: { $0.id == channelID }) else {
+                return (400, "ChannelNotRegistered")
+            }
+            // Apple refuses an expiration on a channel that stores nothing; one that stores keeps the latest message.
+            guard channel.policy == 1 || expiration == 0 else { return (400, "BadExpirationDate") }
+            if channel.policy == 1 { try? store.saveSimulatedChannelMessage(application: application, id: channelID, payload: request.body, at: now()) }
+            for entry in (try? store.simulatedDevices()) ?? [] where entry.application == application {
+                guard var device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(entry.state.utf8)), device.subscribes(to: channelID),
+                      device.uninstalledAt == nil else { continue }
+                device.receiveBroadcast(payload: request.body, channelID: channelID, priority: priority, apnsID: uniqueID, now: now(),
+                                        decodingError: { decoder(application, $0, $1, $2) })
+                if let data = try? JSONEncoder().encode(device) {
+                    try? store.saveSimulatedDevice(application: application, hwid: entry.hwid, state: String(decoding: data, as: UTF8.self))
+                }
+            }
+            return (200, nil)
+        }
+    }
 
     /// Apple's channel management API (X5): the provider token checked as for pushes, then the channel request.
     private func manageChannels(_ exchange: H2Exchange) {

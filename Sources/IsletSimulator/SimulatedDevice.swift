@@ -23,6 +23,8 @@ public struct SimulatedActivity: Codable, Sendable, Equatable {
     public var priorityTen: [Double]?
     /// iOS ended it, 8 hours after it started (A8); nil: not by iOS.
     public var endedByIOS: Bool?
+    /// The broadcast channel it is subscribed to (Apple's id, X5); such an activity has no update token.
+    public var channelID: String?
 }
 
 /// A push the simulated device received, with what became of it.
@@ -78,8 +80,42 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
     public func kind(of token: String) -> TokenKind? {
         if token == pushToken { return .push }
         if let entry = pushToStartTokens.first(where: { $0.value == token }) { return .pushToStart(attributesType: entry.key) }
-        if let index = activities.firstIndex(where: { $0.updateToken == token }) { return .update(activityIndex: index) }
+        if !token.isEmpty, let index = activities.firstIndex(where: { $0.updateToken == token }) { return .update(activityIndex: index) }
         return nil
+    }
+
+    /// Whether an activity on this phone listens to the channel `channelID` (X5).
+    public func subscribes(to channelID: String) -> Bool { activities.contains { $0.channelID == channelID } }
+
+    /// The app starts an activity itself, subscribed to a broadcast channel (`pushType: .channel(id)`, iOS 18).
+    public mutating func startOnChannel(activityID: String, attributesType: String, attributes: JSONObject, contentState: JSONObject,
+                                        channelID: String, now: Date) {
+        expire(now: now)
+        activities.append(SimulatedActivity(
+            activityID: activityID, attributesType: attributesType, attributes: JSONValue.object(attributes).jsonText,
+            contentState: JSONValue.object(contentState).jsonText, pendingContentState: nil, updateToken: "",
+            // Started by the app, not by a push: any broadcast's timestamp is newer.
+            timestamp: 0, relevanceScore: nil, staleDate: nil, ended: false, dismissAt: nil,
+            startedAt: now.timeIntervalSince1970, priorityTen: nil, channelID: channelID))
+    }
+
+    /// A broadcast on `channelID` (X5): applied as an update to every activity subscribed to it, each under
+    /// ActivityKit's rules (timestamp, budget, 8 hours, decoding), and logged once.
+    public mutating func receiveBroadcast(payload: [UInt8], channelID: String, priority: Int, apnsID: String, now: Date,
+                                          decodingError: (_ attributesType: String, _ contentState: JSONObject, _ attributes: JSONObject?) -> String? = { _, _, _ in nil }) {
+        expire(now: now)
+        let aps = (try? JSONParser.parse(payload))?.objectValue?["aps"]?.objectValue ?? [:]
+        var entry = SimulatedPush(at: now.timeIntervalSince1970, apnsID: apnsID, pushType: "liveactivity", event: aps["event"]?.stringValue,
+                                  priority: priority, dropped: nil, payload: String(decoding: payload, as: UTF8.self))
+        for index in activities.indices where activities[index].channelID == channelID {
+            if let state = aps["content-state"]?.objectValue, let error = decodingError(activities[index].attributesType, state, nil) {
+                entry.dropped = "unable to decode: \(error)"
+                continue
+            }
+            update(index, aps, priority: priority, entry: &entry, now: now)
+        }
+        log.append(entry)
+        if log.count > Self.logLimit { log.removeFirst(log.count - Self.logLimit) }
     }
 
     /// Applies a push APNs accepted, as ActivityKit would; returns the update token of an activity it
@@ -235,6 +271,7 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
                 "stale": .bool(activity.staleDate.map { Double($0) <= now.timeIntervalSince1970 } ?? false),
                 "ended": .bool(activity.ended), "relevance_score": activity.relevanceScore.map { .int($0) } ?? .null,
                 "waiting_for_unlock": .bool(activity.pendingContentState != nil),
+                "channel_id": activity.channelID.map { .string($0) } ?? .null,
             ]
         })
     }

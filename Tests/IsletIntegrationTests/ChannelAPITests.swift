@@ -63,6 +63,32 @@ struct ChannelAPITests {
         #expect(try call(running, "listLiveActivityChannels", [:]).json?.objectValue?["response"]?.objectValue?["channels"] == [])
     }
 
+    /// checkLiveActivityChannels names what differs between Islet's records and Apple's channels, and with
+    /// `repair` drops the records Apple no longer has; Apple's channels Islet does not know are only named.
+    @Test func recordsAreCheckedAgainstApplesListAndRepaired() throws {
+        let running = try RunningServer()
+        let created = try ok(try call(running, "createLiveActivityChannel", ["name": "score"]))
+        let ids = try #require(created["channel"]?.objectValue?["apns_channel_ids"]?.objectValue)
+        let production = try #require(ids["production"]?.stringValue)
+        let application = ApplicationCode("XXXXX-XXXXX")!
+        let simulated = try Storage(StorageLocation(running.database)).simulated
+        let clean = try ok(try call(running, "checkLiveActivityChannels", [:]))
+        #expect(clean["missing_at_apple"] == [] && clean["unknown_to_islet"] == [] && clean["repaired"] == false)
+        // Behind Islet's back: Apple loses the production channel, and someone else creates one.
+        #expect(try simulated.deleteSimulatedChannel(application: application, id: production))
+        try simulated.saveSimulatedChannel(application: application, id: "c29tZW9uZS1lbHNl", policy: 0, at: Date())
+        let found = try ok(try call(running, "checkLiveActivityChannels", [:]))
+        #expect(found["missing_at_apple"] == [["name": "score", "environment": "production", "apns_channel_id": .string(production)]])
+        #expect(found["unknown_to_islet"]?.arrayValue?.contains(["environment": "production", "apns_channel_id": "c29tZW9uZS1lbHNl"]) == true)
+        #expect(try ok(try call(running, "getLiveActivityChannel", ["name": "score"]))["channel"]?.objectValue?["apns_channel_ids"]?.objectValue?.count == 2,
+                "checking changes nothing")
+        let repaired = try ok(try call(running, "checkLiveActivityChannels", ["repair": true]))
+        #expect(repaired["repaired"] == true)
+        #expect(try ok(try call(running, "getLiveActivityChannel", ["name": "score"]))["channel"]?.objectValue?["apns_channel_ids"]?.objectValue?.keys == ["sandbox"])
+        #expect(try appleSide(running).contains("c29tZW9uZS1lbHNl"), "Apple's channels are never deleted by a check")
+        #expect(try ok(try call(running, "checkLiveActivityChannels", [:]))["missing_at_apple"] == [])
+    }
+
     @Test func theTenThousandAndFirstChannelIsRefusedBeforeAppleIsAsked() throws {
         let running = try RunningServer()
         let storage = try Storage(StorageLocation(running.database))

@@ -31,7 +31,9 @@ struct OpenAPITests {
         let document = try document(running)
         #expect(document["openapi"]?.stringValue?.hasPrefix("3.1") == true)
         var expected = Self.plainRoutes.union(running.server.router.methodNames.map { "POST /json/1.3/\($0)" })
-        if simulator { expected.formUnion(["GET /simulator/devices", "POST /simulator/devices", "GET /simulator/devices/{hwid}"]) }
+        if simulator {
+            expected.formUnion(["GET /simulator/devices", "POST /simulator/devices", "GET /simulator/devices/{hwid}", "POST /simulator/devices/{hwid}/activities"])
+        }
         let documented = operations(document)
         let simulatorRoutes = documented.filter { $0.contains("/simulator/") }
         #expect(documented.subtracting(simulatorRoutes).symmetricDifference(expected.subtracting(simulatorRoutes)).isEmpty,

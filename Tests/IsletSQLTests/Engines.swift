@@ -60,4 +60,5 @@ final class EngineDatabase: Sendable {
     var schemas: SQLSchemaStore { SQLSchemaStore(database: database) }
     var simulated: SQLSimulatorStore { SQLSimulatorStore(database: database) }
     var channels: SQLChannelStore { SQLChannelStore(database: database) }
+    var broadcasts: SQLBroadcastStore { SQLBroadcastStore(database: database) }
 }

@@ -3,6 +3,7 @@ import Testing
 import IsletAPNs
 import IsletCore
 import IsletDelivery
+import IsletSimulator
 @testable import IsletSQL
 import IsletStore
 
@@ -46,6 +47,44 @@ struct SimulatedChannelTests {
         #expect(manage("GET", "channels", channel: "dW5rbm93bg==").reason == "ChannelNotRegistered")
         #expect(manage("PUT", "channels", body: good).status == 405)
         #expect(manage("GET", "nothing-here").status == 404)
+    }
+
+    func broadcast(_ channel: String, expiration: Int64 = 0, bundle: String = "com.example.food", pushType: String = "liveactivity",
+                   payload: [UInt8] = Array(#"{"aps":{"timestamp":\#(Int64(Date().timeIntervalSince1970) + 60),"event":"update","content-state":{"home":1}}}"#.utf8)) -> PushOutcome {
+        var push = Push.broadcast(application: world.app, gateway: .production, bundleID: bundle, channelID: channel, priority: 10,
+                                  expiration: expiration, payload: payload)
+        if pushType != "liveactivity" {
+            push = Push(application: world.app, deviceToken: "", gateway: .production, pushType: pushType, topic: "", priority: 10, apnsID: "",
+                        payload: payload, expiration: expiration)
+            push.route = .broadcast(channelID: channel, bundleID: bundle)
+        }
+        return world.client.send([push]).first ?? .unknown("none")
+    }
+
+    /// Apple's broadcast endpoint: its checks, then every phone on the channel, and only those.
+    @Test func aBroadcastReachesThePhonesOnItsChannelUnderApplesRules() throws {
+        let none = try #require(manage("POST", "channels", body: BroadcastChannels.createBody(.none)).management?.channelID)
+        let kept = try #require(manage("POST", "channels", body: BroadcastChannels.createBody(.mostRecent)).management?.channelID)
+        try world.addDevice("on")
+        try world.addDevice("off")
+        _ = try APNsSimulator.withDevice(world.store, world.app, "on") { device in
+            device.startOnChannel(activityID: "M", attributesType: "Score", attributes: [:], contentState: ["home": 0], channelID: none, now: Date())
+        }
+        let taken = broadcast(none)
+        #expect(taken.status == 200 && taken.management?.uniqueID != nil)
+        #expect(try world.device("on").activities.first?.contentState == #"{"home":1}"#)
+        #expect(try world.device("off").log.isEmpty, "a phone not on the channel gets nothing")
+        #expect(broadcast(none, expiration: 1_900_000_000).reason == "BadExpirationDate", "a channel that stores nothing takes expiration 0 only")
+        #expect(broadcast(kept, expiration: 1_900_000_000).status == 200)
+        #expect(broadcast("dW5rbm93bg==").reason == "ChannelNotRegistered")
+        #expect(broadcast("").reason == "MissingChannelId")
+        #expect(broadcast("not base64!").reason == "BadChannelId")
+        #expect(broadcast(none, bundle: "com.example.other").reason == "TopicMismatch")
+        #expect(broadcast(none, pushType: "alert").reason == "InvalidPushType")
+        let large = broadcast(none, payload: Array(repeating: UInt8(ascii: "x"), count: 5121))
+        #expect(large.status == 413 && large.reason == "PayloadTooLarge")
+        #expect(broadcast(none, payload: Array(#"{"aps":{"timestamp":1,"event":"update","content-state":{"home":"#.utf8) + Array(repeating: UInt8(ascii: "1"), count: 5000) + Array("}}}".utf8)).status == 200,
+                "5 KB is allowed, more than a device push's 4 KB")
     }
 
     @Test func theTenThousandAndFirstChannelIsRefused() throws {

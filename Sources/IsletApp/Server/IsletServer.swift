@@ -84,7 +84,8 @@ public final class IsletServer: Sendable {
         deliveryConfiguration.pushToStartPacing = configuration.pushToStartPacing
         let delivery = pushes.map {
             DeliveryService(messages: messages, devices: devices, applications: store, transport: $0, cluster: storage.cluster, node: node,
-                            session: storage.nodeSession, configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock)
+                            session: storage.nodeSession, configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock,
+                            broadcasts: storage.broadcasts)
         }
         self.cluster = storage.cluster
         self.delivery = delivery
@@ -97,7 +98,8 @@ public final class IsletServer: Sendable {
             + DeviceMethods(store: devices, phoneStarted: configuration.phoneStartedActivities, kick: { delivery?.kick() }).all
             + FilterMethods(store: devices, audit: configuration.auditLog).all
             + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
-                                  pacing: configuration.updatePacing, kick: { delivery?.kick() }).all
+                                  pacing: configuration.updatePacing, broadcasts: storage.broadcasts, channels: storage.channels,
+                                  kick: { delivery?.kick() }).all
             + SchemaMethods(store: schemas, audit: configuration.auditLog).all
             + ChannelMethods(store: storage.channels, transport: pushes, audit: configuration.auditLog).all
         let routes = SimulatorRoutes(wiring: wiring, authenticator: Authenticator(store: store))

@@ -64,6 +64,7 @@ public struct Storage: Sendable {
     public var schemas: SQLSchemaStore { SQLSchemaStore(database: database) }
     public var simulated: SQLSimulatorStore { SQLSimulatorStore(database: database) }
     public var channels: SQLChannelStore { SQLChannelStore(database: database) }
+    public var broadcasts: SQLBroadcastStore { SQLBroadcastStore(database: database) }
     public var cluster: SQLClusterStore { SQLClusterStore(database: database) }
 
     /// Opens a node's liveness session, given its number: PostgreSQL only (SQLite has one server per file).

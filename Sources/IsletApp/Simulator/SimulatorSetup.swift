@@ -130,6 +130,15 @@ struct SimulatorRoutes: Sendable {
             return APIRouter.json(["devices": .array(page.compactMap { $0.device?.json(now: now, withLog: false) }), "next_cursor": nextCursor],
                                   status: 200)
         }
+        // The app starts an activity on the phone itself, subscribed to a broadcast channel (X5).
+        if rest.hasSuffix("/activities"), rest.count > "/activities".count + 1 {
+            guard request.method == "POST" else {
+                var refused = APIRouter.failure(APIError(.methodNotAllowed, "use POST on /simulator/devices/<hwid>/activities"))
+                refused.headers.append(("Allow", "POST"))
+                return refused
+            }
+            return try startOnChannel(request, hwid: String(rest.dropFirst().dropLast("/activities".count)), application: application)
+        }
         let hwid = String(rest.dropFirst())   // libmicrohttpd has already decoded the path once
         guard request.method == "GET" else {
             var refused = APIRouter.failure(APIError(.methodNotAllowed, "use GET on /simulator/devices/<hwid>"))
@@ -140,6 +149,36 @@ struct SimulatorRoutes: Sendable {
             throw APIError(.notFound, "no simulated device '\(hwid.prefix(256))' in application \(application)")
         }
         return APIRouter.json(device.json(now: now, withLog: true), status: 200)
+    }
+
+    /// {activity_id, attributes_type, content_state, attributes?, channel_id}: what an app does with
+    /// `Activity.request(..., pushType: .channel(id))`; iOS refuses a channel APNs does not have.
+    private func startOnChannel(_ request: HTTPRequest, hwid: String, application: ApplicationCode) throws -> HTTPResponse {
+        let document = try JSONParser.parse(request.body)
+        guard case .object = document else {
+            throw APIError.invalid("body", "must be a JSON object such as {\"activity_id\": \"match-42\", \"channel_id\": \"…\"}, got \(document.typeName)")
+        }
+        try document.refuseNUL()
+        let body = try FieldReader(document, path: "")
+        let activityID = try body.requiredString("activity_id"), attributesType = try body.requiredString("attributes_type")
+        let contentState = try body.requiredObject("content_state").object
+        let attributes = try body.objectField("attributes")?.object ?? [:]
+        let channelID = try body.requiredString("channel_id")
+        guard let channel = try wiring.simulated.simulatedChannels(application: application).first(where: { $0.id == channelID }) else {
+            throw APIError.invalid("channel_id", "APNs has no such channel for this application, so iOS would not start the activity (X5)")
+        }
+        let now = Date()
+        // A channel that stores its latest message hands it to a phone that joins later, within 8 hours.
+        let stored = channel.policy == 1 ? try wiring.simulated.simulatedChannelMessage(application: application, id: channelID)
+            .flatMap { now.timeIntervalSince($0.at) < BroadcastChannels.storedMessageLifetime ? $0.payload : nil } : nil
+        let started = try APNsSimulator.withDevice(wiring.simulated, application, hwid) { device in
+            device.startOnChannel(activityID: activityID, attributesType: attributesType, attributes: attributes, contentState: contentState,
+                                  channelID: channelID, now: now)
+            if let stored { device.receiveBroadcast(payload: stored, channelID: channelID, priority: 10, apnsID: "stored", now: now) }
+            return device
+        }
+        guard let device = started else { throw APIError(.notFound, "no simulated device '\(hwid.prefix(256))' in application \(application)") }
+        return APIRouter.json(device.json(now: Date(), withLog: false), status: 200)
     }
 
     /// {hwid, ios_version?, locked?, attributes_types?, application?}: the application is the token's; naming

@@ -1,0 +1,104 @@
+import Foundation
+import IsletCore
+import IsletStore
+
+/// Broadcasts (X5), one row per environment of their channel, in either engine: accepted durably, claimed
+/// when due, recorded with Apple's answer, retried until they expire.
+public struct SQLBroadcastStore: BroadcastStore {
+    let database: any SQLDatabase
+
+    public init(database: any SQLDatabase) { self.database = database }
+
+    public func acceptBroadcasts(_ broadcasts: [NewBroadcast], in application: ApplicationCode, at date: Date) throws {
+        try database.write(rethrowing: { c in
+            for (index, broadcast) in broadcasts.enumerated() {
+                let rows = try c.query("SELECT gateway, apns_channel_id, storage_policy FROM channels WHERE application = ? AND name = ? ORDER BY gateway",
+                                       [.text(application.rawValue), .text(broadcast.channel)])
+                guard !rows.isEmpty else {
+                    throw AcceptRefusal(index: index, field: "channel",
+                                        message: "no channel named '\(broadcast.channel)' in this application (create it with createLiveActivityChannel)")
+                }
+                for row in rows {
+                    let policy = BroadcastChannels.StoragePolicy(rawValue: row["storage_policy"].text ?? "") ?? .none
+                    try c.run("""
+                        INSERT INTO broadcasts (code, application, channel, gateway, apns_channel_id, payload, priority, expiration, expires_at,
+                                                state, attempts, created_at, next_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
+                        """, [.text(broadcast.code), .text(application.rawValue), .text(broadcast.channel), row["gateway"], row["apns_channel_id"],
+                              .blob(broadcast.payload), .int(Int64(broadcast.priority)),
+                              .int(BroadcastChannels.expiration(policy, expiresAt: broadcast.expiresAt)), Self.milliseconds(broadcast.expiresAt),
+                              SQLValue.seconds(date), Self.milliseconds(date)])
+                }
+            }
+            if let notify = database.dialect.notifyWork { try c.run(notify) }
+        })
+    }
+
+    public func claimDueBroadcasts(at date: Date, limit: Int, claimFor: TimeInterval) throws(StoreError) -> [DueBroadcast] {
+        let now = Self.milliseconds(date)
+        // A read first: idle workers look often, and most looks find nothing.
+        guard try database.withConnection({ (c) throws(StoreError) in
+            try !c.query("SELECT 1 FROM broadcasts WHERE state IN ('pending', 'sending', 'retrying') AND next_at <= ? LIMIT 1", [now],
+                         planning: .eachRun).isEmpty
+        }) else { return [] }
+        return try database.inClaimTransaction { (c) throws(StoreError) -> [DueBroadcast] in
+            let rows = try c.query("""
+                SELECT id, code, application, gateway, apns_channel_id, payload, priority, expiration, expires_at, attempts FROM broadcasts
+                WHERE state IN ('pending', 'sending', 'retrying') AND next_at <= ? ORDER BY next_at, id LIMIT ? \(database.dialect.skipLocked(of: "broadcasts"))
+                """, [now, .int(Int64(limit))], planning: .eachRun)
+            var due: [DueBroadcast] = []
+            for row in rows {
+                guard let id = row["id"].int, let application = ApplicationCode(row["application"].text ?? "") else { continue }
+                try c.run("UPDATE broadcasts SET state = 'sending', next_at = ? WHERE id = ?",
+                          [Self.milliseconds(date.addingTimeInterval(claimFor)), .int(id)])
+                due.append(DueBroadcast(id: id, code: row["code"].text ?? "", application: application,
+                                        gateway: Gateway(rawValue: row["gateway"].text ?? "") ?? .production, channelID: row["apns_channel_id"].text ?? "",
+                                        payload: row["payload"].blob ?? [], priority: Int(row["priority"].int ?? 10), expiration: row["expiration"].int ?? 0,
+                                        expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0), attempts: Int(row["attempts"].int ?? 0)))
+            }
+            return due
+        }
+    }
+
+    public func recordBroadcasts(_ results: [BroadcastResult], at date: Date) throws(StoreError) {
+        guard !results.isEmpty else { return }
+        try database.write { (c) throws(StoreError) in
+            for result in results {
+                try c.run("""
+                    UPDATE broadcasts SET state = ?, status = ?, reason = ?, unique_id = COALESCE(?, unique_id), attempts = attempts + 1, next_at = ?
+                    WHERE id = ? AND state = 'sending'
+                    """, [.text(result.state.rawValue), .int(Int64(result.status)), result.reason.map { .text($0) } ?? .null,
+                          result.uniqueID.map { .text($0) } ?? .null, result.nextAt.map { Self.milliseconds($0) } ?? .null, .int(result.id)])
+            }
+        }
+    }
+
+    public func nextBroadcastDue() throws(StoreError) -> Date? {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT MIN(next_at) AS due FROM broadcasts WHERE state IN ('pending', 'sending', 'retrying')", [],
+                        planning: .eachRun)[0]["due"].int.map { Self.date(milliseconds: $0) }
+        }
+    }
+
+    public func broadcastDetails(code: String, in application: ApplicationCode) throws(StoreError) -> BroadcastDetails? {
+        try database.withConnection { (c) throws(StoreError) -> BroadcastDetails? in
+            let rows = try c.query("""
+                SELECT channel, gateway, state, status, reason, unique_id, attempts, next_at, created_at, payload FROM broadcasts
+                WHERE application = ? AND code = ? ORDER BY gateway
+                """, [.text(application.rawValue), .text(code)])
+            guard let first = rows.first else { return nil }
+            return BroadcastDetails(code: code, channel: first["channel"].text ?? "", createdAt: first["created_at"].date ?? .distantPast, requests: rows.map { row in
+                let state = row["state"].text ?? ""
+                return BroadcastDetails.Request(
+                    gateway: Gateway(rawValue: row["gateway"].text ?? "") ?? .production, state: state,
+                    status: row["status"].int.map { Int($0) }, reason: row["reason"].text, uniqueID: row["unique_id"].text,
+                    attempts: Int(row["attempts"].int ?? 0),
+                    nextAttemptAt: state == "retrying" ? row["next_at"].int.map { Self.date(milliseconds: $0) } : nil,
+                    bytes: row["payload"].blob?.count ?? 0)
+            })
+        }
+    }
+
+    static func milliseconds(_ date: Date) -> SQLValue { SQLMessageStore.milliseconds(date) }
+    static func date(milliseconds: Int64) -> Date { SQLMessageStore.date(milliseconds: milliseconds) }
+}

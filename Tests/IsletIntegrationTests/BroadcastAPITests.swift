@@ -1,0 +1,170 @@
+import Foundation
+import Testing
+import IsletCore
+import IsletDelivery
+import IsletStore
+import Synchronization
+
+/// X5, broadcasts through the API: one updateLiveActivity to a channel is one request per environment, which
+/// reaches every phone subscribed to the channel; durable and retried like pushes; bad requests refused by name.
+@Suite("Broadcasts to channels through the API (X5)")
+struct BroadcastAPITests {
+    func server(_ port: Int, _ method: String, _ fields: JSONObject) throws -> RawHTTPResponse {
+        try call(port, method, (["auth": "SECRET_API_TOKEN"] as JSONObject).merging(fields))
+    }
+
+    func ok(_ response: RawHTTPResponse, sourceLocation: SourceLocation = #_sourceLocation) throws -> JSONObject {
+        #expect(response.status == 200, "\(response.message ?? "")", sourceLocation: sourceLocation)
+        return try #require(response.json?.objectValue?["response"]?.objectValue, sourceLocation: sourceLocation)
+    }
+
+    static func score(_ home: Int64, _ away: Int64, channel: String = "match-42") -> JSONObject {
+        ["channel": .string(channel), "live_activity": ["event": "update", "content-state": ["home": .int(home), "away": .int(away)]]]
+    }
+
+    /// The simulator plays Apple: 1,000 phones started the match's activity on the channel themselves; one update reaches them all.
+    @Test func oneBroadcastReachesEveryPhoneOnTheChannel() throws {
+        let running = try RunningServer()
+        let port = running.port
+        let channel = try #require(try ok(try server(port, "createLiveActivityChannel", ["name": "match-42", "environment": "production"]))["channel"]?
+            .objectValue?["apns_channel_ids"]?.objectValue?["production"]?.stringValue)
+        let phones = (0..<1000).map { "fan-\($0)" }
+        let auth = ["Authorization": "Token SECRET_API_TOKEN"]
+        for hwid in phones {
+            #expect(try request(port, "/simulator/devices", body: #"{"hwid":"\#(hwid)","ios_version":"18.1"}"#, headers: auth).status == 200)
+            let started = try request(port, "/simulator/devices/\(hwid)/activities", body: JSONValue.object([
+                "activity_id": "MATCH_42", "attributes_type": "ScoreAttributes", "content_state": ["home": 0, "away": 0], "channel_id": .string(channel),
+            ]).jsonText, headers: auth)
+            #expect(started.status == 200, "\(started.message ?? "")")
+        }
+        // iOS does not start an activity on a channel APNs does not have; the route takes POST only (found by schemathesis).
+        let unknown = try request(port, "/simulator/devices/fan-0/activities", body: #"{"activity_id":"X","attributes_type":"T","content_state":{},"channel_id":"dW5rbm93bg=="}"#,
+                                  headers: auth)
+        #expect(unknown.status == 400 && unknown.message == "channel_id: APNs has no such channel for this application, so iOS would not start the activity (X5)")
+        let wrongMethod = try request(port, method: "GET", "/simulator/devices/fan-0/activities", headers: auth)
+        #expect(wrongMethod.status == 405 && wrongMethod.headers["allow"] == "POST")
+        let code = try #require(try ok(try server(port, "updateLiveActivity", ["notifications": [.object(Self.score(1, 0))]]))["Messages"]?
+            .arrayValue?.first?.stringValue)
+        var details: JSONObject = [:]
+        #expect(try eventually(20) {
+            details = try ok(try server(port, "getMessageDetails", ["message": .string(code)]))["message"]?.objectValue ?? [:]
+            return details["status"] == "done"
+        })
+        #expect(details["channel"] == "match-42")
+        let sent = (details["broadcasts"]?.arrayValue ?? []).compactMap { $0.objectValue }
+        #expect(sent.count == 1 && sent[0]["environment"] == "production" && sent[0]["state"] == "sent" && sent[0]["attempts"] == 1)
+        let uniqueID = try #require(sent[0]["apns_unique_id"]?.stringValue)
+        // Every phone shows the score, from that one request.
+        for hwid in phones {
+            let phone = try #require(try request(port, method: "GET", "/simulator/devices/\(hwid)", headers: auth).json?.objectValue)
+            let card = phone["lock_screen"]?.arrayValue?.first?.objectValue
+            #expect(card?["content_state"] == ["home": 1, "away": 0] && card?["channel_id"] == .string(channel), "\(hwid)")
+            #expect(phone["log"]?.arrayValue?.last?.objectValue?["apns_id"] == .string(uniqueID), "\(hwid)")
+        }
+    }
+
+    /// A `most_recent` channel keeps its latest message for a phone that joins later; a `none` channel keeps nothing.
+    @Test func aPhoneThatJoinsLaterGetsTheLatestMessageOnlyWhereAppleStoresIt() throws {
+        let running = try RunningServer()
+        let port = running.port
+        let auth = ["Authorization": "Token SECRET_API_TOKEN"]
+        var ids: [String: String] = [:]
+        for (name, policy) in [("kept", "most_recent"), ("none", "none")] {
+            ids[name] = try #require(try ok(try server(port, "createLiveActivityChannel", ["name": .string(name), "storage_policy": .string(policy),
+                                                                                           "environment": "production"]))["channel"]?
+                .objectValue?["apns_channel_ids"]?.objectValue?["production"]?.stringValue)
+            let code = try #require(try ok(try server(port, "updateLiveActivity", ["notifications": [.object(Self.score(3, 1, channel: name))]]))["Messages"]?
+                .arrayValue?.first?.stringValue)
+            #expect(try eventually { try ok(try server(port, "getMessageDetails", ["message": .string(code)]))["message"]?.objectValue?["status"] == "done" })
+        }
+        for name in ["kept", "none"] {
+            #expect(try request(port, "/simulator/devices", body: #"{"hwid":"late-\#(name)","ios_version":"18.1"}"#, headers: auth).status == 200)
+            let joined = try request(port, "/simulator/devices/late-\(name)/activities", body: JSONValue.object([
+                "activity_id": "MATCH", "attributes_type": "ScoreAttributes", "content_state": ["home": 0, "away": 0], "channel_id": .string(ids[name]!),
+            ]).jsonText, headers: auth)
+            let card = joined.json?.objectValue?["lock_screen"]?.arrayValue?.first?.objectValue
+            #expect(card?["content_state"] == (name == "kept" ? ["home": 3, "away": 1] : ["home": 0, "away": 0]), "\(name)")
+        }
+    }
+
+    /// Apple unavailable for the first send: the broadcast is retried at its time and goes, with the headers
+    /// Apple asks for (no topic; apns-expiration 0 on a channel that stores nothing).
+    @Test func aBroadcastDuringAnOutageIsRetried() throws {
+        let refusals = Mutex(1)
+        let transport = RecordingTransport { push, _ in
+            switch push.route {
+            case .manageChannels:
+                var created = PushOutcome(status: 201)
+                created.management = ManagementResponse(channelID: "Y2hhbm5lbC0x", body: [])
+                return created
+            case .broadcast:
+                if refusals.withLock({ left in defer { left -= 1 }; return left > 0 }) { return PushOutcome(status: 503, reason: "ServiceUnavailable") }
+                var taken = PushOutcome.delivered
+                taken.management = ManagementResponse(channelID: nil, uniqueID: "u-1", body: [])
+                return taken
+            case .device:
+                return .delivered
+            }
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        let port = world.running.port
+        _ = try ok(try server(port, "createLiveActivityChannel", ["name": "match-42", "environment": "production"]))
+        let code = try #require(try ok(try server(port, "updateLiveActivity", ["notifications": [.object(Self.score(2, 1))]]))["Messages"]?
+            .arrayValue?.first?.stringValue)
+        func details() throws -> JSONObject { try ok(try server(port, "getMessageDetails", ["message": .string(code)]))["message"]?.objectValue ?? [:] }
+        #expect(try eventually { try details()["status"] == "retrying" })
+        let waiting = try #require(try details()["broadcasts"]?.arrayValue?.first?.objectValue)
+        #expect(waiting["apns_status"] == 503 && waiting["apns_reason"] == "ServiceUnavailable" && waiting["next_attempt_at"] != .null)
+        #expect(try eventually {
+            world.clock.advance(1)
+            world.running.server.delivery?.kick()
+            return try details()["status"] == "done"
+        })
+        let done = try #require(try details()["broadcasts"]?.arrayValue?.first?.objectValue)
+        #expect(done["state"] == "sent" && done["attempts"] == 2 && done["apns_unique_id"] == "u-1")
+        let requests = transport.pushes.filter { if case .broadcast = $0.route { true } else { false } }
+        #expect(requests.count == 2 && requests[0].path == "/4/broadcasts/apps/\(LiveActivityWorld.bundle)")
+        let headers = Dictionary(requests[0].headers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+        #expect(headers == ["apns-channel-id": "Y2hhbm5lbC0x", "apns-push-type": "liveactivity", "apns-priority": "5", "apns-expiration": "0"])
+        #expect(requests[0].payload == requests[1].payload, "the same request again")
+    }
+
+    @Test func badBroadcastsAreRefusedByName() throws {
+        let transport = RecordingTransport { push, _ in
+            guard case .manageChannels = push.route else { return .delivered }
+            var created = PushOutcome(status: 201)
+            created.management = ManagementResponse(channelID: "Y2hhbm5lbC0x", body: [])
+            return created
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        let port = world.running.port
+        _ = try ok(try server(port, "createLiveActivityChannel", ["name": "match-42"]))
+        func refused(_ fields: JSONObject) throws -> String { try server(port, "updateLiveActivity", fields).message ?? "" }
+        #expect(try refused(["notifications": [.object(Self.score(0, 0, channel: "nope"))]])
+                == "notifications[0].channel: no channel named 'nope' in this application (create it with createLiveActivityChannel)")
+        #expect(try refused(["notifications": [.object(Self.score(0, 0).merging(["live_activity_id": "ORDER_1"]))]])
+                == "notifications[0].live_activity_id: give live_activity_id or channel, not both: a channel reaches the phones subscribed to it (X5)")
+        let tomorrow = world.clock.now.addingTimeInterval(86_400).formatted(Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day()
+            .dateSeparator(.dash).time(includingFractionalSeconds: false).timeSeparator(.colon)).replacingOccurrences(of: "T", with: " ").prefix(16)
+        #expect(try refused(["notifications": [.object(Self.score(0, 0).merging(["send_date": .string(String(tomorrow))]))]])
+                == "notifications[0].send_date: a broadcast goes at once; leave send_date out with channel (X5)")
+        #expect(try refused(["notifications": [.object(Self.score(0, 0)), .object(updateNotification())]])
+                == "notifications: a request holds broadcasts to channels or updates of activities, not both: send them apart (X5)")
+        // A dry run shows the exact requests, one per environment, and stores nothing.
+        let dry = try ok(try server(port, "updateLiveActivity", ["dry_run": true, "notifications": [.object(Self.score(3, 2))]]))
+        #expect(dry["Messages"] == [])
+        let requests = (dry["dry_run"]?.arrayValue?.first?.objectValue?["requests"]?.arrayValue ?? []).compactMap(\.objectValue)
+        #expect(requests.map { $0["gateway"]?.stringValue ?? "" } == ["production", "sandbox"])
+        #expect(requests.first?["path"] == .string("/4/broadcasts/apps/\(LiveActivityWorld.bundle)")
+                && requests.first?["headers"]?.objectValue?["apns-channel-id"] == "Y2hhbm5lbC0x"
+                && requests.first?["payload"]?.objectValue?["aps"]?.objectValue?["content-state"] == ["home": 3, "away": 2])
+        #expect(try refused(["dry_run": true, "notifications": [.object(Self.score(0, 0, channel: "nope"))]])
+                == "notifications[0].channel: no channel named 'nope' in this application (create it with createLiveActivityChannel)")
+        #expect(transport.pushes.filter { if case .broadcast = $0.route { true } else { false } }.isEmpty, "a dry run sends nothing")
+        let big: JSONObject = ["channel": "match-42", "live_activity": ["event": "update", "content-state": ["text": .string(String(repeating: "x", count: 5200))]]]
+        #expect(try refused(["notifications": [.object(big)]]).hasPrefix("notifications[0]: the APNs payload would be"))
+        let fits: JSONObject = ["channel": "match-42", "live_activity": ["event": "update", "content-state": ["text": .string(String(repeating: "x", count: 4500))]]]
+        #expect(try server(port, "updateLiveActivity", ["notifications": [.object(fits)]]).status == 200, "a broadcast may be up to 5 KB")
+        #expect(transport.pushes.filter { if case .broadcast = $0.route { true } else { false } }.count <= 2, "only the one that fits (both environments)")
+    }
+}

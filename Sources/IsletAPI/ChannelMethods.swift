@@ -68,12 +68,16 @@ public struct ChannelMethods: Sendable {
                 audit.record(.channelCreated, application: application.code, actor: call.actor, details: ["channel": Self.json(record)])
                 return ["channel": Self.json(record)]
             } catch {
-                // Nothing half-made: the channels Apple created for this call go again.
+                // Nothing half-made: the channels Apple created for this call go again; one Apple would not delete is named.
+                var left: [String] = []
                 for (gateway, id) in ids {
-                    _ = try? management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
-                                                        method: "DELETE", path: "channels", channelID: id))
+                    let outcome = try? management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
+                                                                  method: "DELETE", path: "channels", channelID: id))
+                    if outcome?.status != 204 && outcome?.reason != "ChannelNotRegistered" { left.append("\(id) (\(gateway))") }
                 }
-                throw error
+                guard !left.isEmpty, let refusal = error as? APIError else { throw error }
+                throw APIError(refusal.code, refusal.message + "; Apple's channel " + left.joined(separator: " and ")
+                               + " could not be deleted again: checkLiveActivityChannels names it")
             }
         }
     }

@@ -180,13 +180,17 @@ public final class DeliveryService: Sendable {
                 // Small messages and large jobs take turns at being looked for first: neither waits behind the other.
                 smallFirst.toggle()
                 if try workOnce(smallFirst: smallFirst) {
-                    // While there is always work, held updates that fell due are still let in, at most every quarter second.
+                    // While there is always work, held updates that fell due are still let in, and due broadcasts sent,
+                    // at most every quarter second.
                     let look = state.withLock { s in
                         guard ContinuousClock.now - s.releaseLooked >= .milliseconds(250) else { return false }
                         s.releaseLooked = .now
                         return true
                     }
-                    if look { _ = try releaseScheduled() }
+                    if look {
+                        _ = try releaseScheduled()
+                        _ = try sendDueBroadcasts()   // a broadcast does not wait behind a large fan-out
+                    }
                     continue
                 }
                 if try releaseScheduled() { continue }

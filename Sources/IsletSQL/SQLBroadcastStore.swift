@@ -43,12 +43,24 @@ public struct SQLBroadcastStore: BroadcastStore {
         }) else { return [] }
         return try database.inClaimTransaction { (c) throws(StoreError) -> [DueBroadcast] in
             let rows = try c.query("""
-                SELECT id, code, application, gateway, apns_channel_id, payload, priority, expiration, expires_at, attempts FROM broadcasts
-                WHERE state IN ('pending', 'sending', 'retrying') AND next_at <= ? ORDER BY next_at, id LIMIT ? \(database.dialect.skipLocked(of: "broadcasts"))
+                SELECT id, code, application, gateway, apns_channel_id, payload, priority, expiration, expires_at, attempts,
+                       EXISTS (SELECT 1 FROM broadcasts n WHERE n.application = b.application AND n.channel = b.channel AND n.gateway = b.gateway
+                               AND n.id > b.id) AS newer
+                FROM broadcasts b
+                WHERE state IN ('pending', 'sending', 'retrying') AND next_at <= ? ORDER BY next_at, id LIMIT ? \(database.dialect.skipLocked(of: "b"))
                 """, [now, .int(Int64(limit))], planning: .eachRun)
             var due: [DueBroadcast] = []
             for row in rows {
                 guard let id = row["id"].int, let application = ApplicationCode(row["application"].text ?? "") else { continue }
+                // As for pushes: past its expiry it is not sent; a newer broadcast on the channel went or goes instead
+                // (on a most_recent channel an older one sent late would be what Apple keeps for phones joining later).
+                let settled: (state: DeliveryState, reason: String)? = (row["expires_at"].int ?? 0) <= (now.int ?? 0)
+                    ? (.expired, "expired before it could be delivered")
+                    : row["newer"].bool ? (.superseded, "a newer broadcast on the channel went instead") : nil
+                if let settled {
+                    try c.run("UPDATE broadcasts SET state = ?, reason = ?, next_at = NULL WHERE id = ?", [.text(settled.state.rawValue), .text(settled.reason), .int(id)])
+                    continue
+                }
                 try c.run("UPDATE broadcasts SET state = 'sending', next_at = ? WHERE id = ?",
                           [Self.milliseconds(date.addingTimeInterval(claimFor)), .int(id)])
                 due.append(DueBroadcast(id: id, code: row["code"].text ?? "", application: application,

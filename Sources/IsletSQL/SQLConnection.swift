@@ -200,7 +200,7 @@ public struct SQLDialect: Sendable {
     /// After rows were copied in with their ids: the statement that moves a table's id sequence past them
     /// (PostgreSQL's identity columns), nil when the engine needs none.
     public func identityReset(_ table: String) -> String? {
-        guard engine == .postgresql, ["devices", "activities", "messages", "token_history", "scheduled_updates"].contains(table) else { return nil }
+        guard engine == .postgresql, ["devices", "activities", "messages", "token_history", "scheduled_updates", "channels", "broadcasts"].contains(table) else { return nil }
         return "SELECT setval(pg_get_serial_sequence('\(table)', 'id'), COALESCE(MAX(id), 0) + 1, false) AS next FROM \(table)"
     }
 

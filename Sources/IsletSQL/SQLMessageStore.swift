@@ -612,10 +612,13 @@ public struct SQLMessageStore: MessageStore {
 
     public func pruneFinished(before cutoff: Date, limit: Int) throws(StoreError) -> (deliveries: Int, messages: Int) {
         try database.write { (c) throws(StoreError) -> (deliveries: Int, messages: Int) in
-            // Settled broadcasts (X5) are delivery records too.
+            // Settled broadcasts (X5) are delivery records too: whole, every environment of one settled.
             let broadcasts = try c.run("""
-                DELETE FROM broadcasts WHERE id IN (SELECT id FROM broadcasts WHERE created_at < ?1 AND state IN ('sent', 'failed', 'expired')
-                                                    ORDER BY id LIMIT ?2)
+                DELETE FROM broadcasts WHERE id IN (
+                    SELECT b.id FROM broadcasts b WHERE b.created_at < ?1
+                       AND NOT EXISTS (SELECT 1 FROM broadcasts o WHERE o.application = b.application AND o.code = b.code
+                                       AND o.state NOT IN ('sent', 'failed', 'expired', 'superseded'))
+                    ORDER BY b.id LIMIT ?2)
                 """, [SQLValue.seconds(cutoff), .int(Int64(limit))])
             guard let message = try c.query("""
                 SELECT m.id FROM messages m \(database.dialect.indexedBy("messages_finished")) JOIN activities a ON a.id = m.activity

@@ -61,9 +61,29 @@ struct BroadcastStoreTests {
         #expect(details.requests[1].nextAttemptAt == t0.addingTimeInterval(2) && details.requests.allSatisfy { $0.attempts == 1 && $0.bytes == 1 })
         let retry = try db.broadcasts.claimDueBroadcasts(at: t0.addingTimeInterval(2), limit: 10, claimFor: 60)
         #expect(retry.map(\.id) == [due[1].id] && retry[0].attempts == 1)
-        // Retention: settled broadcasts go with the rest of the delivery records.
+        // Retention: settled broadcasts go with the rest of the delivery records, whole.
         _ = try db.messages.pruneFinished(before: t0.addingTimeInterval(1), limit: 100)
         #expect(try db.broadcasts.broadcastDetails(code: "B", in: app) == nil)
-        #expect(try db.broadcasts.broadcastDetails(code: "A", in: app)?.requests.map(\.state) == ["sending"], "the one still going is kept")
+        #expect(try db.broadcasts.broadcastDetails(code: "A", in: app)?.requests.map(\.state) == ["sent", "sending"],
+                "one still going keeps its other environment's record")
+    }
+
+    /// As pushes: past its expiry a broadcast is not sent, and an older one on a channel gives way to a newer.
+    @Test(arguments: Engine.allCases) func aLateOrStaleBroadcastIsSettledAtTheClaimNotSent(_ engine: Engine) throws {
+        let db = try database(engine)
+        try db.channels.saveChannel(ChannelRecord(name: "score", policy: .mostRecent, createdAt: t0, ids: [.production: "cA=="]), in: app)
+        try db.broadcasts.acceptBroadcasts([NewBroadcast(code: "OLD", channel: "score", payload: [1], priority: 10, expiresAt: t0.addingTimeInterval(60))],
+                                           in: app, at: t0)
+        let first = try db.broadcasts.claimDueBroadcasts(at: t0, limit: 10, claimFor: 60)
+        try db.broadcasts.recordBroadcasts([BroadcastResult(id: first[0].id, state: .retrying, status: 503, reason: nil, uniqueID: nil,
+                                                            nextAt: t0.addingTimeInterval(5))], at: t0)
+        try db.broadcasts.acceptBroadcasts([NewBroadcast(code: "NEW", channel: "score", payload: [2], priority: 10, expiresAt: t0.addingTimeInterval(60))],
+                                           in: app, at: t0.addingTimeInterval(1))
+        #expect(try db.broadcasts.claimDueBroadcasts(at: t0.addingTimeInterval(5), limit: 10, claimFor: 60).map(\.code) == ["NEW"])
+        #expect(try db.broadcasts.broadcastDetails(code: "OLD", in: app)?.requests.map(\.state) == ["superseded"])
+        try db.broadcasts.acceptBroadcasts([NewBroadcast(code: "LATE", channel: "score", payload: [3], priority: 10, expiresAt: t0.addingTimeInterval(2))],
+                                           in: app, at: t0)
+        #expect(try db.broadcasts.claimDueBroadcasts(at: t0.addingTimeInterval(3), limit: 10, claimFor: 60).isEmpty)
+        #expect(try db.broadcasts.broadcastDetails(code: "LATE", in: app)?.requests.first?.state == "expired")
     }
 }

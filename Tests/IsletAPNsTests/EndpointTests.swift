@@ -1,0 +1,17 @@
+import Foundation
+import Testing
+@testable import IsletAPNs
+import IsletCore
+
+/// A1 and X5: which host and port each kind of request goes to.
+@Suite("APNs endpoints")
+struct EndpointTests {
+    @Test func pushesAndChannelManagementGoToApplesHostsForEachEnvironment() throws {
+        let apple = APNsClientConfiguration()
+        #expect(apple.endpoint(.production) == ("api.push.apple.com", 443) && apple.endpoint(.sandbox) == ("api.sandbox.push.apple.com", 443))
+        #expect(apple.endpoint(.production, management: true) == ("api-manage-broadcast.push.apple.com", 2196))
+        #expect(apple.endpoint(.sandbox, management: true) == ("api-manage-broadcast.sandbox.push.apple.com", 2195))
+        let local = APNsClientConfiguration(overrideURL: URL(string: "https://127.0.0.1:8443"))
+        #expect(local.endpoint(.sandbox, management: true) == ("127.0.0.1", 8443), "--apns-url (and the simulator) takes every request")
+    }
+}

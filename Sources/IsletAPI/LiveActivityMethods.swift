@@ -74,6 +74,16 @@ public struct LiveActivityMethods: Sendable {
                 // A11: the end Islet sends itself at end_date, with its own code (deleteMessage takes it back).
                 message.scheduledEnd = start.endTime.map { (MessageCode.random(), $0, $0.addingTimeInterval(pushLifetime)) }
                 message.renew = start.renew
+                if let channel = start.channel {
+                    // X5: the started activity listens to the channel, on phones that can (iOS 18).
+                    guard let record = try channels?.channel(named: channel, in: call.application.code) else {
+                        throw APIError.invalid(n.fieldPath("channel"), "no channel named '\(channel)' in this application (create it with createLiveActivityChannel)")
+                    }
+                    message.channelIDs = record.ids
+                    for (_, id) in record.ids {
+                        try LiveActivityPayload.checkSize(BroadcastChannels.startOnChannel(payload, channelID: id) ?? payload, path: n.path)
+                    }
+                }
                 accepted.append((message, n.path))
             }
             try Self.refuseRepeatedIDs(accepted)
@@ -239,6 +249,7 @@ public struct LiveActivityMethods: Sendable {
             var planner = PushPlanner(application: application.code, bundleID: application.bundleID, messageCode: message.code,
                                       payload: message.payload, fallbackPayload: message.fallbackPayload, priority: priority,
                                       expiration: Int64(message.expiresAt.timeIntervalSince1970))
+            if message.event == .start { planner.startOnChannel(message.channelIDs) }
             var shown: [JSONValue] = []
             var count = 0
             var after: Int64 = 0

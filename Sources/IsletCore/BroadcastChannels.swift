@@ -41,6 +41,30 @@ public enum BroadcastChannels {
     /// How long APNs keeps a `most_recent` channel's latest message for phones that come online.
     public static let storedMessageLifetime: TimeInterval = 8 * 3600
 
+    /// A start can subscribe its activity to a channel from iOS 18 on; earlier phones get the plain start.
+    public static let minimumIOSForChannelStart = VersionKey.make("18.0")!
+
+    /// Whether a start on a channel with Apple's `ids` subscribes this device (its environment has the channel,
+    /// its iOS takes it) rather than asking for an update token.
+    public static func startsOnChannel(ids: [Gateway: String]?, gateway: Gateway, osVersion: String?) -> Bool {
+        ids?[gateway] != nil && takesChannelStart(osVersion: osVersion)
+    }
+
+    /// iOS 18 or later; an unknown version is taken as older.
+    public static func takesChannelStart(osVersion: String?) -> Bool {
+        osVersion.flatMap(VersionKey.make).map { $0 >= minimumIOSForChannelStart } ?? false
+    }
+
+    /// A push-to-start payload that subscribes the started activity to the channel `channelID` (Apple's id)
+    /// instead of asking for an update token; nil when `payload` is not a start.
+    public static func startOnChannel(_ payload: [UInt8], channelID: String) -> [UInt8]? {
+        guard var root = (try? JSONParser.parse(payload))?.objectValue, var aps = root["aps"]?.objectValue,
+              aps["event"]?.stringValue == LiveActivityEvent.start.rawValue else { return nil }
+        aps["input-push-channel"] = .string(channelID)
+        root["aps"] = .object(aps)
+        return JSONValue.object(root).jsonBytes
+    }
+
     /// Apple's limit for a broadcast's payload.
     public static let maximumPayloadBytes = 5120
 

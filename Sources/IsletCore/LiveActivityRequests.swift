@@ -75,6 +75,8 @@ public struct StartNotification: Sendable, Equatable {
     public var endTime: Date? = nil
     /// `renew`: Islet starts the activity again shortly before iOS ends it at 8 hours (A8).
     public var renew = false
+    /// `channel`: the started activity listens to this broadcast channel (X5), on phones with iOS 18.
+    public var channel: String? = nil
     /// Fields ignored or read leniently, named for the answer's `warnings`.
     public var warnings: [String] = []
 }
@@ -122,7 +124,7 @@ public enum LiveActivityRequests {
 
     /// Fields a notification may carry, and those of its `live_activity`; anything else is named in a warning.
     static let startFields = ["live_activity", "live_activity_id", "title", "content", "filter", "filter_code", "devices", "users",
-                              "send_date", "end_date", "renew", "timezone", "apns_priority", "dry_run"]
+                              "send_date", "end_date", "renew", "channel", "timezone", "apns_priority", "dry_run"]
     static let startActivityFields = ["event", "title", "content-state", "attributes-type", "attributes", "relevance-score", "stale-date"]
     static let updateFields = ["live_activity", "live_activity_id", "channel", "title", "subtitle", "content", "ios_sound", "apns_priority",
                                "dry_run", "send_date", "timezone"]
@@ -216,6 +218,7 @@ public enum LiveActivityRequests {
             sendTime: sendTime, priority: priority, relevanceScore: relevance, staleDate: try activity.date("stale-date"))
         start.endTime = try endTime(n, startsAt: sendTime.date(now: now))
         start.renew = try n.bool("renew") ?? false
+        if n.value("channel") != nil { start.channel = try BroadcastChannels.name(n, field: "channel") }
         start.warnings = warnings
         return start
     }

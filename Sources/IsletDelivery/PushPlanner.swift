@@ -38,6 +38,20 @@ public struct PushPlanner: Sendable {
     public let expiration: Int64?
     /// iOS has ended the activity, 8 hours after it started (A8): its updates reach no device.
     public var lifetimeOver = false
+    /// A start on a broadcast channel (X5): the payload that subscribes, per environment.
+    public var channelPayloads: [Gateway: [UInt8]] = [:]
+
+    /// The start's payloads on the channel `ids` (Apple's id per environment).
+    public mutating func startOnChannel(_ ids: [Gateway: String]?) {
+        channelPayloads = (ids ?? [:]).compactMapValues { BroadcastChannels.startOnChannel(payload, channelID: $0) }
+    }
+
+    /// X5: the payload a start sends a device: the one that subscribes to the channel where the device's
+    /// environment has it and its iOS takes it (18), else the plain start.
+    static func startPayload(_ base: [UInt8], channel: [UInt8]?, osVersion: String?) -> [UInt8] {
+        guard let channel, BroadcastChannels.takesChannelStart(osVersion: osVersion) else { return base }
+        return channel
+    }
 
     public init(application: ApplicationCode, bundleID: String, messageCode: String, payload: [UInt8], fallbackPayload: [UInt8]?,
                 priority: BudgetedPriority, expiration: Int64? = nil) {
@@ -58,7 +72,7 @@ public struct PushPlanner: Sendable {
     public func start(_ device: Device) -> PlannedDelivery {
         guard device.pushToken != nil else { return .skip(reason: SkipReason.unregistered) }
         if let token = device.pushToStartToken {
-            return .push(liveActivity(to: token, device: device))
+            return .push(liveActivity(to: token, device: device, start: true))
         }
         let version = device.osVersion.flatMap(VersionKey.make)
         if let version, version < Self.iOS16_1, let fallbackPayload, let pushToken = device.pushToken {
@@ -78,21 +92,24 @@ public struct PushPlanner: Sendable {
         return .skip(reason: target.endedOnDevice ? SkipReason.activityEndedOnDevice : SkipReason.noUpdateToken)
     }
 
-    private func liveActivity(to token: String, device: Device) -> Push {
+    private func liveActivity(to token: String, device: Device, start: Bool = false) -> Push {
         Push(application: application, deviceToken: token, gateway: device.gateway, pushType: "liveactivity",
              topic: "\(bundleID).push-type.liveactivity", priority: priority.forDevice(frequentUpdates: device.frequentUpdates),
-             apnsID: apnsID(device), payload: payload,
+             apnsID: apnsID(device), payload: start ? Self.startPayload(payload, channel: channelPayloads[device.gateway], osVersion: device.osVersion) : payload,
              expiration: expiration)
     }
 
     /// The push a due delivery (retry, second copy of a start, catch-up) becomes: the same request as
     /// its first send, to the token stored with it; a catch-up without its alert.
     public static func push(_ due: DueDelivery, bundleID: String) -> Push {
-        Push(application: due.application, deviceToken: due.token, gateway: due.gateway, pushType: due.pushType,
-             topic: due.pushType == "alert" ? bundleID : "\(bundleID).push-type.liveactivity", priority: due.priority,
-             apnsID: apnsID(messageCode: due.code, device: due.device),
-             payload: due.catchUp ? CatchUpPayload.make(due.payload) : due.payload,
-             expiration: Int64(due.expiresAt.timeIntervalSince1970))
+        var payload = due.catchUp ? CatchUpPayload.make(due.payload) : due.payload
+        if due.event == .start, due.pushType == "liveactivity", let id = due.channelIDs?[due.gateway] {
+            payload = startPayload(payload, channel: BroadcastChannels.startOnChannel(payload, channelID: id), osVersion: due.osVersion)
+        }
+        return Push(application: due.application, deviceToken: due.token, gateway: due.gateway, pushType: due.pushType,
+                    topic: due.pushType == "alert" ? bundleID : "\(bundleID).push-type.liveactivity", priority: due.priority,
+                    apnsID: apnsID(messageCode: due.code, device: due.device), payload: payload,
+                    expiration: Int64(due.expiresAt.timeIntervalSince1970))
     }
 
     /// The same UUID every time this message goes to this device, so a resend after a crash is the

@@ -320,7 +320,7 @@ public struct SQLDeviceStore: DeviceStore {
             // The device's latest push-to-start pushes APNs accepted, and the app's first report of that activity's
             // update token since the start was accepted by Islet (the token history keeps it, even once ended).
             let starts = try c.query("""
-                SELECT a.activity_id, d.at,
+                SELECT a.activity_id, d.at, m.channel_ids,
                        (SELECT MIN(h.at) FROM token_history h WHERE h.device = d.device AND h.kind = 'update' AND h.slot = a.activity_id
                                                                 AND h.token IS NOT NULL AND h.at >= m.created_at) AS reported_at
                 FROM deliveries d
@@ -328,9 +328,12 @@ public struct SQLDeviceStore: DeviceStore {
                 JOIN activities a ON a.id = m.activity
                 WHERE d.device = ? AND m.event = 'start' AND d.push_type = 'liveactivity' AND d.state = 'sent'
                 ORDER BY d.message DESC LIMIT 20
-                """, [id]).map { row in
-                DeviceHealth.Start(activityID: row["activity_id"].text ?? "", acceptedAt: row["at"].date ?? .distantPast,
-                                   tokenReportedAt: row["reported_at"].date)
+                """, [id]).compactMap { row -> DeviceHealth.Start? in
+                // A start that subscribed the device to a channel (X5) brings no update token to wait for.
+                let ids = row["channel_ids"].text.map(SQLMessageStore.decode(channelIDs:))
+                if BroadcastChannels.startsOnChannel(ids: ids, gateway: device.gateway, osVersion: device.osVersion) { return nil }
+                return DeviceHealth.Start(activityID: row["activity_id"].text ?? "", acceptedAt: row["at"].date ?? .distantPast,
+                                          tokenReportedAt: row["reported_at"].date)
             }
             // APNs refusing its tokens as foreign since its push token or gateway last changed.
             let rejections = try c.query("""

@@ -381,14 +381,15 @@ public struct SQLMessageStore: MessageStore {
         let due = dueAt ?? message.dueAt, expires = message.expiresAt.addingTimeInterval(due.timeIntervalSince(message.dueAt))
         return try c.query("""
             INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, fallback_payload,
-                                  priority, priority_standard, priority_frequent, state, due_at, created_at, expires_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) RETURNING id
+                                  priority, priority_standard, priority_frequent, state, due_at, created_at, expires_at, channel_ids)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING id
             """, [
             .text(message.code), .text(application.rawValue), .int(activity), .text(message.event.rawValue),
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, Self.optional(message.attributesType),
             .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
             lowered.map { .int(Int64($0.standard)) } ?? .null, lowered.map { .int(Int64($0.frequent)) } ?? .null,
             Self.milliseconds(due), SQLValue.seconds(date), Self.milliseconds(expires),
+            message.channelIDs.map { .text(Self.encode(channelIDs: $0)) } ?? .null,
         ])[0]["id"].int ?? 0
     }
 
@@ -519,7 +520,7 @@ public struct SQLMessageStore: MessageStore {
     /// Messages `m` with their activity `a`, as `job` reads them.
     static let selectJobs = """
         SELECT m.id, m.code, m.application, m.event, m.activity, m.target, m.attributes_type, m.payload, m.fallback_payload,
-               m.priority, m.priority_standard, m.priority_frequent, m.cursor, m.expires_at, m.due_at, a.activity_id, a.started_at
+               m.priority, m.priority_standard, m.priority_frequent, m.cursor, m.expires_at, m.due_at, m.channel_ids, a.activity_id, a.started_at
         FROM messages m JOIN activities a ON a.id = m.activity
         """
 
@@ -535,7 +536,21 @@ public struct SQLMessageStore: MessageStore {
             cursor: row["cursor"].int ?? 0, expiresAt: date(milliseconds: row["expires_at"].int ?? 0),
             dueAt: date(milliseconds: row["due_at"].int ?? 0))
         job.activityStartedAt = row["started_at"].date
+        job.channelIDs = row["channel_ids"].text.map(Self.decode(channelIDs:))
         return job
+    }
+
+    /// A start's channel ids (X5) as stored: `{"production": id, "sandbox": id}`.
+    static func encode(channelIDs: [Gateway: String]) -> String {
+        JSONValue.object(JSONObject(Gateway.all.compactMap { gateway in channelIDs[gateway].map { (gateway.rawValue, .string($0)) } })).jsonText
+    }
+
+    static func decode(channelIDs text: String) -> [Gateway: String] {
+        var ids: [Gateway: String] = [:]
+        for (key, value) in (try? JSONParser.parse(text))?.objectValue?.entries ?? [] {
+            if let gateway = Gateway(rawValue: key), let id = value.stringValue { ids[gateway] = id }
+        }
+        return ids
     }
 
     /// A message's priority by kind of device: the one asked, unless the update budget lowered it (A7).
@@ -767,7 +782,7 @@ public struct SQLMessageStore: MessageStore {
                                    verdict: (DueDelivery, Date) -> DueVerdict) throws(StoreError) -> [DueDelivery] {
         try database.inClaimTransaction { (c) throws(StoreError) -> [DueDelivery] in
             let rows = try c.query("""
-                SELECT d.message, m.code, m.application, m.event, m.activity, d.device, dev.sandbox, d.state,
+                SELECT d.message, m.code, m.application, m.event, m.activity, d.device, dev.sandbox, dev.os_version, m.channel_ids, d.state,
                        COALESCE(d.push_type, 'liveactivity') AS push_type, d.token, m.payload, m.fallback_payload,
                        COALESCE(d.priority, CASE WHEN dev.frequent_updates = 1 THEN COALESCE(m.priority_frequent, m.priority)
                                                  ELSE COALESCE(m.priority_standard, m.priority) END) AS priority,
@@ -802,6 +817,8 @@ public struct SQLMessageStore: MessageStore {
                     attempts: Int(row["attempts"].int ?? 0), uncertainCopies: Int(row["copies"].int ?? 0), catchUp: row["catch_up"].bool,
                     activityEnded: row["ended"].bool, newerMessage: row["newer"].bool, tokenReportedSince: row["running"].bool)
                 due.activityStartedAt = row["started_at"].date
+                due.channelIDs = row["channel_ids"].text.map(Self.decode(channelIDs:))
+                due.osVersion = row["os_version"].text
                 switch verdict(due, date) {
                 case .settle(let state, let reason):
                     try c.run("UPDATE deliveries SET state = ?, next_at = NULL, reason = ?, at = ?, status = CASE WHEN ? = 'sent' THEN 200 ELSE status END WHERE message = ? AND device = ?",
@@ -1042,7 +1059,7 @@ public struct SQLMessageStore: MessageStore {
             // first report of an update token since that start was accepted by Islet, and when the device's push
             // token or gateway last changed (a BadDeviceToken before that is no longer news).
             try c.query("""
-                SELECT d.id, d.hwid, d.sandbox, ad.state, dl.status, dl.reason, dl.at, m.code, dl.state AS delivery_state, dl.catch_up,
+                SELECT d.id, d.hwid, d.sandbox, d.os_version, sm.channel_ids, ad.state, dl.status, dl.reason, dl.at, m.code, dl.state AS delivery_state, dl.catch_up,
                        a.state AS activity_state, a.activity_id,
                        s.at AS start_accepted_at,
                        (SELECT MAX(h.at) FROM token_history h WHERE h.device = ad.device AND h.kind = 'push') AS push_token_changed_at,
@@ -1063,9 +1080,13 @@ public struct SQLMessageStore: MessageStore {
                                             lastReason: row["reason"].text, lastMessage: row["code"].text,
                                             lastState: row["delivery_state"].text.flatMap(DeliveryState.init(rawValue:)), caughtUp: row["catch_up"].bool)
                 device.id = row["id"].int ?? 0
+                let gateway: Gateway = row["sandbox"].bool ? .sandbox : .production
+                // A start that subscribed the device to a channel (X5) brings no update token to wait for.
+                let onChannel = BroadcastChannels.startsOnChannel(ids: row["channel_ids"].text.map(Self.decode(channelIDs:)), gateway: gateway,
+                                                                  osVersion: row["os_version"].text)
                 device.health = DeviceHealth.Facts(
-                    gateway: row["sandbox"].bool ? .sandbox : .production,
-                    starts: row["start_accepted_at"].date.map {
+                    gateway: gateway,
+                    starts: onChannel ? [] : row["start_accepted_at"].date.map {
                         [DeviceHealth.Start(activityID: row["activity_id"].text ?? "", acceptedAt: $0, tokenReportedAt: row["token_reported_at"].date)]
                     } ?? [],
                     rejections: row["reason"].text == "BadDeviceToken" && (row["at"].int ?? 0) >= (row["push_token_changed_at"].int ?? 0)

@@ -318,6 +318,7 @@ public enum SQLMigrations {
                 created_at INTEGER NOT NULL,
                 UNIQUE (application, name, gateway)
             ) STRICT;
+            ALTER TABLE messages ADD COLUMN channel_ids TEXT;
             CREATE TABLE broadcasts (
                 id INTEGER PRIMARY KEY,
                 code TEXT NOT NULL,

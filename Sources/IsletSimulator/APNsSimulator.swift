@@ -251,7 +251,8 @@ final class SimulatorEngine: Sendable {
                 if let uninstalled = device.uninstalledAt { return (410, ["reason": "Unregistered", "timestamp": .int(uninstalled)]) }
                 if let activity = device.receive(payload: payload, token: token, pushType: pushType, priority: priority, apnsID: apnsID,
                                                  now: now(), newToken: { APNsSimulator.token(bytes: 40) },
-                                                 decodingError: { decoder(entry.application, $0, $1, $2) }) {
+                                                 decodingError: { decoder(entry.application, $0, $1, $2) },
+                                                 channelExists: { id in (try? store.simulatedChannels(application: entry.application))?.contains { $0.id == id } ?? false }) {
                     started = (entry.application, device.hwid, activity.activityID, activity.updateToken)
                 }
                 if let data = try? JSONEncoder().encode(device) {

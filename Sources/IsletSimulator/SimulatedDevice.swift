@@ -122,9 +122,11 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
     /// started, for the app to report (setActivityToken), and records the push.
     /// `decodingError` says why the app could not decode a content-state (and, for a start, attributes)
     /// of an attributes type; nil when it could.
+    /// `channelExists` says whether APNs has a channel a start subscribes to (`input-push-channel`, X5).
     public mutating func receive(payload: [UInt8], token: String, pushType: String, priority: Int, apnsID: String, now: Date,
                                  newToken: () -> String,
-                                 decodingError: (_ attributesType: String, _ contentState: JSONObject, _ attributes: JSONObject?) -> String? = { _, _, _ in nil })
+                                 decodingError: (_ attributesType: String, _ contentState: JSONObject, _ attributes: JSONObject?) -> String? = { _, _, _ in nil },
+                                 channelExists: (String) -> Bool = { _ in false })
         -> (activityID: String, updateToken: String)? {
         expire(now: now)
         let text = String(decoding: payload, as: UTF8.self)
@@ -146,6 +148,13 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
                let error = decodingError(type, state, aps["attributes"]?.objectValue) {
                 entry.dropped = "unable to decode: \(error)"
                 return nil
+            }
+            if let channel = aps["input-push-channel"]?.stringValue {
+                guard BroadcastChannels.takesChannelStart(osVersion: iosVersion) else {
+                    entry.dropped = "input-push-channel needs iOS 18: the Live Activity fails to start"
+                    return nil
+                }
+                guard channelExists(channel) else { entry.dropped = "no such channel at APNs: the Live Activity fails to start"; return nil }
             }
             return start(aps, entry: &entry, now: now, newToken: newToken)
         case .update(let index)?:
@@ -174,13 +183,16 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
             return nil
         }
         let activityID = attributes["pushwoosh"]?.objectValue?["activityId"]?.stringValue ?? UUID().uuidString
-        let token = newToken()
+        // On a channel (X5) the activity has no update token: broadcasts reach it, and the app has nothing to report.
+        let channel = aps["input-push-channel"]?.stringValue
+        let token = channel == nil ? newToken() : ""
         activities.append(SimulatedActivity(
             activityID: activityID, attributesType: type, attributes: JSONValue.object(attributes).jsonText,
             contentState: JSONValue.object(contentState).jsonText, pendingContentState: nil, updateToken: token,
             timestamp: aps["timestamp"]?.intValue ?? 0, relevanceScore: aps["relevance-score"]?.intValue,
-            staleDate: aps["stale-date"]?.intValue, ended: false, dismissAt: nil, startedAt: now.timeIntervalSince1970, priorityTen: nil))
-        return (activityID, token)
+            staleDate: aps["stale-date"]?.intValue, ended: false, dismissAt: nil, startedAt: now.timeIntervalSince1970, priorityTen: nil,
+            channelID: channel))
+        return channel == nil ? (activityID, token) : nil
     }
 
     private mutating func update(_ index: Int, _ aps: JSONObject, priority: Int, entry: inout SimulatedPush, now: Date) {

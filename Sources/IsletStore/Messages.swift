@@ -95,6 +95,8 @@ public struct NewMessage: Sendable {
     public var scheduledEnd: (code: String, at: Date, expiresAt: Date)?
     /// A start's `renew`: Islet starts the activity again shortly before its 8 hours, each time (A8).
     public var renew = false
+    /// A start on a broadcast channel (X5): Apple's channel id per environment.
+    public var channelIDs: [Gateway: String]?
 
     public init(code: String, event: LiveActivityEvent, activityID: String, target: TargetSelection?, attributesType: String?,
                 name: String?, contentState: JSONObject, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, dueAt: Date,
@@ -185,6 +187,8 @@ public struct MessageJob: Sendable, Equatable {
     public let target: TargetSelection?
     public let attributesType: String?
     public let payload: [UInt8]
+    /// A start on a broadcast channel (X5): Apple's channel id per environment.
+    public var channelIDs: [Gateway: String]?
     public let fallbackPayload: [UInt8]?
     /// The priority its pushes go at, by kind of device (A7).
     public let priority: BudgetedPriority
@@ -314,6 +318,9 @@ public struct DueDelivery: Sendable, Equatable {
     public let newerMessage: Bool
     /// The activity runs on the device (its start was answered 200, or the device reported an update token).
     public let tokenReportedSince: Bool
+    /// A start on a broadcast channel (X5): Apple's channel id per environment, and the device's iOS.
+    public var channelIDs: [Gateway: String]?
+    public var osVersion: String?
     /// When the activity's current session started (A8).
     public var activityStartedAt: Date?
     /// The lease of the claim that took it (issue 14).

@@ -64,6 +64,45 @@ struct BroadcastAPITests {
         }
     }
 
+    /// A start with `channel`: phones on iOS 18 start the activity on the channel (`input-push-channel`) and get its
+    /// broadcasts; an older phone gets the plain start, reports its update token and gets the activity's updates.
+    @Test func aStartOnAChannelSubscribesThePhonesThatCan() throws {
+        let running = try RunningServer()
+        let port = running.port
+        let auth = ["Authorization": "Token SECRET_API_TOKEN"]
+        let channel = try #require(try ok(try server(port, "createLiveActivityChannel", ["name": "match-7", "environment": "production"]))["channel"]?
+            .objectValue?["apns_channel_ids"]?.objectValue?["production"]?.stringValue)
+        for (hwid, ios) in [("new18", "18.1"), ("old17", "17.4")] {
+            #expect(try request(port, "/simulator/devices", body: #"{"hwid":"\#(hwid)","ios_version":"\#(ios)"}"#, headers: auth).status == 200)
+        }
+        func card(_ hwid: String) throws -> JSONObject? {
+            try request(port, method: "GET", "/simulator/devices/\(hwid)", headers: auth).json?.objectValue?["lock_screen"]?.arrayValue?.first?.objectValue
+        }
+        let unknown = try server(port, "startLiveActivity", ["notifications": [.object(startNotification(["devices": ["new18"], "channel": "nope"], id: "MATCH_7"))]])
+        #expect(unknown.status == 400 && unknown.message == "notifications[0].channel: no channel named 'nope' in this application (create it with createLiveActivityChannel)")
+        let start = try #require(try ok(try server(port, "startLiveActivity", ["notifications": [.object(startNotification(
+            ["devices": ["new18", "old17"], "channel": "match-7"], activity: ["content-state": ["home": 0, "away": 0]], id: "MATCH_7"))]]))["Messages"]?
+            .arrayValue?.first?.stringValue)
+        #expect(try eventually { try ok(try server(port, "getMessageDetails", ["message": .string(start)]))["message"]?.objectValue?["status"] == "done" })
+        #expect(try eventually { try card("new18") != nil && card("old17") != nil })
+        #expect(try card("new18")?["channel_id"] == .string(channel))
+        #expect(try card("old17")?["channel_id"] == .null, "iOS 17 cannot start on a channel: the plain start")
+        // Both took the start; only the iOS 17 phone has an update token (the other listens to the channel).
+        let health = try ok(try server(port, "getDeviceHealth", ["hwid": "new18"]))["device"]?.objectValue
+        #expect(health?["activity_tokens"] == [], "a start on a channel has no update token to report")
+        #expect(try ok(try server(port, "getDeviceHealth", ["hwid": "old17"]))["device"]?.objectValue?["activity_tokens"]?.arrayValue?.count == 1)
+
+        _ = try ok(try server(port, "updateLiveActivity", ["notifications": [.object(Self.score(1, 0, channel: "match-7"))]]))
+        #expect(try eventually { try card("new18")?["content_state"] == ["home": 1, "away": 0] }, "the broadcast reached the phone on the channel")
+        #expect(try card("old17")?["content_state"] == ["home": 0, "away": 0])
+        let update = try #require(try ok(try server(port, "updateLiveActivity", ["notifications": [.object(updateNotification(
+            activity: ["content-state": ["home": 1, "away": 0]], id: "MATCH_7"))]]))["Messages"]?.arrayValue?.first?.stringValue)
+        let details = try #require(try eventually { try ok(try server(port, "getMessageDetails", ["message": .string(update)]))["message"]?.objectValue?["status"] == "done" }
+            ? ok(try server(port, "getMessageDetails", ["message": .string(update)]))["message"]?.objectValue : nil)
+        #expect(details["counts"]?.objectValue?["sent"] == 1, "to the update token; the phone on the channel has none")
+        #expect(try card("old17")?["content_state"] == ["home": 1, "away": 0], "the update token reached the other")
+    }
+
     /// A `most_recent` channel keeps its latest message for a phone that joins later; a `none` channel keeps nothing.
     @Test func aPhoneThatJoinsLaterGetsTheLatestMessageOnlyWhereAppleStoresIt() throws {
         let running = try RunningServer()

@@ -45,6 +45,27 @@ struct DeviceHealthAPITests {
         #expect(refused.status == 400 && refused.message == "hwid: no device 'nobody' is registered in application \(world.code); call registerDevice first")
     }
 
+    /// X5: a start on a broadcast channel never brings an update token, so it is not flagged unconfirmed;
+    /// the same start's plain copy to an older phone still is.
+    @Test func aStartOnAChannelIsNotFlaggedForItsMissingToken() throws {
+        let transport = RecordingTransport { push, _ in
+            guard case .manageChannels = push.route else { return .delivered }
+            var created = PushOutcome(status: 201)
+            created.management = ManagementResponse(channelID: "Y2hhbm5lbC0x", body: [])
+            return created
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        try world.expectOK(try world.server("createLiveActivityChannel", ["name": "match", "environment": "production"]))
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [
+            .object(startNotification(["channel": "match"]))]])))
+        let sent = world.transport.pushes.filter { $0.route == .device }
+        #expect(sent.first { $0.deviceToken == LiveActivityWorld.hex("53", 80) }.map { String(decoding: $0.payload, as: UTF8.self).contains("input-push-channel") } == true,
+                "second_device (iOS 18.0) starts on the channel")
+        world.clock.advance(DeviceHealth.confirmationWindow + 1)
+        #expect(codes(try health(world, "second_device")).isEmpty)
+        #expect(codes(try health(world, "first_third")) == ["start_not_confirmed"], "iOS 17.4: the plain start, still expected to report a token")
+    }
+
     @Test func theTokenHistoryKeepsChangesOnly() throws {
         let world = try LiveActivityWorld()
         _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification())]])))

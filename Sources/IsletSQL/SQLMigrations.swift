@@ -340,6 +340,7 @@ public enum SQLMigrations {
             ) STRICT;
             CREATE INDEX broadcasts_due ON broadcasts (next_at) WHERE state IN ('pending', 'sending', 'retrying');
             CREATE INDEX broadcasts_by_code ON broadcasts (application, code);
+            CREATE INDEX broadcasts_by_channel ON broadcasts (application, channel, gateway, id);
             CREATE TABLE simulated_channels (
                 application TEXT NOT NULL,
                 channel_id TEXT NOT NULL,

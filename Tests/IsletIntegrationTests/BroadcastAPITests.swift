@@ -131,20 +131,12 @@ struct BroadcastAPITests {
     /// Apple asks for (no topic; apns-expiration 0 on a channel that stores nothing).
     @Test func aBroadcastDuringAnOutageIsRetried() throws {
         let refusals = Mutex(1)
-        let transport = RecordingTransport { push, _ in
-            switch push.route {
-            case .manageChannels:
-                var created = PushOutcome(status: 201)
-                created.management = ManagementResponse(channelID: "Y2hhbm5lbC0x", body: [])
-                return created
-            case .broadcast:
-                if refusals.withLock({ left in defer { left -= 1 }; return left > 0 }) { return PushOutcome(status: 503, reason: "ServiceUnavailable") }
-                var taken = PushOutcome.delivered
-                taken.management = ManagementResponse(channelID: nil, uniqueID: "u-1", body: [])
-                return taken
-            case .device:
-                return .delivered
-            }
+        let transport = RecordingTransport.withChannels { push, _ in
+            guard case .broadcast = push.route else { return .delivered }
+            if refusals.withLock({ left in defer { left -= 1 }; return left > 0 }) { return PushOutcome(status: 503, reason: "ServiceUnavailable") }
+            var taken = PushOutcome.delivered
+            taken.management = ManagementResponse(channelID: nil, uniqueID: "u-1", body: [])
+            return taken
         }
         let world = try LiveActivityWorld(transport: transport)
         let port = world.running.port
@@ -170,12 +162,7 @@ struct BroadcastAPITests {
     }
 
     @Test func badBroadcastsAreRefusedByName() throws {
-        let transport = RecordingTransport { push, _ in
-            guard case .manageChannels = push.route else { return .delivered }
-            var created = PushOutcome(status: 201)
-            created.management = ManagementResponse(channelID: "Y2hhbm5lbC0x", body: [])
-            return created
-        }
+        let transport = RecordingTransport.withChannels()
         let world = try LiveActivityWorld(transport: transport)
         let port = world.running.port
         _ = try ok(try server(port, "createLiveActivityChannel", ["name": "match-42"]))

@@ -48,13 +48,7 @@ struct DeviceHealthAPITests {
     /// X5: a start on a broadcast channel never brings an update token, so it is not flagged unconfirmed;
     /// the same start's plain copy to an older phone still is.
     @Test func aStartOnAChannelIsNotFlaggedForItsMissingToken() throws {
-        let transport = RecordingTransport { push, _ in
-            guard case .manageChannels = push.route else { return .delivered }
-            var created = PushOutcome(status: 201)
-            created.management = ManagementResponse(channelID: "Y2hhbm5lbC0x", body: [])
-            return created
-        }
-        let world = try LiveActivityWorld(transport: transport)
+        let world = try LiveActivityWorld(transport: .withChannels())
         try world.expectOK(try world.server("createLiveActivityChannel", ["name": "match", "environment": "production"]))
         _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [
             .object(startNotification(["channel": "match"]))]])))

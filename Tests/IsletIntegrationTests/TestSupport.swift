@@ -165,6 +165,19 @@ final class TestClock: Sendable {
     func advance(_ seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }
 
+extension RecordingTransport {
+    /// A fake APNs that also plays Apple's channel management API: every channel it creates is `channelID`.
+    static func withChannels(_ channelID: String = "Y2hhbm5lbC0x", answer: @escaping @Sendable (Push, Int) -> PushOutcome = { _, _ in .delivered })
+        -> RecordingTransport {
+        RecordingTransport { push, sent in
+            guard case .manageChannels = push.route else { return answer(push, sent) }
+            var created = PushOutcome(status: 201)
+            created.management = ManagementResponse(channelID: channelID, body: [])
+            return created
+        }
+    }
+}
+
 /// A fake APNs: records every push and answers 200, or what `answer` says for a push.
 final class RecordingTransport: PushTransport {
     private let state = Mutex<[Push]>([])

@@ -14,7 +14,8 @@ deb="$(tail -1 "${TMPDIR:-/tmp}/islet-make-deb.log")"
 ok "built $deb"
 info="$(dpkg-deb --info "$deb")"
 grep -q "Depends:.*libmicrohttpd12" <<<"$info" || fail "Depends lacks libmicrohttpd12: $info"
-dpkg-deb --contents "$deb" | grep -q "/opt/swift" && fail "the package refers to the toolchain"
+contents="$(dpkg-deb --contents "$deb")"   # whole first: under pipefail, `| grep -q` can fail on SIGPIPE
+grep -q "/opt/swift" <<<"$contents" && fail "the package refers to the toolchain"
 
 cleanup() { as_root dpkg --purge islet >/dev/null 2>&1 || true; rm -rf "$work"; }
 work="$(mktemp -d)"; trap cleanup EXIT
@@ -32,8 +33,12 @@ getent passwd islet | grep -q ":/usr/sbin/nologin$" || fail "no islet system use
 [ "$(stat -c '%U:%G %a' /etc/islet/islet.env)" = "root:islet 640" ] || fail "/etc/islet/islet.env is $(stat -c '%U:%G %a' /etc/islet/islet.env)"
 [ "$(stat -c '%U %a' /etc/islet/master.key)" = "islet 600" ] || fail "/etc/islet/master.key is $(stat -c '%U %a' /etc/islet/master.key)"
 [ "$(tr -d '\n' < /etc/islet/master.key | wc -c)" = "64" ] || fail "the master key is not 64 hex digits"
-zcat /usr/share/man/man1/islet.1.gz | head -1 | grep -q '^\.TH ISLET 1' || fail "no man page"
-if command -v man >/dev/null; then man -l /usr/share/man/man1/islet.1.gz 2>/dev/null | grep -q "islet db backup" || fail "the man page lacks islet db backup"; fi
+page="$(zcat /usr/share/man/man1/islet.1.gz)"
+grep -q '^\.TH ISLET 1' <<<"${page%%$'\n'*}" || fail "no man page"
+if command -v man >/dev/null; then
+  rendered="$(man -l /usr/share/man/man1/islet.1.gz 2>/dev/null)"
+  grep -q "islet db backup" <<<"$rendered" || fail "the man page lacks islet db backup"
+fi
 ok "files, user, permissions and man page in place"
 if command -v systemd-analyze >/dev/null; then
   systemd-analyze verify "$unit" 2>"$work/verify.txt" || true

@@ -61,7 +61,9 @@ ok "HTTPS through nginx reaches the API (certificate and name verified)"
 ok "HTTP/2 to nginx"
 [ "$(https -o /dev/null -w '%{http_code}' "https://islet.example.com:$tls_port/simulator/devices")" = "403" ] || fail "/simulator/ is not refused"
 ok "/simulator/ refused by the proxy"
-https "https://islet.example.com:$tls_port/metrics" | grep -q '^islet_http_requests_total' || fail "/metrics not served to loopback"
+# Read whole, then searched: `curl | grep -q` under pipefail fails when grep stops reading early (SIGPIPE).
+metrics="$(https "https://islet.example.com:$tls_port/metrics")"
+grep -q '^islet_http_requests_total' <<<"$metrics" || fail "/metrics not served to loopback"
 ok "/metrics served to this machine"
 # A 1.5 MiB body is refused at the proxy with the 413 answer Islet itself gives, in the JSON envelope.
 head -c 1572864 /dev/zero | tr '\0' ' ' > "$work/big.json"

@@ -161,6 +161,6 @@ public struct ChannelMethods: Sendable {
     }
 
     static func unknown(_ name: String) -> APIError {
-        .invalid("name", "no channel named '\(name)' in this application (create it with createLiveActivityChannel)")
+        .invalid("name", BroadcastChannels.unknown(name))
     }
 }

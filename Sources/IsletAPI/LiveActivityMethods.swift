@@ -77,7 +77,7 @@ public struct LiveActivityMethods: Sendable {
                 if let channel = start.channel {
                     // X5: the started activity listens to the channel, on phones that can (iOS 18).
                     guard let record = try channels?.channel(named: channel, in: call.application.code) else {
-                        throw APIError.invalid(n.fieldPath("channel"), "no channel named '\(channel)' in this application (create it with createLiveActivityChannel)")
+                        throw APIError.invalid(n.fieldPath("channel"), BroadcastChannels.unknown(channel))
                     }
                     message.channelIDs = record.ids
                     for (_, id) in record.ids {
@@ -194,7 +194,7 @@ public struct LiveActivityMethods: Sendable {
             var results: [JSONValue] = []
             for (broadcast, n) in zip(accepted, notifications) {
                 guard let channel = try channels.channel(named: broadcast.channel, in: call.application.code) else {
-                    throw APIError.invalid(n.fieldPath("channel"), "no channel named '\(broadcast.channel)' in this application (create it with createLiveActivityChannel)")
+                    throw APIError.invalid(n.fieldPath("channel"), BroadcastChannels.unknown(broadcast.channel))
                 }
                 let requests: [JSONValue] = Gateway.all.compactMap { gateway in
                     channel.ids[gateway].map { id in

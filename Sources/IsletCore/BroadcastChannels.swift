@@ -99,6 +99,11 @@ public enum BroadcastChannels {
         return NewChannel(name: name, policy: policy, gateways: gateways)
     }
 
+    /// Why a channel name is refused: the application has no such channel.
+    public static func unknown(_ name: String) -> String {
+        "no channel named '\(name)' in this application (create it with createLiveActivityChannel)"
+    }
+
     /// The refusal of a channel past Apple's limit, before Apple is asked.
     public static func limitReached(_ gateway: Gateway) -> APIError {
         .invalid("name", "the application already has \(limitPerEnvironment) \(gateway) channels, Apple's limit per application and environment; "

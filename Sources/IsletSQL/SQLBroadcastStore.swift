@@ -15,8 +15,7 @@ public struct SQLBroadcastStore: BroadcastStore {
                 let rows = try c.query("SELECT gateway, apns_channel_id, storage_policy FROM channels WHERE application = ? AND name = ? ORDER BY gateway",
                                        [.text(application.rawValue), .text(broadcast.channel)])
                 guard !rows.isEmpty else {
-                    throw AcceptRefusal(index: index, field: "channel",
-                                        message: "no channel named '\(broadcast.channel)' in this application (create it with createLiveActivityChannel)")
+                    throw AcceptRefusal(index: index, field: "channel", message: BroadcastChannels.unknown(broadcast.channel))
                 }
                 for row in rows {
                     let policy = BroadcastChannels.StoragePolicy(rawValue: row["storage_policy"].text ?? "") ?? .none

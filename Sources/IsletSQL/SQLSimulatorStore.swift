@@ -37,6 +37,13 @@ public struct SQLSimulatorStore: SimulatorStore {
         }
     }
 
+    public func simulatedChannelPolicy(application: ApplicationCode, id: String) throws(StoreError) -> Int? {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT storage_policy FROM simulated_channels WHERE application = ? AND channel_id = ?",
+                        [.text(application.rawValue), .text(id)]).first.map { Int($0["storage_policy"].int ?? 0) }
+        }
+    }
+
     public func saveSimulatedChannel(application: ApplicationCode, id: String, policy: Int, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             try c.run("INSERT INTO simulated_channels (application, channel_id, storage_policy, created_at) VALUES (?, ?, ?, ?)",

@@ -156,12 +156,12 @@ final class SimulatorEngine: Sendable {
         guard request.body.count <= BroadcastChannels.maximumPayloadBytes else { return (413, "PayloadTooLarge") }
         let application = credential.application
         return Self.lock.withLock { _ -> (Int, String?) in
-            guard let channel = (try? store.simulatedChannels(application: application))?.first(where: { $0.id == channelID }) else {
+            guard let policy = try? store.simulatedChannelPolicy(application: application, id: channelID) else {
                 return (400, "ChannelNotRegistered")
             }
             // Apple refuses an expiration on a channel that stores nothing; one that stores keeps the latest message.
-            guard channel.policy == 1 || expiration == 0 else { return (400, "BadExpirationDate") }
-            if channel.policy == 1 { try? store.saveSimulatedChannelMessage(application: application, id: channelID, payload: request.body, at: now()) }
+            guard policy == 1 || expiration == 0 else { return (400, "BadExpirationDate") }
+            if policy == 1 { try? store.saveSimulatedChannelMessage(application: application, id: channelID, payload: request.body, at: now()) }
             for entry in (try? store.simulatedDevices()) ?? [] where entry.application == application {
                 guard var device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(entry.state.utf8)), device.subscribes(to: channelID),
                       device.uninstalledAt == nil else { continue }
@@ -252,7 +252,7 @@ final class SimulatorEngine: Sendable {
                 if let activity = device.receive(payload: payload, token: token, pushType: pushType, priority: priority, apnsID: apnsID,
                                                  now: now(), newToken: { APNsSimulator.token(bytes: 40) },
                                                  decodingError: { decoder(entry.application, $0, $1, $2) },
-                                                 channelExists: { id in (try? store.simulatedChannels(application: entry.application))?.contains { $0.id == id } ?? false }) {
+                                                 channelExists: { id in (try? store.simulatedChannelPolicy(application: entry.application, id: id)) != nil }) {
                     started = (entry.application, device.hwid, activity.activityID, activity.updateToken)
                 }
                 if let data = try? JSONEncoder().encode(device) {

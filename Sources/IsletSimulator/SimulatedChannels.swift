@@ -36,11 +36,11 @@ struct SimulatedChannels {
             case ("GET", "channels"), ("DELETE", "channels"):
                 guard let channelID, !channelID.isEmpty else { return Self.refusal(400, "MissingChannelId") }
                 guard let raw = Data(base64Encoded: channelID), !raw.isEmpty, channelID.utf8.count <= 64 else { return Self.refusal(400, "BadChannelId") }
-                guard let channel = try store.simulatedChannels(application: application).first(where: { $0.id == channelID }) else {
+                guard let policy = try store.simulatedChannelPolicy(application: application, id: channelID) else {
                     return Self.refusal(404, "ChannelNotRegistered")
                 }
                 if method == "GET" {
-                    return Answer(status: 200, body: ["message-storage-policy": .int(Int64(channel.policy)), "push-type": "LiveActivity"])
+                    return Answer(status: 200, body: ["message-storage-policy": .int(Int64(policy)), "push-type": "LiveActivity"])
                 }
                 _ = try store.deleteSimulatedChannel(application: application, id: channelID)
                 return Answer(status: 204)

@@ -11,6 +11,8 @@ public protocol SimulatorStore: Sendable {
     func saveSimulatedDevice(application: ApplicationCode, hwid: String, state: String) throws(StoreError)
     /// The simulator's broadcast channels of an application (Apple's side of X5): id and storage policy, oldest first.
     func simulatedChannels(application: ApplicationCode) throws(StoreError) -> [(id: String, policy: Int)]
+    /// One channel's storage policy, read alone; nil when the simulator has no such channel.
+    func simulatedChannelPolicy(application: ApplicationCode, id: String) throws(StoreError) -> Int?
     func saveSimulatedChannel(application: ApplicationCode, id: String, policy: Int, at date: Date) throws(StoreError)
     /// Whether there was such a channel.
     func deleteSimulatedChannel(application: ApplicationCode, id: String) throws(StoreError) -> Bool

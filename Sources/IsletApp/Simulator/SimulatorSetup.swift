@@ -164,12 +164,12 @@ struct SimulatorRoutes: Sendable {
         let contentState = try body.requiredObject("content_state").object
         let attributes = try body.objectField("attributes")?.object ?? [:]
         let channelID = try body.requiredString("channel_id")
-        guard let channel = try wiring.simulated.simulatedChannels(application: application).first(where: { $0.id == channelID }) else {
+        guard let policy = try wiring.simulated.simulatedChannelPolicy(application: application, id: channelID) else {
             throw APIError.invalid("channel_id", "APNs has no such channel for this application, so iOS would not start the activity (X5)")
         }
         let now = Date()
         // A channel that stores its latest message hands it to a phone that joins later, within 8 hours.
-        let stored = channel.policy == 1 ? try wiring.simulated.simulatedChannelMessage(application: application, id: channelID)
+        let stored = policy == 1 ? try wiring.simulated.simulatedChannelMessage(application: application, id: channelID)
             .flatMap { now.timeIntervalSince($0.at) < BroadcastChannels.storedMessageLifetime ? $0.payload : nil } : nil
         let started = try APNsSimulator.withDevice(wiring.simulated, application, hwid) { device in
             device.startOnChannel(activityID: activityID, attributesType: attributesType, attributes: attributes, contentState: contentState,

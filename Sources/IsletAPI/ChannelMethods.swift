@@ -28,13 +28,14 @@ public struct ChannelMethods: Sendable {
     static func json(_ record: ChannelRecord) -> JSONValue {
         ["name": .string(record.name), "storage_policy": .string(record.policy.rawValue),
          "apns_channel_ids": .object(JSONObject(Gateway.all.compactMap { gateway in record.ids[gateway].map { (gateway.rawValue, .string($0)) } })),
-         "created_at": .string(record.createdAt.formatted(.iso8601))]
+         "created_at": .string(record.createdAt.formatted(.iso8601)),
+         "last_used_at": record.lastUsedAt.map { .string($0.formatted(.iso8601)) } ?? .null]
     }
 
+    static let noTransport = APIError(.unavailable, "this server has no APNs connection to manage channels with (start it with --apns apple or --apns simulator)")
+
     private func management(_ push: Push) throws(APIError) -> PushOutcome {
-        guard let transport else {
-            throw APIError(.unavailable, "this server has no APNs connection to manage channels with (start it with --apns apple or --apns simulator)")
-        }
+        guard let transport else { throw Self.noTransport }
         return transport.send([push], deadline: .now + timeout).first ?? .unknown("no answer")
     }
 
@@ -98,23 +99,14 @@ public struct ChannelMethods: Sendable {
         }
     }
 
-    /// Apple's channel in each environment goes first; the record keeps what Apple still has, so a failure
-    /// half way leaves a record of exactly that.
+    /// Apple's channel in each environment goes first; the record keeps what Apple still has (`ChannelDeletion`).
     var deleteLiveActivityChannel: APIMethod {
         APIMethod(name: "deleteLiveActivityChannel", access: .server) { [self] call in
             let name = try BroadcastChannels.name(call.request)
             let application = call.application
             guard let record = try store.channel(named: name, in: application.code) else { throw Self.unknown(name) }
-            for gateway in Gateway.all {
-                guard let id = record.ids[gateway] else { continue }
-                let outcome = try management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
-                                                             method: "DELETE", path: "channels", channelID: id))
-                // Already gone at Apple's (deleted behind Islet's back) is gone all the same.
-                guard outcome.status == 204 || outcome.reason == "ChannelNotRegistered" else {
-                    throw BroadcastChannels.appleRefusal(action: "delete", name: name, gateway: gateway, status: outcome.status, reason: outcome.reason)
-                }
-                _ = try store.deleteChannel(named: name, gateway: gateway, in: application.code)
-            }
+            guard let transport else { throw Self.noTransport }
+            try ChannelDeletion(store: store, transport: transport, timeout: timeout).delete(record, application: application.code, bundleID: application.bundleID)
             audit.record(.channelDeleted, application: application.code, actor: call.actor, details: ["name": .string(name)])
             return [:]
         }

@@ -80,6 +80,7 @@ public struct LiveActivityMethods: Sendable {
                         throw APIError.invalid(n.fieldPath("channel"), BroadcastChannels.unknown(channel))
                     }
                     message.channelIDs = record.ids
+                    message.channel = record.name
                     for (_, id) in record.ids {
                         try LiveActivityPayload.checkSize(BroadcastChannels.startOnChannel(payload, channelID: id) ?? payload, path: n.path)
                     }
@@ -249,7 +250,7 @@ public struct LiveActivityMethods: Sendable {
             var planner = PushPlanner(application: application.code, bundleID: application.bundleID, messageCode: message.code,
                                       payload: message.payload, fallbackPayload: message.fallbackPayload, priority: priority,
                                       expiration: Int64(message.expiresAt.timeIntervalSince1970))
-            if message.event == .start { planner.startOnChannel(message.channelIDs) }
+            if message.event == .start { planner.startOnChannel(message.channelIDs) } else { planner.sessionChannelIDs = decided?.channel?.ids }
             var shown: [JSONValue] = []
             var count = 0
             var after: Int64 = 0
@@ -270,12 +271,31 @@ public struct LiveActivityMethods: Sendable {
                 count += page.count
                 after = last.id
             }
-            results.append([
+            var result: JSONObject = [
                 "live_activity_id": .string(message.activityID), "event": .string(message.event.rawValue),
                 "send_at": .string((decided?.dueAt ?? message.dueAt).formatted(.iso8601)), "targets": .int(Int64(count)), "pushes": .array(shown),
-            ])
+            ]
+            if let channel = decided?.channel {
+                result["broadcasts"] = .array(try sessionBroadcasts(message, channel: channel, priority: priority.standard, application))
+            }
+            results.append(.object(result))
         }
         return ["Messages": [], "dry_run": .array(results)]
+    }
+
+    /// X5: the broadcasts an update of an activity started on `channel` goes out with, one per environment
+    /// the channel still has (a channel deleted since reaches no phone).
+    private func sessionBroadcasts(_ message: NewMessage, channel: SessionChannel, priority: Int, _ application: Application) throws -> [JSONValue] {
+        let record = try channel.name.flatMap { name in try channels?.channel(named: name, in: application.code) }
+        return Gateway.all.compactMap { gateway in
+            guard let id = channel.ids[gateway] else { return nil }
+            guard let record, record.ids[gateway] == id else {
+                return ["gateway": .string(gateway.rawValue), "skipped": .string(BroadcastChannels.channelGone)]
+            }
+            return Self.describe(.broadcast(application: application.code, gateway: gateway, bundleID: application.bundleID, channelID: id,
+                                            priority: priority, expiration: BroadcastChannels.expiration(record.policy, expiresAt: message.expiresAt),
+                                            payload: message.payload))
+        }
     }
 
     /// One APNs request as a dry run shows it.
@@ -323,9 +343,13 @@ public struct LiveActivityMethods: Sendable {
                 throw APIError.invalid("message", "no message '\(code)' in this application")
             }
             let open = details.pending.filter { $0.key.isOpen }.values.reduce(0, +)
+            // X5: an update of an activity started on a channel went to the channel as well.
+            let broadcast = details.event == .start ? nil : try broadcasts?.broadcastDetails(code: code, in: call.application.code)
+            let broadcastOpen = broadcast.map { Self.status(of: $0) } ?? "done"
             let status = details.supersededBy != nil && details.targeted == 0 ? "superseded"
                 : details.state == .pending && details.dueAt > call.receivedAt ? "scheduled"
-                : details.state == .done && open > 0 ? "retrying" : details.state.rawValue
+                : details.state == .done && (open > 0 || broadcastOpen == "retrying") ? "retrying"
+                : details.state == .done && broadcastOpen == "sending" ? "sending" : details.state.rawValue
             var object: JSONObject = [
                 "code": .string(details.code), "event": .string(details.event.rawValue), "live_activity_id": .string(details.activityID),
                 "status": .string(status), "created_at": .string(details.createdAt.formatted(.iso8601)),
@@ -347,6 +371,11 @@ public struct LiveActivityMethods: Sendable {
             if let superseded = details.supersededBy { object["superseded_by"] = .string(superseded) }
             if let expires = details.expiresAt { object["expires_at"] = .string(expires.formatted(.iso8601)) }
             object["apns_reasons"] = .object(Self.counts(details.reasons))
+            if let broadcast {
+                let shown = Self.json(broadcast).objectValue ?? [:]
+                object["channel"] = shown["channel"]
+                object["broadcasts"] = shown["broadcasts"]
+            }
             return ["message": .object(object)]
         }
     }
@@ -392,9 +421,7 @@ public struct LiveActivityMethods: Sendable {
 
     /// A broadcast in getMessageDetails (X5): done once every request is settled.
     static func json(_ broadcast: BroadcastDetails) -> JSONValue {
-        let open = broadcast.requests.contains { ["pending", "sending", "retrying"].contains($0.state) }
-        return ["code": .string(broadcast.code), "channel": .string(broadcast.channel),
-                "status": .string(open ? (broadcast.requests.contains { $0.state == "retrying" } ? "retrying" : "sending") : "done"),
+        ["code": .string(broadcast.code), "channel": .string(broadcast.channel), "status": .string(status(of: broadcast)),
                 "created_at": .string(broadcast.createdAt.formatted(.iso8601)),
                 "broadcasts": .array(broadcast.requests.map { request in
                     ["environment": .string(request.gateway.rawValue), "state": .string(request.state),
@@ -402,6 +429,12 @@ public struct LiveActivityMethods: Sendable {
                      "apns_unique_id": request.uniqueID.map { .string($0) } ?? .null, "attempts": .int(Int64(request.attempts)),
                      "next_attempt_at": request.nextAttemptAt.map { .string($0.formatted(.iso8601)) } ?? .null, "bytes": .int(Int64(request.bytes))]
                 })]
+    }
+
+    /// `done` once every request of the broadcast is settled; `retrying` while one waits for its next attempt.
+    static func status(of broadcast: BroadcastDetails) -> String {
+        guard broadcast.requests.contains(where: { ["pending", "sending", "retrying"].contains($0.state) }) else { return "done" }
+        return broadcast.requests.contains { $0.state == "retrying" } ? "retrying" : "sending"
     }
 
     static func counts(_ counts: [String: Int]) -> JSONObject {

@@ -104,6 +104,10 @@ public enum BroadcastChannels {
         "no channel named '\(name)' in this application (create it with createLiveActivityChannel)"
     }
 
+    /// Why an update of an activity started on a channel was not broadcast: the channel its phones listen to
+    /// was deleted (or deleted and created anew, with another id from Apple) since the start.
+    public static let channelGone = "the channel the activity was started on was deleted since; its phones no longer get updates"
+
     /// The refusal of a channel past Apple's limit, before Apple is asked.
     public static func limitReached(_ gateway: Gateway) -> APIError {
         .invalid("name", "the application already has \(limitPerEnvironment) \(gateway) channels, Apple's limit per application and environment; "

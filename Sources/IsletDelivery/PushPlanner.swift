@@ -12,9 +12,11 @@ public enum SkipReason {
     public static let noUpdateToken = "no update token yet"
     public static let unregistered = "token unregistered"
     public static let pastLifetime = ActivityLifetime.skipReason
+    /// X5: the device's activity was started on a channel; the update reaches it as the channel's broadcast.
+    public static let onChannel = "gets the channel's broadcast"
 
     public static let all: Set<String> = [noPushToStartToken, cannotStartRemotely, activityEndedOnDevice, updateTokenUnregistered,
-                                          noUpdateToken, unregistered, pastLifetime]
+                                          noUpdateToken, unregistered, pastLifetime, onChannel]
 }
 
 /// What one device gets from one message.
@@ -40,6 +42,9 @@ public struct PushPlanner: Sendable {
     public var lifetimeOver = false
     /// A start on a broadcast channel (X5): the payload that subscribes, per environment.
     public var channelPayloads: [Gateway: [UInt8]] = [:]
+    /// An update or end of an activity started on a channel (X5): Apple's channel id per environment. Devices
+    /// whose start subscribed them get the channel's broadcast instead of a push of their own.
+    public var sessionChannelIDs: [Gateway: String]?
 
     /// The start's payloads on the channel `ids` (Apple's id per environment).
     public mutating func startOnChannel(_ ids: [Gateway: String]?) {
@@ -89,7 +94,12 @@ public struct PushPlanner: Sendable {
         if lifetimeOver { return .skip(reason: SkipReason.pastLifetime) }
         if target.tokenDead { return .skip(reason: SkipReason.updateTokenUnregistered) }
         if let token = target.updateToken { return .push(liveActivity(to: token, device: target.device)) }
-        return .skip(reason: target.endedOnDevice ? SkipReason.activityEndedOnDevice : SkipReason.noUpdateToken)
+        if target.endedOnDevice { return .skip(reason: SkipReason.activityEndedOnDevice) }
+        // An activity on a channel has no update token: its phone is reached by the broadcast, once.
+        if BroadcastChannels.startsOnChannel(ids: sessionChannelIDs, gateway: target.device.gateway, osVersion: target.device.osVersion) {
+            return .skip(reason: SkipReason.onChannel)
+        }
+        return .skip(reason: SkipReason.noUpdateToken)
     }
 
     private func liveActivity(to token: String, device: Device, start: Bool = false) -> Push {

@@ -13,34 +13,43 @@ public struct RetentionPolicy: Sendable, Equatable {
     public var pause: Duration = .milliseconds(20)
     /// How often the pruner looks for old records.
     public var every: Duration = .seconds(600)
+    /// Broadcast channels unused this long are deleted, at Apple's and in Islet (X5); nil keeps them.
+    public var idleChannels: Duration?
 
-    public init(keep: Duration? = .seconds(30 * 86_400)) { self.keep = keep }
+    public init(keep: Duration? = .seconds(30 * 86_400), idleChannels: Duration? = nil) {
+        self.keep = keep
+        self.idleChannels = idleChannels
+    }
 }
 
-/// Deletes old delivery records and finished messages in small batches (issue 12), on a thread of its own.
-/// Lifecycle: `start()`, then `shutdown(deadline:)`, which every wait honours.
+/// Deletes old delivery records and finished messages in small batches (issue 12), and channels left idle
+/// (X5), on a thread of its own. Lifecycle: `start()`, then `shutdown(deadline:)`, which every wait honours.
 public final class RetentionService: Sendable {
     let messages: any MessageStore
+    let channels: IdleChannels?
     let policy: RetentionPolicy
     let logger: Logger
     let now: @Sendable () -> Date
     private let condition = NSCondition()
     private let state = Mutex((stopping: false, running: false))
 
-    public init(messages: any MessageStore, policy: RetentionPolicy, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(messages: any MessageStore, channels: IdleChannels? = nil, policy: RetentionPolicy, logger: Logger,
+                now: @escaping @Sendable () -> Date = { Date() }) {
         self.messages = messages
+        self.channels = channels
         self.policy = policy
         self.logger = logger
         self.now = now
     }
 
     public func start() {
-        guard policy.keep != nil else { return }
+        guard policy.keep != nil || (policy.idleChannels != nil && channels != nil) else { return }
         state.withLock { $0.running = true }
         let thread = Thread { [self] in
             defer { state.withLock { $0.running = false } }
             while !stopping {
                 pruneNow()
+                deleteIdleChannels()
                 wait(policy.every)
             }
         }
@@ -71,6 +80,41 @@ public final class RetentionService: Sendable {
                                                            "finished_before": .string(cutoff.formatted(.iso8601))])
         }
         return total
+    }
+
+    /// X5: deletes the channels unused for `policy.idleChannels`, each at Apple's and then in Islet. One Apple
+    /// refuses stays, and is tried again the next time; no answer from Apple ends this look. How many were deleted.
+    @discardableResult
+    public func deleteIdleChannels() -> Int {
+        guard let idle = policy.idleChannels, let channels else { return 0 }
+        let cutoff = now().addingTimeInterval(-idle.timeInterval)
+        let found: [(application: ApplicationCode, record: ChannelRecord)]
+        do {
+            found = try channels.store.idleChannels(unusedSince: cutoff, limit: 1000)
+        } catch {
+            logger.error("retention: could not look for idle channels; trying again later", ["error": .string("\(error)")])
+            return 0
+        }
+        var deleted = 0
+        for (application, record) in found where !stopping {
+            do {
+                guard let bundleID = try channels.applications.application(application)?.bundleID else { continue }
+                try channels.deletion.delete(record, application: application, bundleID: bundleID)
+                channels.deleted(application, record.name)
+                deleted += 1
+                logger.info("retention: deleted an idle channel", [
+                    "application": .string(application.rawValue), "channel": .string(record.name),
+                    "last_used_at": .string((record.lastUsedAt ?? record.createdAt).formatted(.iso8601)),
+                ])
+            } catch {
+                logger.warning("retention: could not delete an idle channel; trying again later", [
+                    "application": .string(application.rawValue), "channel": .string(record.name), "error": .string("\(error)"),
+                ])
+                // Apple unreachable or overloaded: the rest waits for the next look rather than each waiting out its timeout.
+                if (error as? APIError)?.code == .unavailable { break }
+            }
+        }
+        return deleted
     }
 
     /// Stops the pruner; true when its thread ended by `deadline`.

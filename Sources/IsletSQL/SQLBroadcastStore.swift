@@ -17,6 +17,7 @@ public struct SQLBroadcastStore: BroadcastStore {
                 guard !rows.isEmpty else {
                     throw AcceptRefusal(index: index, field: "channel", message: BroadcastChannels.unknown(broadcast.channel))
                 }
+                try SQLChannelStore.markUsed(broadcast.channel, in: application, at: date, c)
                 for row in rows {
                     let policy = BroadcastChannels.StoragePolicy(rawValue: row["storage_policy"].text ?? "") ?? .none
                     try c.run("""

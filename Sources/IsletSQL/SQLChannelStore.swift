@@ -52,7 +52,28 @@ public struct SQLChannelStore: ChannelStore {
         }
     }
 
-    static let select = "SELECT name, gateway, apns_channel_id, storage_policy, created_at FROM channels"
+    public func idleChannels(unusedSince date: Date, limit: Int) throws(StoreError) -> [(application: ApplicationCode, record: ChannelRecord)] {
+        try database.withConnection { (c) throws(StoreError) in
+            let names = try c.query("""
+                SELECT DISTINCT application, name FROM channels WHERE COALESCE(last_used_at, created_at) < ? ORDER BY application, name LIMIT ?
+                """, [SQLValue.seconds(date), .int(Int64(limit))])
+            var idle: [(application: ApplicationCode, record: ChannelRecord)] = []
+            for row in names {
+                guard let application = ApplicationCode(row["application"].text ?? ""),
+                      let record = Self.records(try c.query(Self.select + " WHERE application = ? AND name = ? ORDER BY gateway",
+                                                            [row["application"], row["name"]])).first else { continue }
+                idle.append((application, record))
+            }
+            return idle
+        }
+    }
+
+    /// X5: the channel `name` was used now (a broadcast, an update broadcast along, a start on it).
+    static func markUsed(_ name: String, in application: ApplicationCode, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        try c.run("UPDATE channels SET last_used_at = ? WHERE application = ? AND name = ?", [SQLValue.seconds(date), .text(application.rawValue), .text(name)])
+    }
+
+    static let select = "SELECT name, gateway, apns_channel_id, storage_policy, created_at, last_used_at FROM channels"
 
     /// Rows in name order, one record per name.
     static func records(_ rows: [SQLRow]) -> [ChannelRecord] {
@@ -64,10 +85,10 @@ public struct SQLChannelStore: ChannelStore {
             if let last = records.last, last.name == name {
                 var ids = last.ids
                 ids[gateway] = id
-                records[records.count - 1] = ChannelRecord(name: name, policy: last.policy, createdAt: last.createdAt, ids: ids)
+                records[records.count - 1] = ChannelRecord(name: name, policy: last.policy, createdAt: last.createdAt, ids: ids, lastUsedAt: last.lastUsedAt)
             } else {
                 records.append(ChannelRecord(name: name, policy: BroadcastChannels.StoragePolicy(rawValue: row["storage_policy"].text ?? "") ?? .none,
-                                             createdAt: row["created_at"].date ?? .distantPast, ids: [gateway: id]))
+                                             createdAt: row["created_at"].date ?? .distantPast, ids: [gateway: id], lastUsedAt: row["last_used_at"].date))
             }
         }
         return records

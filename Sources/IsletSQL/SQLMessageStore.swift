@@ -123,7 +123,7 @@ public struct SQLMessageStore: MessageStore {
                     let start = try Self.currentStart(activity.id, c)
                     try schedule(message, event: message.event, activity: activity.id, application: application, start: start, at: date, c)
                     accepted.append(AcceptedUpdate(priority: BudgetedPriority(requested: message.priority), activityStartedAt: activity.startedAt,
-                                                   dueAt: message.dueAt))
+                                                   dueAt: message.dueAt, channel: try Self.sessionChannel(activity.id, c).map(Self.decode(sessionChannel:))))
                 } else {
                     accepted.append(try enqueue(message, activity: activity, log: log, application: application, budget: budget,
                                                 pacing: pacing, at: date, c))
@@ -168,11 +168,13 @@ public struct SQLMessageStore: MessageStore {
             dueAt = pacing.dueAt(now: date, previous: UpdatePacing.Previous(
                 dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
         }
-        let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt, c)
+        let channel = try Self.sessionChannel(activity.id, c)
+        let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt,
+                            channel: channel.map { .text($0) } ?? .null, c)
         try supersedeOlder(than: id, activity: activity.id, at: date, c)
         // An end ends the renewals too (A8).
         if message.event == .end { try c.run("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)]) }
-        return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt)
+        return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt, channel: channel.map(Self.decode(sessionChannel:)))
     }
 
     /// A11: an update, or a start's `end_date` end (`message` is then the start), held until due; `start` is
@@ -316,11 +318,15 @@ public struct SQLMessageStore: MessageStore {
                 // The same audience, type and priority as the session it follows; no fallback alert for old iOS.
                 let renewed = try c.query("""
                     INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, priority, state, due_at,
-                                          created_at, expires_at)
-                    SELECT ?, application, activity, 'start', target, attributes_type, ?, priority, 'pending', ?, ?, ? FROM messages WHERE id = ?
+                                          created_at, expires_at, channel_ids)
+                    SELECT ?, application, activity, 'start', target, attributes_type, ?, priority, 'pending', ?, ?, ?, channel_ids FROM messages WHERE id = ?
                     RETURNING id
                     """, [.text(MessageCode.random()), .blob(payload), Self.milliseconds(date), SQLValue.seconds(date),
                           Self.milliseconds(date.addingTimeInterval(lifetime)), .int(start)])[0]["id"].int ?? 0
+                if let name = try c.query("SELECT channel_ids FROM messages WHERE id = ?", [.int(start)]).first?["channel_ids"].text
+                    .flatMap({ Self.decode(sessionChannel: $0).name }) {
+                    try SQLChannelStore.markUsed(name, in: application, at: date, c)
+                }
                 try c.run("UPDATE scheduled_updates SET start = ? WHERE activity = ? AND start = ?", [.int(renewed), .int(activity.id), .int(start)])
                 try scheduleRenewal(activity: activity.id, start: renewed, startsAt: date, c)
             }
@@ -330,7 +336,7 @@ public struct SQLMessageStore: MessageStore {
     }
 
     /// When to look again at a renewal whose end is still going out; nil once it has gone: the messages up to
-    /// the end are out and each push of the end is settled (a retry waits for its next attempt). Past the old
+    /// the end are out and each push of the end, and its broadcast, is settled (a retry waits for its next attempt). Past the old
     /// session's 8 hours iOS has ended the card itself, so its end's retries are not waited for.
     private func renewalEndPending(_ end: Int64, activity: ActivityRecord, at date: Date, _ c: any SQLConnection) throws(StoreError) -> Date? {
         if try !c.query("SELECT 1 FROM messages WHERE activity = ? AND id <= ? AND state IN ('pending', 'sending') LIMIT 1",
@@ -338,8 +344,13 @@ public struct SQLMessageStore: MessageStore {
             return date.addingTimeInterval(0.25)
         }
         guard !ActivityLifetime.isOver(startedAt: activity.startedAt, now: date) else { return nil }
+        // The end's broadcast to the channel the session was started on (X5) counts as one of its pushes.
         let retry = try c.query("""
-            SELECT COUNT(*) AS owed, MIN(next_at) AS next FROM deliveries WHERE message = ? AND state IN ('retrying', 'unconfirmed', 'sending')
+            SELECT COUNT(*) AS owed, MIN(next_at) AS next FROM (
+                SELECT next_at FROM deliveries WHERE message = ?1 AND state IN ('retrying', 'unconfirmed', 'sending')
+                UNION ALL
+                SELECT b.next_at FROM broadcasts b JOIN messages m ON m.code = b.code AND m.application = b.application
+                WHERE m.id = ?1 AND b.state IN ('pending', 'sending', 'retrying')) owed
             """, [.int(end)])[0]
         guard (retry["owed"].int ?? 0) > 0 else { return nil }
         return max(date.addingTimeInterval(0.25), Self.date(milliseconds: retry["next"].int ?? 0))
@@ -373,12 +384,22 @@ public struct SQLMessageStore: MessageStore {
     }
 
     /// `budgeted`: the priority by kind of device when the update budget lowered it (A7); stored only then.
-    /// `dueAt`: a paced update's turn (A9), its expiry moved with it.
+    /// `dueAt`: a paced update's turn (A9), its expiry moved with it. `channel`: the session's channel column,
+    /// when the caller has read it (an update or end copies its start's, X5).
     @discardableResult
     private func insert(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
-                        budgeted: BudgetedPriority? = nil, dueAt: Date? = nil, _ c: any SQLConnection) throws(StoreError) -> Int64 {
+                        budgeted: BudgetedPriority? = nil, dueAt: Date? = nil, channel: SQLValue? = nil, _ c: any SQLConnection) throws(StoreError) -> Int64 {
         let lowered = budgeted.flatMap { $0 == BudgetedPriority(requested: message.priority) ? nil : $0 }
         let due = dueAt ?? message.dueAt, expires = message.expiresAt.addingTimeInterval(due.timeIntervalSince(message.dueAt))
+        let column: SQLValue
+        if let channel {
+            column = channel
+        } else if message.event == .start {
+            column = message.channelIDs.map { .text(Self.encode(channelIDs: $0, name: message.channel)) } ?? .null
+            if let name = message.channel { try SQLChannelStore.markUsed(name, in: application, at: date, c) }
+        } else {
+            column = try Self.sessionChannel(activity, c).map { .text($0) } ?? .null
+        }
         return try c.query("""
             INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, fallback_payload,
                                   priority, priority_standard, priority_frequent, state, due_at, created_at, expires_at, channel_ids)
@@ -388,8 +409,7 @@ public struct SQLMessageStore: MessageStore {
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, Self.optional(message.attributesType),
             .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
             lowered.map { .int(Int64($0.standard)) } ?? .null, lowered.map { .int(Int64($0.frequent)) } ?? .null,
-            Self.milliseconds(due), SQLValue.seconds(date), Self.milliseconds(expires),
-            message.channelIDs.map { .text(Self.encode(channelIDs: $0)) } ?? .null,
+            Self.milliseconds(due), SQLValue.seconds(date), Self.milliseconds(expires), column,
         ])[0]["id"].int ?? 0
     }
 
@@ -487,6 +507,7 @@ public struct SQLMessageStore: MessageStore {
                 if outcome.finished {
                     try c.run("UPDATE messages SET state = 'done', claimed = 0, lease = NULL, finished_at = ?, cursor = ? WHERE id = ?",
                               [SQLValue.seconds(date), .int(outcome.result.cursor), .int(job.id)])
+                    try Self.broadcastAlong(job, at: date, c)
                 } else {
                     try c.run("UPDATE messages SET claimed = 0, lease = NULL, cursor = ? WHERE id = ? AND state = 'sending'",
                               [.int(outcome.result.cursor), .int(job.id)])
@@ -536,13 +557,60 @@ public struct SQLMessageStore: MessageStore {
             cursor: row["cursor"].int ?? 0, expiresAt: date(milliseconds: row["expires_at"].int ?? 0),
             dueAt: date(milliseconds: row["due_at"].int ?? 0))
         job.activityStartedAt = row["started_at"].date
-        job.channelIDs = row["channel_ids"].text.map(Self.decode(channelIDs:))
+        let channel = row["channel_ids"].text.map(Self.decode(sessionChannel:))
+        job.channelIDs = channel?.ids
+        job.channel = channel?.name
         return job
     }
 
-    /// A start's channel ids (X5) as stored: `{"production": id, "sandbox": id}`.
-    static func encode(channelIDs: [Gateway: String]) -> String {
-        JSONValue.object(JSONObject(Gateway.all.compactMap { gateway in channelIDs[gateway].map { (gateway.rawValue, .string($0)) } })).jsonText
+    /// A start's channel (X5) as stored: `{"name": name, "production": id, "sandbox": id}`; its session's updates
+    /// and ends copy it.
+    static func encode(channelIDs: [Gateway: String], name: String?) -> String {
+        var entries = name.map { [(key: "name", value: JSONValue.string($0))] } ?? []
+        entries += Gateway.all.compactMap { gateway in channelIDs[gateway].map { (gateway.rawValue, .string($0)) } }
+        return JSONValue.object(JSONObject(entries)).jsonText
+    }
+
+    static func decode(sessionChannel text: String) -> SessionChannel {
+        SessionChannel(name: (try? JSONParser.parse(text))?.objectValue?["name"]?.stringValue, ids: decode(channelIDs: text))
+    }
+
+    /// The channel column of an activity's current start: nil when it was not started on a channel (X5).
+    static func sessionChannel(_ activity: Int64, _ c: any SQLConnection) throws(StoreError) -> String? {
+        // Newest first through messages_by_activity, stopping at the session's start.
+        try c.query("SELECT channel_ids FROM messages WHERE activity = ? AND event = 'start' AND state != 'cancelled' ORDER BY id DESC LIMIT 1",
+                    [.int(activity)]).first?["channel_ids"].text
+    }
+
+    /// X5: an update or end of an activity started on a channel goes to the channel too, once, as the message
+    /// finishes: after the activity's earlier messages, like its pushes. One request per environment of the
+    /// start's channel; none for a message a newer one superseded (that one goes instead). A channel deleted
+    /// or created anew since the start is no longer the one the phones listen to: recorded as failed.
+    static func broadcastAlong(_ job: MessageJob, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        guard job.event != .start, let ids = job.channelIDs, !ids.isEmpty,
+              try c.query("SELECT superseded_by FROM messages WHERE id = ?", [.int(job.id)]).first?["superseded_by"].int == nil else { return }
+        for gateway in Gateway.all {
+            guard let id = ids[gateway] else { continue }
+            var lookup = "SELECT name, storage_policy FROM channels WHERE application = ? AND gateway = ? AND apns_channel_id = ?"
+            var parameters: [SQLValue] = [.text(job.application.rawValue), .text(gateway.rawValue), .text(id)]
+            if let name = job.channel {
+                lookup += " AND name = ?"
+                parameters.append(.text(name))
+            }
+            let channel = try c.query(lookup, parameters).first
+            if let name = channel?["name"].text { try SQLChannelStore.markUsed(name, in: job.application, at: date, c) }
+            let policy = channel.flatMap { BroadcastChannels.StoragePolicy(rawValue: $0["storage_policy"].text ?? "") } ?? .none
+            try c.run("""
+                INSERT INTO broadcasts (code, application, channel, gateway, apns_channel_id, payload, priority, expiration, expires_at,
+                                        state, reason, attempts, created_at, next_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
+                """, [.text(job.code), .text(job.application.rawValue), .text(channel?["name"].text ?? job.channel ?? ""), .text(gateway.rawValue),
+                      .text(id), .blob(job.payload), .int(Int64(job.priority.standard)),
+                      .int(BroadcastChannels.expiration(policy, expiresAt: job.expiresAt)), milliseconds(job.expiresAt),
+                      .text(channel == nil ? DeliveryState.failed.rawValue : "pending"),
+                      channel == nil ? .text(BroadcastChannels.channelGone) : .null, SQLValue.seconds(date),
+                      channel == nil ? .null : milliseconds(date)])
+        }
     }
 
     static func decode(channelIDs text: String) -> [Gateway: String] {
@@ -914,6 +982,7 @@ public struct SQLMessageStore: MessageStore {
                 UPDATE messages SET state = 'done', claimed = 0, lease = NULL, finished_at = ?1
                 WHERE id = ?2 AND NOT EXISTS (SELECT 1 FROM message_shards WHERE message = ?2 AND state != 'done')
                 """, [SQLValue.seconds(date), .int(job.id)])
+            try Self.broadcastAlong(job, at: date, c)
             try Self.endLease(job.lease, c)
         }
     }

@@ -351,6 +351,11 @@ public enum SQLMigrations {
                 PRIMARY KEY (application, channel_id)
             ) STRICT;
             """),
+        // When each channel was last used (X5): a broadcast to it, an update broadcast along, a start on it. Channels
+        // unused longer than a setting are deleted; a channel from before this column counts from its creation.
+        Migration(version: 16, name: "channel use", sql: """
+            ALTER TABLE channels ADD COLUMN last_used_at INTEGER;
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

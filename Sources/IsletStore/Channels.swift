@@ -8,12 +8,15 @@ public struct ChannelRecord: Sendable, Equatable {
     public let policy: BroadcastChannels.StoragePolicy
     public let createdAt: Date
     public let ids: [Gateway: String]
+    /// The last broadcast to it, update broadcast along or start on it; nil: never used.
+    public var lastUsedAt: Date?
 
-    public init(name: String, policy: BroadcastChannels.StoragePolicy, createdAt: Date, ids: [Gateway: String]) {
+    public init(name: String, policy: BroadcastChannels.StoragePolicy, createdAt: Date, ids: [Gateway: String], lastUsedAt: Date? = nil) {
         self.name = name
         self.policy = policy
         self.createdAt = createdAt
         self.ids = ids
+        self.lastUsedAt = lastUsedAt
     }
 }
 
@@ -28,6 +31,8 @@ public protocol ChannelStore: Sendable {
     func saveChannel(_ record: ChannelRecord, in application: ApplicationCode) throws(StoreError)
     /// Removes the record's channel in one environment; the record goes with its last. Whether there was one.
     func deleteChannel(named name: String, gateway: Gateway, in application: ApplicationCode) throws(StoreError) -> Bool
+    /// Channels of every application not used since `date` (never used: not since their creation), at most `limit`.
+    func idleChannels(unusedSince date: Date, limit: Int) throws(StoreError) -> [(application: ApplicationCode, record: ChannelRecord)]
 }
 
 /// One accepted broadcast (X5), before it is split by environment.

@@ -95,8 +95,9 @@ public struct NewMessage: Sendable {
     public var scheduledEnd: (code: String, at: Date, expiresAt: Date)?
     /// A start's `renew`: Islet starts the activity again shortly before its 8 hours, each time (A8).
     public var renew = false
-    /// A start on a broadcast channel (X5): Apple's channel id per environment.
+    /// A start on a broadcast channel (X5): Apple's channel id per environment, and Islet's name for the channel.
     public var channelIDs: [Gateway: String]?
+    public var channel: String?
 
     public init(code: String, event: LiveActivityEvent, activityID: String, target: TargetSelection?, attributesType: String?,
                 name: String?, contentState: JSONObject, payload: [UInt8], fallbackPayload: [UInt8]?, priority: Int, dueAt: Date,
@@ -125,11 +126,26 @@ public struct AcceptedUpdate: Sendable, Equatable {
     public let activityStartedAt: Date?
     /// When it goes out: at once, or its turn when paced (A9).
     public let dueAt: Date
+    /// X5: the channel the activity's session was started on, which the update is broadcast to as well.
+    public var channel: SessionChannel?
 
-    public init(priority: BudgetedPriority, activityStartedAt: Date?, dueAt: Date) {
+    public init(priority: BudgetedPriority, activityStartedAt: Date?, dueAt: Date, channel: SessionChannel? = nil) {
         self.priority = priority
         self.activityStartedAt = activityStartedAt
         self.dueAt = dueAt
+        self.channel = channel
+    }
+}
+
+/// X5: the broadcast channel an activity's session was started on: Islet's name (nil for a start stored
+/// before names were kept) and Apple's id per environment.
+public struct SessionChannel: Sendable, Equatable {
+    public let name: String?
+    public let ids: [Gateway: String]
+
+    public init(name: String?, ids: [Gateway: String]) {
+        self.name = name
+        self.ids = ids
     }
 }
 
@@ -187,8 +203,10 @@ public struct MessageJob: Sendable, Equatable {
     public let target: TargetSelection?
     public let attributesType: String?
     public let payload: [UInt8]
-    /// A start on a broadcast channel (X5): Apple's channel id per environment.
+    /// A start on a broadcast channel (X5): Apple's channel id per environment. An update or end of an
+    /// activity started on one: the channel, which it is broadcast to as well.
     public var channelIDs: [Gateway: String]?
+    public var channel: String?
     public let fallbackPayload: [UInt8]?
     /// The priority its pushes go at, by kind of device (A7).
     public let priority: BudgetedPriority
@@ -231,6 +249,8 @@ public struct MessageJob: Sendable, Equatable {
                   activityID: job.activityID, target: job.target, attributesType: job.attributesType, payload: job.payload,
                   fallbackPayload: job.fallbackPayload, priority: job.priority, cursor: cursor, expiresAt: job.expiresAt, dueAt: job.dueAt)
         activityStartedAt = job.activityStartedAt
+        channelIDs = job.channelIDs
+        channel = job.channel
         shard = job.shard
         lease = job.lease
     }

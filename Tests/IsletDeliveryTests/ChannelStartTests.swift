@@ -4,7 +4,8 @@ import IsletCore
 import IsletDelivery
 import IsletStore
 
-/// X5: which start a device gets when the start is on a broadcast channel, first send and retry alike.
+/// X5: which start a device gets when the start is on a broadcast channel, first send and retry alike; and
+/// which devices an update of such an activity leaves to the channel's broadcast.
 @Suite("Starts on a broadcast channel (X5)")
 struct ChannelStartTests {
     let application = ApplicationCode("APPAA-00001")!
@@ -28,6 +29,26 @@ struct ChannelStartTests {
         #expect(aps(planner.start(device("17.4")))?["input-push-channel"] == nil, "iOS 17 cannot: the plain start")
         #expect(aps(planner.start(device(nil)))?["input-push-channel"] == nil, "unknown iOS: the plain start")
         #expect(aps(planner.start(device("18.1", gateway: .sandbox)))?["input-push-channel"] == nil, "no sandbox channel")
+    }
+
+    @Test func anUpdateLeavesToTheBroadcastOnlyThePhonesTheStartSubscribed() {
+        var planner = PushPlanner(application: application, bundleID: "com.example", messageCode: "U", payload: base, fallbackPayload: nil,
+                                  priority: BudgetedPriority(requested: 10))
+        planner.sessionChannelIDs = [.production: "cHJvZA=="]
+        func target(_ os: String?, gateway: Gateway = .production, token: String? = nil, ended: Bool = false) -> UpdateTarget {
+            UpdateTarget(device: device(os, gateway: gateway), updateToken: token, endedOnDevice: ended, tokenDead: false)
+        }
+        #expect(planner.update(target("18.1")) == .skip(reason: SkipReason.onChannel))
+        #expect(planner.update(target("17.4")) == .skip(reason: SkipReason.noUpdateToken), "iOS 17 got the plain start: its token is awaited")
+        #expect(planner.update(target("18.1", gateway: .sandbox)) == .skip(reason: SkipReason.noUpdateToken), "no sandbox channel")
+        #expect(planner.update(target("18.1", ended: true)) == .skip(reason: SkipReason.activityEndedOnDevice))
+        guard case .push(let push) = planner.update(target("18.1", token: "cc")) else {
+            Issue.record("a phone that reported an update token gets its push")
+            return
+        }
+        #expect(push.deviceToken == "cc")
+        planner.sessionChannelIDs = nil
+        #expect(planner.update(target("18.1")) == .skip(reason: SkipReason.noUpdateToken), "not started on a channel")
     }
 
     @Test func aRetriedStartKeepsItsChannel() {

@@ -24,6 +24,34 @@ struct ActivityRenewalAPITests {
 
     func iso(_ date: Date) -> JSONValue { .string(date.formatted(.iso8601)) }
 
+    /// X5: an activity started on a channel is renewed on it: the old card's end goes to the channel as a
+    /// broadcast, and once that has gone the new start subscribes the phone again (`input-push-channel`).
+    @Test func anActivityStartedOnAChannelIsRenewedOnIt() throws {
+        let world = try LiveActivityWorld(transport: .withChannels(), clock: TestClock(Self.t0))
+        _ = try world.expectOK(try world.server("createLiveActivityChannel", ["name": "match-1", "environment": "production"]))
+        let startToken = LiveActivityWorld.hex("53", 80)   // second_device's, iOS 18
+        _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [
+            .object(startNotification(["devices": ["second_device"], "renew": true, "channel": "match-1"]))]])))
+        #expect(aps(world.pushes(to: startToken)).first?["input-push-channel"] == "Y2hhbm5lbC0x")
+        func isBroadcast(_ push: Push) -> Bool { if case .broadcast = push.route { true } else { false } }
+        world.clock.advance(8 * 3600 - ActivityRenewal.lead)
+        world.running.server.delivery?.kick()
+        #expect(eventually { world.transport.pushes.contains(where: isBroadcast) }, "the old card's end went to the channel")
+        #expect(aps(world.transport.pushes.filter(isBroadcast)).map { $0["event"] } == ["end"])
+        #expect(eventually {
+            if world.pushes(to: startToken).count < 2 {
+                world.clock.advance(1)
+                world.running.server.delivery?.kick()
+            }
+            return world.pushes(to: startToken).count == 2
+        }, "the new start went out")
+        let restart = try #require(aps(world.pushes(to: startToken)).last)
+        #expect(restart["event"] == "start" && restart["input-push-channel"] == "Y2hhbm5lbC0x", "the new card listens to the channel too")
+        let endIndex = try #require(world.transport.pushes.firstIndex(where: isBroadcast))
+        let startIndex = try #require(world.transport.pushes.lastIndex { $0.deviceToken == startToken })
+        #expect(endIndex < startIndex, "the old card ends before the new one starts")
+    }
+
     @Test func aRenewedActivityEndsAndStartsAgainWithItsLatestStateBeforeEightHours() throws {
         let world = try LiveActivityWorld(clock: TestClock(Self.t0))
         _ = try world.waitUntilSent(try world.messageCodes(try world.server("startLiveActivity", ["notifications": [

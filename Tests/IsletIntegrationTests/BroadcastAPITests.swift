@@ -65,7 +65,8 @@ struct BroadcastAPITests {
     }
 
     /// A start with `channel`: phones on iOS 18 start the activity on the channel (`input-push-channel`) and get its
-    /// broadcasts; an older phone gets the plain start, reports its update token and gets the activity's updates.
+    /// broadcasts; an older phone gets the plain start, reports its update token and gets the activity's updates. An
+    /// update or end by live_activity_id reaches both: a broadcast to the channel and a push to the update token, each phone once.
     @Test func aStartOnAChannelSubscribesThePhonesThatCan() throws {
         let running = try RunningServer()
         let port = running.port
@@ -95,12 +96,39 @@ struct BroadcastAPITests {
         _ = try ok(try server(port, "updateLiveActivity", ["notifications": [.object(Self.score(1, 0, channel: "match-7"))]]))
         #expect(try eventually { try card("new18")?["content_state"] == ["home": 1, "away": 0] }, "the broadcast reached the phone on the channel")
         #expect(try card("old17")?["content_state"] == ["home": 0, "away": 0])
-        let update = try #require(try ok(try server(port, "updateLiveActivity", ["notifications": [.object(updateNotification(
-            activity: ["content-state": ["home": 1, "away": 0]], id: "MATCH_7"))]]))["Messages"]?.arrayValue?.first?.stringValue)
-        let details = try #require(try eventually { try ok(try server(port, "getMessageDetails", ["message": .string(update)]))["message"]?.objectValue?["status"] == "done" }
-            ? ok(try server(port, "getMessageDetails", ["message": .string(update)]))["message"]?.objectValue : nil)
-        #expect(details["counts"]?.objectValue?["sent"] == 1, "to the update token; the phone on the channel has none")
-        #expect(try card("old17")?["content_state"] == ["home": 1, "away": 0], "the update token reached the other")
+        // By the activity's id: the dry run shows both the push to the token and the broadcast to the channel.
+        let byID = updateNotification(activity: ["content-state": ["home": 2, "away": 0]], id: "MATCH_7")
+        let dry = try #require(try ok(try server(port, "updateLiveActivity", ["dry_run": true, "notifications": [.object(byID)]]))["dry_run"]?
+            .arrayValue?.first?.objectValue)
+        let planned = (dry["pushes"]?.arrayValue ?? []).compactMap(\.objectValue)
+        #expect(planned.first { $0["hwid"] == "new18" }?["skipped"] == "gets the channel's broadcast")
+        #expect(planned.first { $0["hwid"] == "old17" }?["path"]?.stringValue?.hasPrefix("/3/device/") == true)
+        let dryBroadcasts = (dry["broadcasts"]?.arrayValue ?? []).compactMap(\.objectValue)
+        #expect(dryBroadcasts.count == 1 && dryBroadcasts.first?["headers"]?.objectValue?["apns-channel-id"] == .string(channel)
+                && dryBroadcasts.first?["payload"]?.objectValue?["aps"]?.objectValue?["content-state"] == ["home": 2, "away": 0], "\(dry)")
+        let update = try #require(try ok(try server(port, "updateLiveActivity", ["notifications": [.object(byID)]]))["Messages"]?.arrayValue?.first?.stringValue)
+        func details(_ code: String) throws -> JSONObject { try ok(try server(port, "getMessageDetails", ["message": .string(code)]))["message"]?.objectValue ?? [:] }
+        #expect(try eventually { try details(update)["status"] == "done" })
+        let done = try details(update)
+        #expect(done["counts"]?.objectValue?["sent"] == 1, "to the update token")
+        #expect(done["counts"]?.objectValue?["skipped"] == ["gets the channel's broadcast": 1], "the phone on the channel gets no push of its own")
+        #expect(done["channel"] == "match-7")
+        let sent = (done["broadcasts"]?.arrayValue ?? []).compactMap(\.objectValue)
+        #expect(sent.count == 1 && sent.first?["environment"] == "production" && sent.first?["state"] == "sent", "\(done)")
+        #expect(try eventually { try card("new18")?["content_state"] == ["home": 2, "away": 0] }, "the broadcast reached the phone on the channel")
+        #expect(try card("old17")?["content_state"] == ["home": 2, "away": 0], "the update token reached the other")
+        // Each phone got the update once.
+        for hwid in ["new18", "old17"] {
+            let log = try request(port, method: "GET", "/simulator/devices/\(hwid)", headers: auth).json?.objectValue?["log"]?.arrayValue ?? []
+            let received = log.filter { $0.objectValue?["payload"]?.objectValue?["aps"]?.objectValue?["content-state"] == ["home": 2, "away": 0] }
+            #expect(received.count == 1, "\(hwid): \(log)")
+        }
+        // An end by id ends both cards.
+        let end = try #require(try ok(try server(port, "updateLiveActivity", ["notifications": [.object(updateNotification(
+            activity: ["content-state": ["home": 3, "away": 0]], id: "MATCH_7", event: "end"))]]))["Messages"]?.arrayValue?.first?.stringValue)
+        #expect(try eventually { try details(end)["status"] == "done" })
+        #expect(try eventually { try card("new18")?["ended"] == true && card("old17")?["ended"] == true })
+        #expect(try card("new18")?["content_state"] == ["home": 3, "away": 0])
     }
 
     /// A `most_recent` channel keeps its latest message for a phone that joins later; a `none` channel keeps nothing.
@@ -159,6 +187,30 @@ struct BroadcastAPITests {
         let headers = Dictionary(requests[0].headers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
         #expect(headers == ["apns-channel-id": "Y2hhbm5lbC0x", "apns-push-type": "liveactivity", "apns-priority": "5", "apns-expiration": "0"])
         #expect(requests[0].payload == requests[1].payload, "the same request again")
+    }
+
+    /// X5: a channel deleted after an activity was started on it reaches no phone any more; an update of the
+    /// activity says so (in its dry run and its details) rather than sending to a channel Apple no longer has.
+    @Test func anUpdateAfterItsChannelWasDeletedSaysSo() throws {
+        let world = try LiveActivityWorld(transport: RecordingTransport.withChannels())
+        let port = world.running.port
+        _ = try ok(try server(port, "createLiveActivityChannel", ["name": "match-42", "environment": "production"]))
+        _ = try world.waitUntilSent(try world.messageCodes(try server(port, "startLiveActivity", ["notifications": [
+            .object(startNotification(["devices": ["second_device"], "channel": "match-42"]))]])))
+        _ = try ok(try server(port, "deleteLiveActivityChannel", ["name": "match-42"]))
+        let dry = try ok(try server(port, "updateLiveActivity", ["dry_run": true, "notifications": [.object(updateNotification())]]))
+        let planned = dry["dry_run"]?.arrayValue?.first?.objectValue
+        #expect(planned?["broadcasts"] == [["gateway": "production", "skipped": .string(BroadcastChannels.channelGone)]], "\(dry)")
+        let code = try world.messageCodes(try server(port, "updateLiveActivity", ["notifications": [.object(updateNotification())]]))[0]
+        var details: JSONObject = [:]
+        #expect(try eventually {
+            details = try ok(try server(port, "getMessageDetails", ["message": .string(code)]))["message"]?.objectValue ?? [:]
+            return details["status"] == "done"
+        })
+        #expect(details["counts"]?.objectValue?["skipped"] == ["gets the channel's broadcast": 1])
+        let request = details["broadcasts"]?.arrayValue?.first?.objectValue
+        #expect(request?["state"] == "failed" && request?["apns_reason"] == .string(BroadcastChannels.channelGone) && request?["attempts"] == 0)
+        #expect(!world.transport.pushes.contains { if case .broadcast = $0.route { true } else { false } }, "nothing sent to a deleted channel")
     }
 
     @Test func badBroadcastsAreRefusedByName() throws {

@@ -4,6 +4,8 @@ import IsletApp
 import IsletCore
 import IsletSQL
 import IsletStore
+import IsletDelivery
+import Synchronization
 
 /// X5 through the HTTP API, against the built-in simulator as Apple's channel management API: channels
 /// created and deleted at Apple's side and recorded by Islet in step, Apple's limit, bad input by name.
@@ -52,6 +54,58 @@ struct ChannelAPITests {
         let gone = try call(running, "getLiveActivityChannel", ["name": "match-42"])
         #expect(gone.status == 400 && gone.message == "name: no channel named 'match-42' in this application (create it with createLiveActivityChannel)")
         #expect(try call(running, "deleteLiveActivityChannel", ["name": "match-42"]).status == 400)
+    }
+
+    /// `--delete-idle-channels`: a channel no broadcast, update or start used for that long is deleted at Apple's
+    /// and in Islet; a used one stays; one Apple refuses stays for the next look; Apple unreachable ends a look.
+    @Test func channelsLeftIdleAreDeletedAtApplesSideAndIslets() throws {
+        struct Apple { var created = 0; var deletes: [String] = []; var refused: Set<String> = []; var unreachable = false }
+        let apple = Mutex(Apple())
+        let transport = RecordingTransport { push, _ in
+            guard case .manageChannels(let method, _, let id) = push.route else { return .delivered }
+            guard method == "DELETE" else {
+                var created = PushOutcome(status: 201)
+                created.management = ManagementResponse(channelID: apple.withLock { a in a.created += 1; return "aWQt\(a.created)" }, body: [])
+                return created
+            }
+            return apple.withLock { a in
+                a.deletes.append(id ?? "")
+                if a.unreachable { return PushOutcome(status: 503, reason: "ServiceUnavailable") }
+                return a.refused.contains(id ?? "") ? PushOutcome(status: 400, reason: "BadChannelId") : PushOutcome(status: 204)
+            }
+        }
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        let world = try LiveActivityWorld(transport: transport, clock: TestClock(t0)) { $0.retention.idleChannels = .seconds(86_400) }
+        func call(_ method: String, _ fields: JSONObject) throws -> RawHTTPResponse {
+            try IsletIntegrationTests.call(world.running.port, method, (["auth": "SECRET_API_TOKEN"] as JSONObject).merging(fields))
+        }
+        for name in ["a-refused", "idle", "started", "used"] {
+            try ok(try call("createLiveActivityChannel", ["name": .string(name), "environment": "production"]))
+        }
+        apple.withLock { $0.refused = ["aWQt1"] }
+        world.clock.advance(12 * 3600)
+        let usedAt = world.clock.now
+        try ok(try call("updateLiveActivity", ["notifications": [["channel": "used", "live_activity": ["event": "update", "content-state": ["home": 1]]]]]))
+        try ok(try call("startLiveActivity", ["notifications": [.object(startNotification(["devices": ["second_device"], "channel": "started"]))]]))
+        func names() throws -> [String] {
+            try ok(try call("listLiveActivityChannels", [:]))["channels"]?.arrayValue?.compactMap { $0.objectValue?["name"]?.stringValue } ?? []
+        }
+        let used = try ok(try call("getLiveActivityChannel", ["name": "used"]))["channel"]?.objectValue
+        #expect(used?["last_used_at"] == .string(usedAt.formatted(.iso8601)))
+        #expect(try ok(try call("getLiveActivityChannel", ["name": "idle"]))["channel"]?.objectValue?["last_used_at"] == .null)
+
+        world.clock.advance(13 * 3600)   // a day after the creations, 13 hours after the use
+        #expect(world.running.server.retention.deleteIdleChannels() == 1)
+        #expect(apple.withLock { $0.deletes } == ["aWQt1", "aWQt2"], "the refused one was asked first, then the idle one")
+        #expect(try names() == ["a-refused", "started", "used"])
+
+        world.clock.advance(24 * 3600)
+        apple.withLock { $0.unreachable = true }
+        #expect(world.running.server.retention.deleteIdleChannels() == 0)
+        #expect(apple.withLock { $0.deletes.count } == 3, "no answer: the look ends at the first")
+        apple.withLock { $0.unreachable = false; $0.refused = [] }
+        #expect(world.running.server.retention.deleteIdleChannels() == 3)
+        #expect(try names() == [])
     }
 
     @Test func aChannelDeletedBehindIsletsBackIsDeletedAllTheSame() throws {

@@ -166,11 +166,12 @@ final class TestClock: Sendable {
 }
 
 extension RecordingTransport {
-    /// A fake APNs that also plays Apple's channel management API: every channel it creates is `channelID`.
+    /// A fake APNs that also plays Apple's channel management API: every channel it creates is `channelID`; deletes answer 204.
     static func withChannels(_ channelID: String = "Y2hhbm5lbC0x", answer: @escaping @Sendable (Push, Int) -> PushOutcome = { _, _ in .delivered })
         -> RecordingTransport {
         RecordingTransport { push, sent in
-            guard case .manageChannels = push.route else { return answer(push, sent) }
+            guard case .manageChannels(let method, _, _) = push.route else { return answer(push, sent) }
+            if method == "DELETE" { return PushOutcome(status: 204) }
             var created = PushOutcome(status: 201)
             created.management = ManagementResponse(channelID: channelID, body: [])
             return created

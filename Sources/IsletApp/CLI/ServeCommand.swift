@@ -53,6 +53,9 @@ struct ServeCommand: CLICommand {
             OptionSpec(name: "--retention-days", valueName: "days|off",
                        help: "Keep finished messages and their delivery records this long.", environment: "ISLET_RETENTION_DAYS",
                        defaultValue: "30"),
+            OptionSpec(name: "--delete-idle-channels", valueName: "days|off",
+                       help: "Delete broadcast channels (at Apple's too) that no broadcast, update or start used for this long (X5).",
+                       environment: "ISLET_DELETE_IDLE_CHANNELS", defaultValue: "off"),
             OptionSpec(name: "--node-id", valueName: "id",
                        help: "This node's name among the islet serve processes sharing the database (letters, digits, .-_:).",
                        environment: "ISLET_NODE_ID", defaultValue: "host-pid-random"),
@@ -122,6 +125,12 @@ struct ServeCommand: CLICommand {
                 }
                 configuration.retention.keep = .seconds(days * 86_400)
             }
+        }
+        if let text = arguments.value("--delete-idle-channels"), text != "off" {
+            guard let days = Int(text), (1...3650).contains(days) else {
+                throw CLIError.usage("--delete-idle-channels: '\(text)' is not a number of days from 1 to 3650, or off")
+            }
+            configuration.retention.idleChannels = .seconds(days * 86_400)
         }
         for (option, keyPath) in [("--device-rate-per-address", \RateLimits.devicePerAddress), ("--device-rate-per-token", \RateLimits.devicePerToken),
                                   ("--server-rate-per-token", \RateLimits.serverPerToken)] {

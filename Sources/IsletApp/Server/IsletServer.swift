@@ -89,7 +89,13 @@ public final class IsletServer: Sendable {
         }
         self.cluster = storage.cluster
         self.delivery = delivery
-        self.retention = RetentionService(messages: messages, policy: configuration.retention, logger: logger.with(label: "islet.retention"), now: clock)
+        let audit = configuration.auditLog
+        let idleChannels = pushes.map { transport in
+            IdleChannels(store: storage.channels, applications: store, deletion: ChannelDeletion(store: storage.channels, transport: transport),
+                         deleted: { audit.record(.channelDeleted, application: $0, actor: "retention (--delete-idle-channels)", details: ["name": .string($1)]) })
+        }
+        self.retention = RetentionService(messages: messages, channels: idleChannels, policy: configuration.retention,
+                                          logger: logger.with(label: "islet.retention"), now: clock)
         var simulatedKey: (@Sendable (ApplicationCode) throws -> APNsKeyInfo?)?
         if simulator != nil {
             simulatedKey = { @Sendable (code: ApplicationCode) throws -> APNsKeyInfo? in try wiring.signingKey(for: code)?.info }

@@ -115,6 +115,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
             "audit_log": auditLog.path.map { .string($0) } ?? .string("off"),
             "master_key": masterKey.map { .string("fingerprint " + $0.fingerprint) } ?? .string("none"),
             "retention_days": retention.keep.map { .int(Int64($0.components.seconds / 86_400)) } ?? .string("off"),
+            "delete_idle_channels_days": retention.idleChannels.map { .int(Int64($0.components.seconds / 86_400)) } ?? .string("off"),
             "update_interval_seconds": .double(updatePacing.interval),
             "push_to_start_per_minute": .int(Int64(pushToStartPacing.perMinute)),
             "rate_limits": [

@@ -65,6 +65,11 @@ public enum BroadcastChannels {
         return JSONValue.object(root).jsonBytes
     }
 
+    /// Whether a Live Activity payload ends the activity (`aps.event` is `end`).
+    public static func isEnd(_ payload: [UInt8]) -> Bool {
+        (try? JSONParser.parse(payload))?.objectValue?["aps"]?.objectValue?["event"]?.stringValue == LiveActivityEvent.end.rawValue
+    }
+
     /// Apple's limit for a broadcast's payload.
     public static let maximumPayloadBytes = 5120
 

@@ -82,36 +82,48 @@ public final class RetentionService: Sendable {
         return total
     }
 
-    /// X5: deletes the channels unused for `policy.idleChannels`, each at Apple's and then in Islet. One Apple
-    /// refuses stays, and is tried again the next time; no answer from Apple ends this look. How many were deleted.
+    /// X5: deletes the channels unused for `policy.idleChannels`, each at Apple's and then in Islet, oldest
+    /// application first. A refusal (a bad APNs key, say) leaves that application's channels for the next look,
+    /// so one application cannot hold up the others; no answer from Apple ends the look. How many were deleted.
     @discardableResult
     public func deleteIdleChannels() -> Int {
         guard let idle = policy.idleChannels, let channels else { return 0 }
-        let cutoff = now().addingTimeInterval(-idle.timeInterval)
-        let found: [(application: ApplicationCode, record: ChannelRecord)]
-        do {
-            found = try channels.store.idleChannels(unusedSince: cutoff, limit: 1000)
-        } catch {
-            logger.error("retention: could not look for idle channels; trying again later", ["error": .string("\(error)")])
-            return 0
-        }
         var deleted = 0
-        for (application, record) in found where !stopping {
+        var refused: Set<ApplicationCode> = []
+        while !stopping {
+            let cutoff = now().addingTimeInterval(-idle.timeInterval)
+            let found: [(application: ApplicationCode, record: ChannelRecord)]
             do {
-                guard let bundleID = try channels.applications.application(application)?.bundleID else { continue }
-                try channels.deletion.delete(record, application: application, bundleID: bundleID)
-                channels.deleted(application, record.name)
-                deleted += 1
-                logger.info("retention: deleted an idle channel", [
-                    "application": .string(application.rawValue), "channel": .string(record.name),
-                    "last_used_at": .string((record.lastUsedAt ?? record.createdAt).formatted(.iso8601)),
-                ])
+                found = try channels.store.idleChannels(unusedSince: cutoff, excluding: refused, limit: 100)
             } catch {
-                logger.warning("retention: could not delete an idle channel; trying again later", [
-                    "application": .string(application.rawValue), "channel": .string(record.name), "error": .string("\(error)"),
-                ])
-                // Apple unreachable or overloaded: the rest waits for the next look rather than each waiting out its timeout.
-                if (error as? APIError)?.code == .unavailable { break }
+                logger.error("retention: could not look for idle channels; trying again later", ["error": .string("\(error)")])
+                return deleted
+            }
+            guard !found.isEmpty else { return deleted }
+            for (application, record) in found where !stopping && !refused.contains(application) {
+                do {
+                    // Read again just before: a broadcast or start may have used it since the list was read.
+                    guard let current = try channels.store.channel(named: record.name, in: application),
+                          (current.lastUsedAt ?? current.createdAt) < cutoff else { continue }
+                    guard let bundleID = try channels.applications.application(application)?.bundleID else {
+                        refused.insert(application)
+                        continue
+                    }
+                    try channels.deletion.delete(current, application: application, bundleID: bundleID)
+                    channels.deleted(application, record.name)
+                    deleted += 1
+                    logger.info("retention: deleted an idle channel", [
+                        "application": .string(application.rawValue), "channel": .string(record.name),
+                        "last_used_at": .string((current.lastUsedAt ?? current.createdAt).formatted(.iso8601)),
+                    ])
+                } catch {
+                    logger.warning("retention: could not delete an idle channel; this application's are left for the next look", [
+                        "application": .string(application.rawValue), "channel": .string(record.name), "error": .string("\(error)"),
+                    ])
+                    // Apple unreachable or overloaded: the rest waits for the next look rather than each waiting out its timeout.
+                    if (error as? APIError)?.code == .unavailable { return deleted }
+                    refused.insert(application)
+                }
             }
         }
         return deleted

@@ -45,7 +45,7 @@ public struct SQLBroadcastStore: BroadcastStore {
             let rows = try c.query("""
                 SELECT id, code, application, gateway, apns_channel_id, payload, priority, expiration, expires_at, attempts,
                        EXISTS (SELECT 1 FROM broadcasts n WHERE n.application = b.application AND n.channel = b.channel AND n.gateway = b.gateway
-                               AND n.id > b.id) AS newer
+                               AND n.id > b.id AND n.apns_channel_id = b.apns_channel_id AND n.state NOT IN ('failed', 'expired')) AS newer
                 FROM broadcasts b
                 WHERE state IN ('pending', 'sending', 'retrying') AND next_at <= ? ORDER BY next_at, id LIMIT ? \(database.dialect.skipLocked(of: "b"))
                 """, [now, .int(Int64(limit))], planning: .eachRun)
@@ -54,9 +54,11 @@ public struct SQLBroadcastStore: BroadcastStore {
                 guard let id = row["id"].int, let application = ApplicationCode(row["application"].text ?? "") else { continue }
                 // As for pushes: past its expiry it is not sent; a newer broadcast on the channel went or goes instead
                 // (on a most_recent channel an older one sent late would be what Apple keeps for phones joining later).
+                // An end is never superseded: a later update would not end the cards (a renewal's old card, A8).
+                let payload = row["payload"].blob ?? []
                 let settled: (state: DeliveryState, reason: String)? = (row["expires_at"].int ?? 0) <= (now.int ?? 0)
                     ? (.expired, "expired before it could be delivered")
-                    : row["newer"].bool ? (.superseded, "a newer broadcast on the channel went instead") : nil
+                    : row["newer"].bool && !BroadcastChannels.isEnd(payload) ? (.superseded, "a newer broadcast on the channel went instead") : nil
                 if let settled {
                     try c.run("UPDATE broadcasts SET state = ?, reason = ?, next_at = NULL WHERE id = ?", [.text(settled.state.rawValue), .text(settled.reason), .int(id)])
                     continue
@@ -65,7 +67,7 @@ public struct SQLBroadcastStore: BroadcastStore {
                           [Self.milliseconds(date.addingTimeInterval(claimFor)), .int(id)])
                 due.append(DueBroadcast(id: id, code: row["code"].text ?? "", application: application,
                                         gateway: Gateway(rawValue: row["gateway"].text ?? "") ?? .production, channelID: row["apns_channel_id"].text ?? "",
-                                        payload: row["payload"].blob ?? [], priority: Int(row["priority"].int ?? 10), expiration: row["expiration"].int ?? 0,
+                                        payload: payload, priority: Int(row["priority"].int ?? 10), expiration: row["expiration"].int ?? 0,
                                         expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0), attempts: Int(row["attempts"].int ?? 0)))
             }
             return due

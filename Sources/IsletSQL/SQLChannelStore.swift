@@ -52,10 +52,12 @@ public struct SQLChannelStore: ChannelStore {
         }
     }
 
-    public func idleChannels(unusedSince date: Date, limit: Int) throws(StoreError) -> [(application: ApplicationCode, record: ChannelRecord)] {
+    public func idleChannels(unusedSince date: Date, excluding: Set<ApplicationCode>, limit: Int) throws(StoreError)
+        -> [(application: ApplicationCode, record: ChannelRecord)] {
         try database.withConnection { (c) throws(StoreError) in
             let names = try c.query("""
-                SELECT DISTINCT application, name FROM channels WHERE COALESCE(last_used_at, created_at) < ? ORDER BY application, name LIMIT ?
+                SELECT DISTINCT application, name FROM channels WHERE COALESCE(last_used_at, created_at) < ? \(SQLMessageStore.notIn(excluding, column: "application"))
+                ORDER BY application, name LIMIT ?
                 """, [SQLValue.seconds(date), .int(Int64(limit))])
             var idle: [(application: ApplicationCode, record: ChannelRecord)] = []
             for row in names {
@@ -68,9 +70,12 @@ public struct SQLChannelStore: ChannelStore {
         }
     }
 
-    /// X5: the channel `name` was used now (a broadcast, an update broadcast along, a start on it).
+    /// X5: the channel `name` is used at `date` (a broadcast, an update broadcast along, a start on it). Written at
+    /// most once an hour: idleness is counted in days, and each write locks the channel's rows to the commit.
     static func markUsed(_ name: String, in application: ApplicationCode, at date: Date, _ c: any SQLConnection) throws(StoreError) {
-        try c.run("UPDATE channels SET last_used_at = ? WHERE application = ? AND name = ?", [SQLValue.seconds(date), .text(application.rawValue), .text(name)])
+        try c.run("""
+            UPDATE channels SET last_used_at = ?1 WHERE application = ?2 AND name = ?3 AND (last_used_at IS NULL OR last_used_at < ?1 - 3600)
+            """, [SQLValue.seconds(date), .text(application.rawValue), .text(name)])
     }
 
     static let select = "SELECT name, gateway, apns_channel_id, storage_policy, created_at, last_used_at FROM channels"

@@ -117,15 +117,15 @@ public struct SQLMessageStore: MessageStore {
                 if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
                     throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                 }
-                guard let (activity, log, _) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
+                guard let (activity, log, _, channel) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
                 if message.dueAt > date {
                     // A11: held apart until due; then it joins the queue as if accepted at that time, in this session only.
                     let start = try Self.currentStart(activity.id, c)
                     try schedule(message, event: message.event, activity: activity.id, application: application, start: start, at: date, c)
                     accepted.append(AcceptedUpdate(priority: BudgetedPriority(requested: message.priority), activityStartedAt: activity.startedAt,
-                                                   dueAt: message.dueAt, channel: try Self.sessionChannel(activity.id, c).map(Self.decode(sessionChannel:))))
+                                                   dueAt: message.dueAt, channel: channel.text.map(Self.decode(sessionChannel:))))
                 } else {
-                    accepted.append(try enqueue(message, activity: activity, log: log, application: application, budget: budget,
+                    accepted.append(try enqueue(message, activity: activity, log: log, channel: channel, application: application, budget: budget,
                                                 pacing: pacing, at: date, c))
                 }
             }
@@ -136,7 +136,7 @@ public struct SQLMessageStore: MessageStore {
 
     /// An accepted update or end into the queue: the activity takes its state, the budget (A7) and its turn
     /// (A9) are decided, and older updates not sent yet are superseded. The activity is locked by the caller.
-    private func enqueue(_ message: NewMessage, activity: ActivityRecord, log stored: PriorityTenLog, application: ApplicationCode,
+    private func enqueue(_ message: NewMessage, activity: ActivityRecord, log stored: PriorityTenLog, channel: SQLValue, application: ApplicationCode,
                          budget: UpdateBudget, pacing: UpdatePacing, at date: Date, _ c: any SQLConnection) throws(StoreError) -> AcceptedUpdate {
         // The session's latest update, locked so no claim takes it meanwhile (claims skip locked rows):
         // still waiting, it is superseded below, and this message takes its turn (A9) and its budget (A7).
@@ -168,13 +168,12 @@ public struct SQLMessageStore: MessageStore {
             dueAt = pacing.dueAt(now: date, previous: UpdatePacing.Previous(
                 dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
         }
-        let channel = try Self.sessionChannel(activity.id, c)
         let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt,
-                            channel: channel.map { .text($0) } ?? .null, c)
+                            channel: channel, c)
         try supersedeOlder(than: id, activity: activity.id, at: date, c)
         // An end ends the renewals too (A8).
         if message.event == .end { try c.run("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)]) }
-        return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt, channel: channel.map(Self.decode(sessionChannel:)))
+        return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt, channel: channel.text.map(Self.decode(sessionChannel:)))
     }
 
     /// A11: an update, or a start's `end_date` end (`message` is then the start), held until due; `start` is
@@ -229,7 +228,7 @@ public struct SQLMessageStore: MessageStore {
         for row in rows {
             guard let application = ApplicationCode(row["application"].text ?? "") else { continue }
             let activityID = row["activity_id"].text ?? "", event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
-            guard let (activity, log, _) = try lockedActivity(activityID, application, c) else { continue }
+            guard let (activity, log, _, channel) = try lockedActivity(activityID, application, c) else { continue }
             var sameSession = true
             if let start = row["start"].int {
                 sameSession = try Self.currentStart(activity.id, c) == start
@@ -256,7 +255,7 @@ public struct SQLMessageStore: MessageStore {
                 try c.run("UPDATE messages SET state = 'cancelled', finished_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(id)])
             } else {
                 if budgets[application] == nil { budgets[application] = try SQLApplicationStore.updateBudget(of: application, c) }
-                _ = try enqueue(message, activity: activity, log: log, application: application, budget: budgets[application] ?? .standard,
+                _ = try enqueue(message, activity: activity, log: log, channel: channel, application: application, budget: budgets[application] ?? .standard,
                                 pacing: pacing, at: date, c)
             }
             released += 1
@@ -315,24 +314,36 @@ public struct SQLMessageStore: MessageStore {
                 try c.run("""
                     UPDATE activities SET state = 'active', updated_at = ?, priority_ten_log = NULL, started_at = ?, dismiss_at = NULL WHERE id = ?
                     """, [SQLValue.seconds(date), SQLValue.seconds(date), .int(activity.id)])
-                // The same audience, type and priority as the session it follows; no fallback alert for old iOS.
+                // The same audience, type, priority and channel as the session it follows; no fallback alert for old iOS.
+                let channel = try renewedChannel(of: start, application: application, at: date, c)
                 let renewed = try c.query("""
                     INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, priority, state, due_at,
                                           created_at, expires_at, channel_ids)
-                    SELECT ?, application, activity, 'start', target, attributes_type, ?, priority, 'pending', ?, ?, ?, channel_ids FROM messages WHERE id = ?
+                    SELECT ?, application, activity, 'start', target, attributes_type, ?, priority, 'pending', ?, ?, ?, ? FROM messages WHERE id = ?
                     RETURNING id
                     """, [.text(MessageCode.random()), .blob(payload), Self.milliseconds(date), SQLValue.seconds(date),
-                          Self.milliseconds(date.addingTimeInterval(lifetime)), .int(start)])[0]["id"].int ?? 0
-                if let name = try c.query("SELECT channel_ids FROM messages WHERE id = ?", [.int(start)]).first?["channel_ids"].text
-                    .flatMap({ Self.decode(sessionChannel: $0).name }) {
-                    try SQLChannelStore.markUsed(name, in: application, at: date, c)
-                }
+                          Self.milliseconds(date.addingTimeInterval(lifetime)), channel, .int(start)])[0]["id"].int ?? 0
                 try c.run("UPDATE scheduled_updates SET start = ? WHERE activity = ? AND start = ?", [.int(renewed), .int(activity.id), .int(start)])
                 try scheduleRenewal(activity: activity.id, start: renewed, startsAt: date, c)
             }
             steps += 1
         }
         return steps
+    }
+
+    /// X5: the channel column of a renewal's new start: the channel the old session was started on, as it is
+    /// now (created anew since: its new ids; deleted since: none, the plain start).
+    private func renewedChannel(of start: Int64, application: ApplicationCode, at date: Date, _ c: any SQLConnection) throws(StoreError) -> SQLValue {
+        guard let old = try c.query("SELECT channel_ids FROM messages WHERE id = ?", [.int(start)]).first?["channel_ids"].text
+            .map(Self.decode(sessionChannel:)) else { return .null }
+        guard let name = old.name else { return .text(Self.encode(channelIDs: old.ids, name: nil)) }
+        var ids: [Gateway: String] = [:]
+        for row in try c.query("SELECT gateway, apns_channel_id FROM channels WHERE application = ? AND name = ?", [.text(application.rawValue), .text(name)]) {
+            if let gateway = Gateway(rawValue: row["gateway"].text ?? ""), let id = row["apns_channel_id"].text { ids[gateway] = id }
+        }
+        guard !ids.isEmpty else { return .null }
+        try SQLChannelStore.markUsed(name, in: application, at: date, c)
+        return .text(Self.encode(channelIDs: ids, name: name))
     }
 
     /// When to look again at a renewal whose end is still going out; nil once it has gone: the messages up to
@@ -396,7 +407,8 @@ public struct SQLMessageStore: MessageStore {
             column = channel
         } else if message.event == .start {
             column = message.channelIDs.map { .text(Self.encode(channelIDs: $0, name: message.channel)) } ?? .null
-            if let name = message.channel { try SQLChannelStore.markUsed(name, in: application, at: date, c) }
+            // A scheduled start uses its channel when it goes out: kept from deletion until then.
+            if let name = message.channel { try SQLChannelStore.markUsed(name, in: application, at: max(date, message.dueAt), c) }
         } else {
             column = try Self.sessionChannel(activity, c).map { .text($0) } ?? .null
         }
@@ -587,8 +599,11 @@ public struct SQLMessageStore: MessageStore {
     /// start's channel; none for a message a newer one superseded (that one goes instead). A channel deleted
     /// or created anew since the start is no longer the one the phones listen to: recorded as failed.
     static func broadcastAlong(_ job: MessageJob, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        // Not for a message gone with its application, nor one superseded.
         guard job.event != .start, let ids = job.channelIDs, !ids.isEmpty,
-              try c.query("SELECT superseded_by FROM messages WHERE id = ?", [.int(job.id)]).first?["superseded_by"].int == nil else { return }
+              let message = try c.query("SELECT superseded_by FROM messages WHERE id = ?", [.int(job.id)]).first,
+              message["superseded_by"].int == nil else { return }
+        var used: Set<String> = []
         for gateway in Gateway.all {
             guard let id = ids[gateway] else { continue }
             var lookup = "SELECT name, storage_policy FROM channels WHERE application = ? AND gateway = ? AND apns_channel_id = ?"
@@ -598,12 +613,12 @@ public struct SQLMessageStore: MessageStore {
                 parameters.append(.text(name))
             }
             let channel = try c.query(lookup, parameters).first
-            if let name = channel?["name"].text { try SQLChannelStore.markUsed(name, in: job.application, at: date, c) }
+            if let name = channel?["name"].text, used.insert(name).inserted { try SQLChannelStore.markUsed(name, in: job.application, at: date, c) }
             let policy = channel.flatMap { BroadcastChannels.StoragePolicy(rawValue: $0["storage_policy"].text ?? "") } ?? .none
             try c.run("""
                 INSERT INTO broadcasts (code, application, channel, gateway, apns_channel_id, payload, priority, expiration, expires_at,
                                         state, reason, attempts, created_at, next_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT (application, code, gateway) DO NOTHING
                 """, [.text(job.code), .text(job.application.rawValue), .text(channel?["name"].text ?? job.channel ?? ""), .text(gateway.rawValue),
                       .text(id), .blob(job.payload), .int(Int64(job.priority.standard)),
                       .int(BroadcastChannels.expiration(policy, expiresAt: job.expiresAt)), milliseconds(job.expiresAt),
@@ -1179,20 +1194,26 @@ public struct SQLMessageStore: MessageStore {
         try activityQuery(activityID, application, locking: locking, c).map(Self.activity)
     }
 
-    /// The activity locked to the commit, with its priority-10 updates of the last hour (A7), and with
-    /// `heldDueBy`, whether it has held updates due by then (A11), read in the same statement.
+    /// The activity locked to the commit, with its priority-10 updates of the last hour (A7), the channel
+    /// column of its current start (X5: its updates and ends copy it), and with `heldDueBy`, whether it has
+    /// held updates due by then (A11), read in the same statement.
     private func lockedActivity(_ activityID: String, _ application: ApplicationCode, heldDueBy: Date? = nil, _ c: any SQLConnection)
-        throws(StoreError) -> (record: ActivityRecord, log: PriorityTenLog, heldDue: Bool)? {
+        throws(StoreError) -> (record: ActivityRecord, log: PriorityTenLog, heldDue: Bool, channel: SQLValue)? {
         try activityQuery(activityID, application, locking: true, heldDueBy: heldDueBy, c).map {
-            (Self.activity($0), PriorityTenLog(json: $0["priority_ten_log"].text), heldDueBy != nil && $0["held_due"].bool)
+            (Self.activity($0), PriorityTenLog(json: $0["priority_ten_log"].text), heldDueBy != nil && $0["held_due"].bool, $0["session_channel"])
         }
     }
 
     private func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil,
                                _ c: any SQLConnection) throws(StoreError) -> SQLRow? {
         let held = heldDueBy == nil ? "" : ", EXISTS (SELECT 1 FROM scheduled_updates s WHERE s.activity = activities.id AND s.due_at <= ?3) AS held_due"
+        // Newest first through messages_by_activity, stopping at the session's start.
+        let channel = !locking ? "" : """
+            , (SELECT m.channel_ids FROM messages m WHERE m.activity = activities.id AND m.event = 'start' AND m.state != 'cancelled'
+               ORDER BY m.id DESC LIMIT 1) AS session_channel
+            """
         return try c.query("""
-            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at\(held)
+            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at\(held)\(channel)
             FROM activities WHERE application = ?1 AND activity_id = ?2 \(locking ? database.dialect.forUpdate : "")
             """, [.text(application.rawValue), .text(activityID)] + (heldDueBy.map { [Self.milliseconds($0)] } ?? [])).first
     }

@@ -353,8 +353,11 @@ public enum SQLMigrations {
             """),
         // When each channel was last used (X5): a broadcast to it, an update broadcast along, a start on it. Channels
         // unused longer than a setting are deleted; a channel from before this column counts from its creation.
+        // A broadcast is one row per environment of its code, whichever path writes it.
         Migration(version: 16, name: "channel use", sql: """
             ALTER TABLE channels ADD COLUMN last_used_at INTEGER;
+            DROP INDEX broadcasts_by_code;
+            CREATE UNIQUE INDEX broadcasts_once ON broadcasts (application, code, gateway);
             """),
     ]
 

@@ -31,8 +31,10 @@ public protocol ChannelStore: Sendable {
     func saveChannel(_ record: ChannelRecord, in application: ApplicationCode) throws(StoreError)
     /// Removes the record's channel in one environment; the record goes with its last. Whether there was one.
     func deleteChannel(named name: String, gateway: Gateway, in application: ApplicationCode) throws(StoreError) -> Bool
-    /// Channels of every application not used since `date` (never used: not since their creation), at most `limit`.
-    func idleChannels(unusedSince date: Date, limit: Int) throws(StoreError) -> [(application: ApplicationCode, record: ChannelRecord)]
+    /// Channels not used since `date` (never used: not since their creation), of every application but `excluding`,
+    /// at most `limit`.
+    func idleChannels(unusedSince date: Date, excluding: Set<ApplicationCode>, limit: Int) throws(StoreError)
+        -> [(application: ApplicationCode, record: ChannelRecord)]
 }
 
 /// One accepted broadcast (X5), before it is split by environment.

@@ -57,7 +57,8 @@ struct ChannelAPITests {
     }
 
     /// `--delete-idle-channels`: a channel no broadcast, update or start used for that long is deleted at Apple's
-    /// and in Islet; a used one stays; one Apple refuses stays for the next look; Apple unreachable ends a look.
+    /// and in Islet; a used one stays; a refusal leaves the application's channels for the next look; Apple
+    /// unreachable ends a look.
     @Test func channelsLeftIdleAreDeletedAtApplesSideAndIslets() throws {
         struct Apple { var created = 0; var deletes: [String] = []; var refused: Set<String> = []; var unreachable = false }
         let apple = Mutex(Apple())
@@ -86,7 +87,9 @@ struct ChannelAPITests {
         world.clock.advance(12 * 3600)
         let usedAt = world.clock.now
         try ok(try call("updateLiveActivity", ["notifications": [["channel": "used", "live_activity": ["event": "update", "content-state": ["home": 1]]]]]))
-        try ok(try call("startLiveActivity", ["notifications": [.object(startNotification(["devices": ["second_device"], "channel": "started"]))]]))
+        // A start scheduled three days out keeps its channel until it has gone.
+        try ok(try call("startLiveActivity", ["notifications": [.object(startNotification(["devices": ["second_device"], "channel": "started",
+                                                                                           "send_date": "2027-01-18 08:00"]))]]))
         func names() throws -> [String] {
             try ok(try call("listLiveActivityChannels", [:]))["channels"]?.arrayValue?.compactMap { $0.objectValue?["name"]?.stringValue } ?? []
         }
@@ -95,16 +98,23 @@ struct ChannelAPITests {
         #expect(try ok(try call("getLiveActivityChannel", ["name": "idle"]))["channel"]?.objectValue?["last_used_at"] == .null)
 
         world.clock.advance(13 * 3600)   // a day after the creations, 13 hours after the use
-        #expect(world.running.server.retention.deleteIdleChannels() == 1)
-        #expect(apple.withLock { $0.deletes } == ["aWQt1", "aWQt2"], "the refused one was asked first, then the idle one")
-        #expect(try names() == ["a-refused", "started", "used"])
+        #expect(world.running.server.retention.deleteIdleChannels() == 0)
+        #expect(apple.withLock { $0.deletes } == ["aWQt1"], "a refusal leaves the application's channels for the next look")
+        #expect(try names() == ["a-refused", "idle", "started", "used"])
+        apple.withLock { $0.refused = [] }
+        #expect(world.running.server.retention.deleteIdleChannels() == 2)
+        #expect(apple.withLock { $0.deletes } == ["aWQt1", "aWQt1", "aWQt2"])
+        #expect(try names() == ["started", "used"], "the channels used within the day stay")
 
         world.clock.advance(24 * 3600)
         apple.withLock { $0.unreachable = true }
         #expect(world.running.server.retention.deleteIdleChannels() == 0)
-        #expect(apple.withLock { $0.deletes.count } == 3, "no answer: the look ends at the first")
-        apple.withLock { $0.unreachable = false; $0.refused = [] }
-        #expect(world.running.server.retention.deleteIdleChannels() == 3)
+        #expect(apple.withLock { $0.deletes.count } == 4, "no answer: the look ends at the first")
+        apple.withLock { $0.unreachable = false }
+        #expect(world.running.server.retention.deleteIdleChannels() == 1)
+        #expect(try names() == ["started"], "its start goes out in a day")
+        world.clock.advance(48 * 3600)
+        #expect(world.running.server.retention.deleteIdleChannels() == 1)
         #expect(try names() == [])
     }
 

@@ -86,4 +86,37 @@ struct BroadcastStoreTests {
         #expect(try db.broadcasts.claimDueBroadcasts(at: t0.addingTimeInterval(3), limit: 10, claimFor: 60).isEmpty)
         #expect(try db.broadcasts.broadcastDetails(code: "LATE", in: app)?.requests.first?.state == "expired")
     }
+
+    /// An end waiting for its retry still goes when an update follows it (the old card of a renewal must end, A8);
+    /// a newer broadcast that failed, or one to the channel created anew under the name, supersedes nothing.
+    @Test(arguments: Engine.allCases) func anEndIsNeverSupersededNorByAFailedOrOtherChannelsBroadcast(_ engine: Engine) throws {
+        let db = try database(engine)
+        try db.channels.saveChannel(ChannelRecord(name: "score", policy: .mostRecent, createdAt: t0, ids: [.production: "cA=="]), in: app)
+        let end = Array(#"{"aps":{"event":"end","timestamp":1,"content-state":{}}}"#.utf8)
+        let update = Array(#"{"aps":{"event":"update","timestamp":2,"content-state":{}}}"#.utf8)
+        let expires = t0.addingTimeInterval(60)
+        try db.broadcasts.acceptBroadcasts([NewBroadcast(code: "END", channel: "score", payload: end, priority: 10, expiresAt: expires)], in: app, at: t0)
+        let first = try db.broadcasts.claimDueBroadcasts(at: t0, limit: 10, claimFor: 60)
+        try db.broadcasts.recordBroadcasts([BroadcastResult(id: first[0].id, state: .retrying, status: 429, reason: "TooManyRequests", uniqueID: nil,
+                                                            nextAt: t0.addingTimeInterval(5))], at: t0)
+        try db.broadcasts.acceptBroadcasts([NewBroadcast(code: "UPD", channel: "score", payload: update, priority: 10, expiresAt: expires)], in: app, at: t0)
+        #expect(try db.broadcasts.claimDueBroadcasts(at: t0.addingTimeInterval(5), limit: 10, claimFor: 60).map(\.code) == ["UPD", "END"])
+
+        // The channel deleted and created anew under its name: another id, another audience.
+        try db.broadcasts.acceptBroadcasts([NewBroadcast(code: "OLD", channel: "score", payload: update, priority: 10, expiresAt: expires)], in: app, at: t0)
+        _ = try db.channels.deleteChannel(named: "score", gateway: .production, in: app)
+        try db.channels.saveChannel(ChannelRecord(name: "score", policy: .mostRecent, createdAt: t0, ids: [.production: "bmV3"]), in: app)
+        try db.broadcasts.acceptBroadcasts([NewBroadcast(code: "NEW", channel: "score", payload: update, priority: 10, expiresAt: expires)], in: app, at: t0)
+        let claimed = try db.broadcasts.claimDueBroadcasts(at: t0.addingTimeInterval(6), limit: 10, claimFor: 60)
+        #expect(claimed.map(\.code) == ["OLD", "NEW"] && claimed.map(\.channelID) == ["cA==", "bmV3"])
+        // A newer one that failed leaves the older to go.
+        try db.broadcasts.recordBroadcasts([BroadcastResult(id: claimed[0].id, state: .retrying, status: 503, reason: nil, uniqueID: nil,
+                                                            nextAt: t0.addingTimeInterval(7)),
+                                            BroadcastResult(id: claimed[1].id, state: .failed, status: 400, reason: "BadChannelId", uniqueID: nil,
+                                                            nextAt: nil)], at: t0)
+        try db.broadcasts.acceptBroadcasts([NewBroadcast(code: "BAD", channel: "score", payload: update, priority: 10, expiresAt: expires)], in: app, at: t0)
+        let bad = try db.broadcasts.claimDueBroadcasts(at: t0.addingTimeInterval(6), limit: 10, claimFor: 60)
+        try db.broadcasts.recordBroadcasts([BroadcastResult(id: bad[0].id, state: .failed, status: 400, reason: "BadChannelId", uniqueID: nil, nextAt: nil)], at: t0)
+        #expect(try db.broadcasts.claimDueBroadcasts(at: t0.addingTimeInterval(7), limit: 10, claimFor: 60).map(\.code) == ["OLD"])
+    }
 }

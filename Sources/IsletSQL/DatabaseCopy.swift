@@ -21,7 +21,7 @@ public enum DatabaseCopy {
         Table(name: "token_history", key: ["id"]), Table(name: "scheduled_updates", key: ["id"]),
         Table(name: "activity_renewals", key: ["activity"]), Table(name: "channels", key: ["id"]),
         Table(name: "broadcasts", key: ["id"]),
-        Table(name: "simulated_channels", key: nil),
+        Table(name: "simulated_channels", key: nil), Table(name: "simulated_tokens", key: nil),
     ]
     /// What a node keeps of its own (its liveness, leases, the provider tokens it signed): not carried over.
     static let notCopied: Set<String> = ["schema_migrations", "nodes", "leases", "provider_tokens"]

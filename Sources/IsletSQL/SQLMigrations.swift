@@ -359,6 +359,15 @@ public enum SQLMigrations {
             DROP INDEX broadcasts_by_code;
             CREATE UNIQUE INDEX broadcasts_once ON broadcasts (application, code, gateway);
             """),
+        // The simulator finds the phone a push is for by its token, rather than reading every simulated phone.
+        Migration(version: 17, name: "simulated device tokens", sql: """
+            CREATE TABLE simulated_tokens (
+                token TEXT PRIMARY KEY,
+                application TEXT NOT NULL REFERENCES applications(code) ON DELETE CASCADE,
+                hwid TEXT NOT NULL
+            ) STRICT;
+            CREATE INDEX simulated_tokens_by_device ON simulated_tokens (application, hwid);
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

@@ -73,12 +73,41 @@ public struct SQLSimulatorStore: SimulatorStore {
         }
     }
 
-    public func saveSimulatedDevice(application: ApplicationCode, hwid: String, state: String) throws(StoreError) {
+    public func saveSimulatedDevice(application: ApplicationCode, hwid: String, state: String, tokens: [String]) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             try c.run("""
                 INSERT INTO simulated_devices (application, hwid, state) VALUES (?, ?, ?)
                 ON CONFLICT (application, hwid) DO UPDATE SET state = excluded.state
                 """, [.text(application.rawValue), .text(hwid), .text(state)])
+            try c.run("DELETE FROM simulated_tokens WHERE application = ? AND hwid = ?", [.text(application.rawValue), .text(hwid)])
+            for token in Set(tokens) where !token.isEmpty {
+                try c.run("""
+                    INSERT INTO simulated_tokens (token, application, hwid) VALUES (?, ?, ?)
+                    ON CONFLICT (token) DO UPDATE SET application = excluded.application, hwid = excluded.hwid
+                    """, [.text(token), .text(application.rawValue), .text(hwid)])
+            }
+        }
+    }
+
+    public func simulatedDevice(token: String) throws(StoreError) -> (application: ApplicationCode, hwid: String, state: String)? {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("""
+                SELECT d.application, d.hwid, d.state FROM simulated_tokens t JOIN simulated_devices d ON d.application = t.application AND d.hwid = t.hwid
+                WHERE t.token = ?
+                """, [.text(token)]).first.flatMap { row in
+                ApplicationCode(row["application"].text ?? "").map { ($0, row["hwid"].text ?? "", row["state"].text ?? "") }
+            }
+        }
+    }
+
+    public func unindexedSimulatedDevices() throws(StoreError) -> [(application: ApplicationCode, hwid: String, state: String)] {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("""
+                SELECT application, hwid, state FROM simulated_devices d
+                WHERE NOT EXISTS (SELECT 1 FROM simulated_tokens t WHERE t.application = d.application AND t.hwid = d.hwid)
+                """).compactMap { row in
+                ApplicationCode(row["application"].text ?? "").map { ($0, row["hwid"].text ?? "", row["state"].text ?? "") }
+            }
         }
     }
 }

@@ -49,7 +49,8 @@ public final class APNsSimulator: Sendable {
     public init(store: any SimulatorStore, credentials: @escaping Credentials, report: @escaping Reporter,
                 decoder: @escaping Decoder = { _, _, _, _ in nil }, tls: TLSContext,
                 host: String = "127.0.0.1", port: Int = 0, faults: SimulatorFaults = SimulatorFaults(), sink: Bool = false,
-                now: @escaping @Sendable () -> Date = { Date() }) throws(TLSError) {
+                now: @escaping @Sendable () -> Date = { Date() }) throws {
+        if !sink { try Self.indexTokens(store) }
         let engine = SimulatorEngine(store: store, credentials: credentials, report: report, decoder: decoder, faults: faults, now: now)
         server = try H2Server(host: host, port: port, tls: tls, threads: sink ? 2 : 1, initialMaxStreams: sink ? 1000 : 1) { exchange in
             if sink { return exchange.respond(status: 200, headers: [("apns-id", exchange.request.header("apns-id") ?? UUID().uuidString)]) }
@@ -67,8 +68,16 @@ public final class APNsSimulator: Sendable {
             guard let text = try store.simulatedDevice(application: application, hwid: hwid),
                   var device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(text.utf8)) else { return nil }
             let result = try body(&device)
-            try store.saveSimulatedDevice(application: application, hwid: hwid, state: String(decoding: try JSONEncoder().encode(device), as: UTF8.self))
+            try store.save(device, application: application)
             return result
+        }
+    }
+
+    /// Indexes by token the phones saved before the index existed (or copied without it), once, at start.
+    static func indexTokens(_ store: any SimulatorStore) throws {
+        for entry in try store.unindexedSimulatedDevices() {
+            guard let device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(entry.state.utf8)) else { continue }
+            try store.save(device, application: entry.application)
         }
     }
 
@@ -167,9 +176,7 @@ final class SimulatorEngine: Sendable {
                       device.uninstalledAt == nil else { continue }
                 device.receiveBroadcast(payload: request.body, channelID: channelID, priority: priority, apnsID: uniqueID, now: now(),
                                         decodingError: { decoder(application, $0, $1, $2) })
-                if let data = try? JSONEncoder().encode(device) {
-                    try? store.saveSimulatedDevice(application: application, hwid: entry.hwid, state: String(decoding: data, as: UTF8.self))
-                }
+                try? store.save(device, application: application)
             }
             return (200, nil)
         }
@@ -244,9 +251,8 @@ final class SimulatorEngine: Sendable {
                          payload: [UInt8]) -> (Int, JSONValue?) {
         var started: (ApplicationCode, String, String, String)?
         let outcome: (Int, JSONValue?) = Self.lock.withLock { _ in
-            let all = (try? store.simulatedDevices()) ?? []
-            for entry in all {
-                guard var device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(entry.state.utf8)), device.kind(of: token) != nil else { continue }
+            if let entry = try? store.simulatedDevice(token: token),
+               var device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(entry.state.utf8)), device.kind(of: token) != nil {
                 guard entry.application == credential.application else { return (400, Self.reason("DeviceTokenNotForTopic")) }
                 if let uninstalled = device.uninstalledAt { return (410, ["reason": "Unregistered", "timestamp": .int(uninstalled)]) }
                 if let activity = device.receive(payload: payload, token: token, pushType: pushType, priority: priority, apnsID: apnsID,
@@ -255,9 +261,7 @@ final class SimulatorEngine: Sendable {
                                                  channelExists: { id in (try? store.simulatedChannelPolicy(application: entry.application, id: id)) != nil }) {
                     started = (entry.application, device.hwid, activity.activityID, activity.updateToken)
                 }
-                if let data = try? JSONEncoder().encode(device) {
-                    try? store.saveSimulatedDevice(application: entry.application, hwid: entry.hwid, state: String(decoding: data, as: UTF8.self))
-                }
+                try? store.save(device, application: entry.application)
                 return (200, nil)
             }
             return (400, Self.reason("BadDeviceToken"))

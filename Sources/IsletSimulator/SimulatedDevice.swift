@@ -1,5 +1,6 @@
 import Foundation
 import IsletCore
+import IsletStore
 
 /// One Live Activity on a simulated lock screen.
 public struct SimulatedActivity: Codable, Sendable, Equatable {
@@ -76,6 +77,9 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
 
     /// Which of this device's tokens `token` is.
     public enum TokenKind: Equatable { case push, pushToStart(attributesType: String), update(activityIndex: Int) }
+
+    /// Every token that reaches this phone: push, push-to-start, and its activities' update tokens.
+    public var tokens: [String] { [pushToken] + pushToStartTokens.values.sorted() + activities.map(\.updateToken).filter { !$0.isEmpty } }
 
     public func kind(of token: String) -> TokenKind? {
         if token == pushToken { return .push }
@@ -307,5 +311,13 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
             })
         }
         return .object(object)
+    }
+}
+
+extension SimulatorStore {
+    /// Saves a simulated phone, indexed by its tokens.
+    public func save(_ device: SimulatedDevice, application: ApplicationCode) throws {
+        try saveSimulatedDevice(application: application, hwid: device.hwid, state: String(decoding: try JSONEncoder().encode(device), as: UTF8.self),
+                                tokens: device.tokens)
     }
 }

@@ -8,7 +8,13 @@ public protocol SimulatorStore: Sendable {
     func simulatedDevice(application: ApplicationCode, hwid: String) throws(StoreError) -> String?
     /// One application's devices in HWID order, at most `limit` after the HWID `after`.
     func simulatedDevices(of application: ApplicationCode, after: String?, limit: Int) throws(StoreError) -> [(hwid: String, state: String)]
-    func saveSimulatedDevice(application: ApplicationCode, hwid: String, state: String) throws(StoreError)
+    /// Saves the device's document and indexes it by `tokens` (its push, push-to-start and update tokens), each
+    /// of which finds this device alone.
+    func saveSimulatedDevice(application: ApplicationCode, hwid: String, state: String, tokens: [String]) throws(StoreError)
+    /// The device a token belongs to, found through the token index.
+    func simulatedDevice(token: String) throws(StoreError) -> (application: ApplicationCode, hwid: String, state: String)?
+    /// Devices saved before the token index existed (or copied without it), to index again.
+    func unindexedSimulatedDevices() throws(StoreError) -> [(application: ApplicationCode, hwid: String, state: String)]
     /// The simulator's broadcast channels of an application (Apple's side of X5): id and storage policy, oldest first.
     func simulatedChannels(application: ApplicationCode) throws(StoreError) -> [(id: String, policy: Int)]
     /// One channel's storage policy, read alone; nil when the simulator has no such channel.

@@ -64,6 +64,41 @@ struct BroadcastAPITests {
         }
     }
 
+    /// Islet starts an activity on a channel on 1,000 simulated phones, then ONE update by the activity's id reaches
+    /// them all through one broadcast request, and no push of their own.
+    @Test func aStartOnAChannelThenOneUpdateByIDReachesEveryPhoneInOneRequest() throws {
+        let running = try RunningServer()
+        let port = running.port
+        let auth = ["Authorization": "Token SECRET_API_TOKEN"]
+        let channel = try #require(try ok(try server(port, "createLiveActivityChannel", ["name": "final", "environment": "production"]))["channel"]?
+            .objectValue?["apns_channel_ids"]?.objectValue?["production"]?.stringValue)
+        let phones = (0..<1000).map { "fan-\($0)" }
+        for hwid in phones {
+            #expect(try request(port, "/simulator/devices", body: #"{"hwid":"\#(hwid)","ios_version":"18.2"}"#, headers: auth).status == 200)
+        }
+        let start = try #require(try ok(try server(port, "startLiveActivity", ["notifications": [.object(startNotification(
+            ["devices": .array(phones.map { .string($0) }), "channel": "final"], activity: ["content-state": ["home": 0, "away": 0]], id: "FINAL"))]]))["Messages"]?
+            .arrayValue?.first?.stringValue)
+        func details(_ code: String) throws -> JSONObject { try ok(try server(port, "getMessageDetails", ["message": .string(code)]))["message"]?.objectValue ?? [:] }
+        #expect(try eventually(30) { try details(start)["status"] == "done" })
+        let started = try details(start)
+        #expect(started["counts"]?.objectValue?["sent"] == 1000, "\(started)")
+        let update = try #require(try ok(try server(port, "updateLiveActivity", ["notifications": [.object(updateNotification(
+            activity: ["content-state": ["home": 1, "away": 0]], id: "FINAL"))]]))["Messages"]?.arrayValue?.first?.stringValue)
+        #expect(try eventually(30) { try details(update)["status"] == "done" })
+        let done = try details(update)
+        #expect(done["counts"]?.objectValue?["sent"] == 0 && done["counts"]?.objectValue?["skipped"] == ["gets the channel's broadcast": 1000])
+        let requests = (done["broadcasts"]?.arrayValue ?? []).compactMap(\.objectValue)
+        #expect(requests.count == 1 && requests.first?["state"] == "sent" && requests.first?["attempts"] == 1, "one request, once: \(done)")
+        let uniqueID = try #require(requests.first?["apns_unique_id"]?.stringValue)
+        for hwid in phones {
+            let phone = try #require(try request(port, method: "GET", "/simulator/devices/\(hwid)", headers: auth).json?.objectValue)
+            let card = phone["lock_screen"]?.arrayValue?.first?.objectValue
+            #expect(card?["content_state"] == ["home": 1, "away": 0] && card?["channel_id"] == .string(channel), "\(hwid)")
+            #expect(phone["log"]?.arrayValue?.last?.objectValue?["apns_id"] == .string(uniqueID), "\(hwid): the broadcast, not a push of its own")
+        }
+    }
+
     /// A start with `channel`: phones on iOS 18 start the activity on the channel (`input-push-channel`) and get its
     /// broadcasts; an older phone gets the plain start, reports its update token and gets the activity's updates. An
     /// update or end by live_activity_id reaches both: a broadcast to the channel and a push to the update token, each phone once.

@@ -206,9 +206,9 @@ struct MessageStoreTests {
         #expect(try schemas.currentSchema("OrderAttributes", in: shop) == nil && schemas.schemas(nil, in: shop).isEmpty)
 
         let simulated = f.db.simulated
-        try simulated.saveSimulatedDevice(application: shop, hwid: "phone-b", state: #"{"v":1}"#)
-        try simulated.saveSimulatedDevice(application: shop, hwid: "phone-a", state: #"{"v":2}"#)
-        try simulated.saveSimulatedDevice(application: shop, hwid: "phone-b", state: #"{"v":3}"#)
+        try simulated.saveSimulatedDevice(application: shop, hwid: "phone-b", state: #"{"v":1}"#, tokens: ["b1"])
+        try simulated.saveSimulatedDevice(application: shop, hwid: "phone-a", state: #"{"v":2}"#, tokens: ["a2"])
+        try simulated.saveSimulatedDevice(application: shop, hwid: "phone-b", state: #"{"v":3}"#, tokens: ["b3"])
         #expect(try simulated.simulatedDevices().map(\.hwid) == ["phone-a", "phone-b"])
         #expect(try simulated.simulatedDevice(application: shop, hwid: "phone-b") == #"{"v":3}"#)
     }

@@ -243,3 +243,25 @@ struct SimulatedActivityKitLimitsTests {
         #expect(screen.first?.objectValue?["content_state"] == ["step": 6] && screen.first?.objectValue?["ended"] == false)
     }
 }
+
+@Suite("APNs simulator: phones found by their tokens")
+struct SimulatorTokenIndexTests {
+    /// A push finds its phone through the token index; phones saved before the index (or copied without it) are
+    /// indexed when a simulator starts on the store.
+    @Test func phonesSavedWithoutTheIndexAreFoundOnceASimulatorStarts() throws {
+        let world = try SimulatorWorld()
+        let indexed = try world.addDevice("indexed")
+        #expect(try world.store.simulatedDevice(token: indexed.pushToStartTokens[""]!)?.hwid == "indexed")
+        let legacy = SimulatedDevice(application: world.app.rawValue, hwid: "legacy", iosVersion: "17.4", locked: false,
+                                     pushToken: APNsSimulator.token(bytes: 32), pushToStartTokens: ["": APNsSimulator.token(bytes: 40)])
+        try world.store.saveSimulatedDevice(application: world.app, hwid: "legacy", state: String(decoding: try JSONEncoder().encode(legacy), as: UTF8.self),
+                                            tokens: [])
+        #expect(try world.store.simulatedDevice(token: legacy.pushToken) == nil)
+        let keyFile = world.directory.appendingPathComponent("key.pem").path
+        let restarted = try APNsSimulator(store: world.store, credentials: { _ in nil }, report: { _, _, _, _ in },
+                                          tls: try TLSContext(serverCertificate: world.certificate, key: keyFile))
+        restarted.stop()
+        for token in legacy.tokens { #expect(try world.store.simulatedDevice(token: token)?.hwid == "legacy") }
+        #expect(try world.store.unindexedSimulatedDevices().isEmpty)
+    }
+}

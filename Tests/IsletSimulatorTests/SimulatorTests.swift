@@ -131,7 +131,7 @@ final class SimulatorWorld: @unchecked Sendable {
     func addDevice(_ hwid: String, ios: String = "17.4", locked: Bool = false, application: ApplicationCode? = nil) throws -> SimulatedDevice {
         let device = SimulatedDevice(application: (application ?? app).rawValue, hwid: hwid, iosVersion: ios, locked: locked,
                                      pushToken: APNsSimulator.token(bytes: 32), pushToStartTokens: ["": APNsSimulator.token(bytes: 40)])
-        try store.saveSimulatedDevice(application: application ?? app, hwid: hwid, state: String(decoding: try JSONEncoder().encode(device), as: UTF8.self))
+        try store.save(device, application: application ?? app)
         return device
     }
 

@@ -62,8 +62,7 @@ struct SimulatorWiring: Sendable {
         var device = SimulatedDevice(application: application.rawValue, hwid: hwid, iosVersion: iosVersion, locked: locked,
                                      pushToken: APNsSimulator.token(bytes: 32), pushToStartTokens: pushToStart)
         device.frequentUpdates = frequentUpdates
-        try simulated.saveSimulatedDevice(application: application, hwid: hwid,
-                                          state: String(decoding: try JSONEncoder().encode(device), as: UTF8.self))
+        try simulated.save(device, application: application)
         let now = Date()
         _ = try devices.registerDevice(DeviceRegistration(hwid: hwid, pushToken: device.pushToken, language: "en", timezone: "0",
                                                           osVersion: iosVersion, frequentUpdates: frequentUpdates), tags: tags, in: application, at: now)

@@ -58,14 +58,21 @@ public struct APNsClientConfiguration: Sendable {
 
     static let production = (host: "api.push.apple.com", port: 443)
     static let sandbox = (host: "api.sandbox.push.apple.com", port: 443)
+    /// Apple's broadcast hosts, as its request samples and troubleshooting guide name them (X5).
+    static let productionBroadcast = (host: "api-broadcast.push.apple.com", port: 443)
+    static let sandboxBroadcast = (host: "api-broadcast.sandbox.push.apple.com", port: 443)
     /// Apple's channel management hosts (X5).
     static let productionManagement = (host: "api-manage-broadcast.push.apple.com", port: 2196)
     static let sandboxManagement = (host: "api-manage-broadcast.sandbox.push.apple.com", port: 2195)
 
-    func endpoint(_ gateway: Gateway, management: Bool = false) -> (host: String, port: Int) {
+    func endpoint(_ gateway: Gateway, service: APNsService = .push) -> (host: String, port: Int) {
         if let url = overrideURL, let host = url.host { return (host, url.port ?? 443) }
-        if management { return gateway == .sandbox ? Self.sandboxManagement : Self.productionManagement }
-        return gateway == .sandbox ? Self.sandbox : Self.production
+        let sandbox = gateway == .sandbox
+        switch service {
+        case .push: return sandbox ? Self.sandbox : Self.production
+        case .broadcast: return sandbox ? Self.sandboxBroadcast : Self.productionBroadcast
+        case .management: return sandbox ? Self.sandboxManagement : Self.productionManagement
+        }
     }
 }
 
@@ -217,18 +224,18 @@ final class ClientState: @unchecked Sendable {
             return pending.complete(PushOutcome(status: 403, reason: "InvalidProviderToken"))
         }
         _ = key
-        let management = push.isManagement
-        if !management, let last = lastPool, last.application == push.application, last.gateway == push.gateway {
+        let service = push.service
+        if service == .push, let last = lastPool, last.application == push.application, last.gateway == push.gateway {
             return last.pool.enqueue(pending)
         }
-        let name = "\(push.application.rawValue)/\(push.gateway.rawValue)\(management ? "/manage" : "")"
+        let name = "\(push.application.rawValue)/\(push.gateway.rawValue)" + (service == .broadcast ? "/broadcast" : service == .management ? "/manage" : "")
         let pool = pools[name] ?? {
-            let endpoint = configuration.endpoint(push.gateway, management: management)
+            let endpoint = configuration.endpoint(push.gateway, service: service)
             let created = ConnectionPool(name: name, host: endpoint.host, port: endpoint.port, state: self)
             pools[name] = created
             return created
         }()
-        if !management { lastPool = (push.application, push.gateway, pool) }
+        if service == .push { lastPool = (push.application, push.gateway, pool) }
         pool.enqueue(pending)
     }
 

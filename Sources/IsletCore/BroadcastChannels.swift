@@ -142,6 +142,11 @@ extension BroadcastChannels {
         case (_, "CannotCreateChannelConfig"?):
             return .invalid("name", "\(what): CannotCreateChannelConfig, the application has Apple's \(limitPerEnvironment) \(gateway) channels; "
                             + "delete channels that are no longer used")
+        case (_, "FeatureNotEnabled"?):
+            return .invalid("application", "\(what): FeatureNotEnabled, broadcast push notifications are not enabled for the app; "
+                            + "turn on its Broadcast capability in Apple's developer portal")
+        case (_, "TopicDisallowed"?):
+            return .invalid("application", "\(what): TopicDisallowed, the application's bundle id must not carry a push type suffix")
         case (_, "NoAPNsKey"?):
             return .invalid("application", "\(what): the application has no APNs key; set one with islet app set-apns-key")
         case (403, let reason):

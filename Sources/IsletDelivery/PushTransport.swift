@@ -10,8 +10,16 @@ public enum PushRoute: Sendable, Equatable {
     /// A request of Apple's channel management API, on its own hosts (X5): the method, the path under
     /// `/1/apps/<bundle id>/`, and the channel it is about (`apns-channel-id`).
     case manageChannels(method: String, path: String, channelID: String?)
-    /// `POST /4/broadcasts/apps/<bundle id>` on the push hosts: one request for every phone on the channel (X5).
+    /// `POST /4/broadcasts/apps/<bundle id>` on the broadcast hosts: one request for every phone on the channel (X5).
     case broadcast(channelID: String, bundleID: String)
+}
+
+/// Which of Apple's host pairs a request goes to: device pushes, broadcasts and channel management each have
+/// their own (X5).
+public enum APNsService: Sendable, Equatable {
+    case push
+    case broadcast
+    case management
 }
 
 /// One HTTP/2 request to APNs: `POST /3/device/<token>` with its headers and payload (A1, A2).
@@ -64,10 +72,13 @@ public struct Push: Sendable, Equatable {
         return push
     }
 
-    /// Whether it goes to the channel management hosts rather than the push hosts.
-    public var isManagement: Bool {
-        if case .manageChannels = route { return true }
-        return false
+    /// The hosts it goes to.
+    public var service: APNsService {
+        switch route {
+        case .device: .push
+        case .broadcast: .broadcast
+        case .manageChannels: .management
+        }
     }
 
     /// The request's method.

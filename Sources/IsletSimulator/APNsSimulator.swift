@@ -153,13 +153,15 @@ final class SimulatorEngine: Sendable {
         guard let (credential, issuedAt) = verify(String(authorization.dropFirst(7))) else { return (403, "InvalidProviderToken") }
         guard now().timeIntervalSince1970 - Double(issuedAt) <= 3600 else { return (403, "ExpiredProviderToken") }
         exchange.allowStreams(1000)
-        guard request.header(":path") == "/4/broadcasts/apps/\(credential.bundleID)" else { return (400, "TopicMismatch") }
+        let bundleID = request.header(":path").flatMap { $0.hasPrefix("/4/broadcasts/apps/") ? String($0.dropFirst(19)) : nil }
+        guard let bundleID else { return (404, "BadPath") }
+        if let refusal = SimulatedChannels.topicRefusal(bundleID, credential: credential) { return (refusal.status, refusal.reason) }
         guard let channelID = request.header("apns-channel-id"), !channelID.isEmpty else { return (400, "MissingChannelId") }
         guard let raw = Data(base64Encoded: channelID), !raw.isEmpty else { return (400, "BadChannelId") }
         guard let pushType = request.header("apns-push-type") else { return (400, "MissingPushType") }
         guard pushType == "liveactivity" else { return (400, "InvalidPushType") }
-        let priority = request.header("apns-priority").flatMap(Int.init) ?? 10
-        guard [1, 5, 10].contains(priority) else { return (400, "BadPriority") }
+        // Required, and one of Apple's three.
+        guard let priority = request.header("apns-priority").flatMap(Int.init), [1, 5, 10].contains(priority) else { return (400, "BadPriority") }
         guard let expiration = request.header("apns-expiration").flatMap(Int64.init) else { return (400, "BadExpirationDate") }
         guard !request.body.isEmpty else { return (400, "PayloadEmpty") }
         guard request.body.count <= BroadcastChannels.maximumPayloadBytes else { return (413, "PayloadTooLarge") }
@@ -170,7 +172,12 @@ final class SimulatorEngine: Sendable {
             }
             // Apple refuses an expiration on a channel that stores nothing; one that stores keeps the latest message.
             guard policy == 1 || expiration == 0 else { return (400, "BadExpirationDate") }
-            if policy == 1 { try? store.saveSimulatedChannelMessage(application: application, id: channelID, payload: request.body, at: now()) }
+            if policy == 1 {
+                // Kept up to 8 hours, or until an earlier apns-expiration; an expiration of 0 keeps nothing.
+                let until = min(now().addingTimeInterval(BroadcastChannels.storedMessageLifetime), Date(timeIntervalSince1970: Double(expiration)))
+                try? store.saveSimulatedChannelMessage(application: application, id: channelID, payload: expiration == 0 ? nil : request.body,
+                                                       keptUntil: until)
+            }
             for entry in (try? store.simulatedDevices()) ?? [] where entry.application == application {
                 guard var device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(entry.state.utf8)), device.subscribes(to: channelID),
                       device.uninstalledAt == nil else { continue }

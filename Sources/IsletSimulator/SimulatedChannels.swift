@@ -25,7 +25,7 @@ struct SimulatedChannels {
         let prefix = "/1/apps/"
         let rest = path.dropFirst(prefix.count)
         guard let slash = rest.firstIndex(of: "/") else { return Self.refusal(404, "BadPath") }
-        guard rest[..<slash] == credential.bundleID else { return Self.refusal(400, "TopicMismatch") }
+        if let refusal = Self.topicRefusal(String(rest[..<slash]), credential: credential) { return Self.refusal(refusal.status, refusal.reason) }
         let application = credential.application
         do {
             switch (method, rest[rest.index(after: slash)...]) {
@@ -37,7 +37,7 @@ struct SimulatedChannels {
                 guard let channelID, !channelID.isEmpty else { return Self.refusal(400, "MissingChannelId") }
                 guard let raw = Data(base64Encoded: channelID), !raw.isEmpty, channelID.utf8.count <= 64 else { return Self.refusal(400, "BadChannelId") }
                 guard let policy = try store.simulatedChannelPolicy(application: application, id: channelID) else {
-                    return Self.refusal(404, "ChannelNotRegistered")
+                    return Self.refusal(400, "ChannelNotRegistered")
                 }
                 if method == "GET" {
                     return Answer(status: 200, body: ["message-storage-policy": .int(Int64(policy)), "push-type": "LiveActivity"])
@@ -54,8 +54,17 @@ struct SimulatedChannels {
         }
     }
 
+    /// Apple's checks of the bundle id in a path: a push type suffix is refused, and the provider token's bundle id
+    /// must be the one in the path.
+    static func topicRefusal(_ bundleID: String, credential: SimulatorCredential) -> (status: Int, reason: String)? {
+        if bundleID.contains(".push-type.") { return (400, "TopicDisallowed") }
+        if bundleID != credential.bundleID { return (403, "TopicMismatch") }
+        return nil
+    }
+
     private func create(_ body: [UInt8], _ application: ApplicationCode) throws -> Answer {
-        guard let request = (try? JSONParser.parse(body))?.objectValue else { return Self.refusal(400, "BadRequest") }
+        guard let request = (try? JSONParser.parse(body))?.objectValue else { return Self.refusal(400, "BadRequestPayload") }
+        guard request.keys.allSatisfy({ ["message-storage-policy", "push-type"].contains($0) }) else { return Self.refusal(400, "BadRequestParams") }
         guard let pushType = request["push-type"] else { return Self.refusal(400, "MissingPushType") }
         guard pushType == "LiveActivity" else { return Self.refusal(400, "InvalidPushType") }
         guard let policy = request["message-storage-policy"]?.intValue, policy == 0 || policy == 1 else {

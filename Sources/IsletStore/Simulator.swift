@@ -22,7 +22,8 @@ public protocol SimulatorStore: Sendable {
     func saveSimulatedChannel(application: ApplicationCode, id: String, policy: Int, at date: Date) throws(StoreError)
     /// Whether there was such a channel.
     func deleteSimulatedChannel(application: ApplicationCode, id: String) throws(StoreError) -> Bool
-    /// The channel's last broadcast, kept for phones that subscribe later (storage policy 1).
-    func saveSimulatedChannelMessage(application: ApplicationCode, id: String, payload: [UInt8], at date: Date) throws(StoreError)
-    func simulatedChannelMessage(application: ApplicationCode, id: String) throws(StoreError) -> (payload: [UInt8], at: Date)?
+    /// The channel's last broadcast, kept until `keptUntil` for phones that subscribe later (storage policy 1); nil
+    /// keeps nothing.
+    func saveSimulatedChannelMessage(application: ApplicationCode, id: String, payload: [UInt8]?, keptUntil date: Date) throws(StoreError)
+    func simulatedChannelMessage(application: ApplicationCode, id: String) throws(StoreError) -> (payload: [UInt8], keptUntil: Date)?
 }

@@ -9,9 +9,12 @@ struct EndpointTests {
     @Test func pushesAndChannelManagementGoToApplesHostsForEachEnvironment() throws {
         let apple = APNsClientConfiguration()
         #expect(apple.endpoint(.production) == ("api.push.apple.com", 443) && apple.endpoint(.sandbox) == ("api.sandbox.push.apple.com", 443))
-        #expect(apple.endpoint(.production, management: true) == ("api-manage-broadcast.push.apple.com", 2196))
-        #expect(apple.endpoint(.sandbox, management: true) == ("api-manage-broadcast.sandbox.push.apple.com", 2195))
+        #expect(apple.endpoint(.production, service: .broadcast) == ("api-broadcast.push.apple.com", 443))
+        #expect(apple.endpoint(.sandbox, service: .broadcast) == ("api-broadcast.sandbox.push.apple.com", 443))
+        #expect(apple.endpoint(.production, service: .management) == ("api-manage-broadcast.push.apple.com", 2196))
+        #expect(apple.endpoint(.sandbox, service: .management) == ("api-manage-broadcast.sandbox.push.apple.com", 2195))
         let local = APNsClientConfiguration(overrideURL: URL(string: "https://127.0.0.1:8443"))
-        #expect(local.endpoint(.sandbox, management: true) == ("127.0.0.1", 8443), "--apns-url (and the simulator) takes every request")
+        #expect(local.endpoint(.sandbox, service: .management) == ("127.0.0.1", 8443) && local.endpoint(.production, service: .broadcast) == ("127.0.0.1", 8443),
+                "--apns-url (and the simulator) takes every request")
     }
 }

@@ -33,12 +33,18 @@ struct SimulatedChannelTests {
                 "another application has its own")
         #expect(manage("DELETE", "channels", channel: id).status == 204)
         let again = manage("DELETE", "channels", channel: id)
-        #expect(again.status == 404 && again.reason == "ChannelNotRegistered")
+        #expect(again.status == 400 && again.reason == "ChannelNotRegistered", "Apple's status for a channel it does not have")
     }
 
     @Test func badRequestsGetApplesReasons() throws {
         let good = BroadcastChannels.createBody(.mostRecent)
-        #expect(manage("POST", "channels", body: good, bundle: "com.example.other").reason == "TopicMismatch", "the bundle id is the key's")
+        let mismatch = manage("POST", "channels", body: good, bundle: "com.example.other")
+        #expect(mismatch.status == 403 && mismatch.reason == "TopicMismatch", "the bundle id is the key's")
+        #expect(manage("POST", "channels", body: good, bundle: "com.example.food.push-type.liveactivity").reason == "TopicDisallowed")
+        let unparsable = Push.manageChannels(application: world.app, gateway: .production, bundleID: "com.example.food", method: "POST", path: "channels",
+                                         body: Array("{not json".utf8))
+        #expect(world.client.send([unparsable]).first?.reason == "BadRequestPayload")
+        #expect(manage("POST", "channels", body: ["message-storage-policy": 0, "push-type": "LiveActivity", "colour": "red"]).reason == "BadRequestParams")
         #expect(manage("POST", "channels", body: ["message-storage-policy": 0]).reason == "MissingPushType")
         #expect(manage("POST", "channels", body: ["message-storage-policy": 0, "push-type": "Alert"]).reason == "InvalidPushType")
         #expect(manage("POST", "channels", body: ["message-storage-policy": 2, "push-type": "LiveActivity"]).reason == "BadMessageStoragePolicy")
@@ -79,8 +85,16 @@ struct SimulatedChannelTests {
         #expect(broadcast("dW5rbm93bg==").reason == "ChannelNotRegistered")
         #expect(broadcast("").reason == "MissingChannelId")
         #expect(broadcast("not base64!").reason == "BadChannelId")
-        #expect(broadcast(none, bundle: "com.example.other").reason == "TopicMismatch")
+        let mismatch = broadcast(none, bundle: "com.example.other")
+        #expect(mismatch.status == 403 && mismatch.reason == "TopicMismatch")
         #expect(broadcast(none, pushType: "alert").reason == "InvalidPushType")
+        #expect(broadcast(none, bundle: "com.example.food.push-type.liveactivity").reason == "TopicDisallowed")
+        // A channel that stores its latest message keeps it until its apns-expiration (at most 8 hours); 0 keeps nothing.
+        let soon = Int64(Date().timeIntervalSince1970) + 60
+        #expect(broadcast(kept, expiration: soon).status == 200)
+        #expect(try world.store.simulatedChannelMessage(application: world.app, id: kept)?.keptUntil == Date(timeIntervalSince1970: Double(soon)))
+        #expect(broadcast(kept, expiration: 0).status == 200)
+        #expect(try world.store.simulatedChannelMessage(application: world.app, id: kept) == nil)
         let large = broadcast(none, payload: Array(repeating: UInt8(ascii: "x"), count: 5121))
         #expect(large.status == 413 && large.reason == "PayloadTooLarge")
         #expect(broadcast(none, payload: Array(#"{"aps":{"timestamp":1,"event":"update","content-state":{"home":"#.utf8) + Array(repeating: UInt8(ascii: "1"), count: 5000) + Array("}}}".utf8)).status == 200,

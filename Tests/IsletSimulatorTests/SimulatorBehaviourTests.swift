@@ -60,6 +60,24 @@ struct SimulatorReasonTests {
         #expect(request().status == 200)
     }
 
+    /// A broadcast's apns-priority is required, and one of 10, 5 and 1 (X5).
+    @Test func aBroadcastNeedsOneOfApplesPriorities() throws {
+        let channel = try #require(world.client.send([.manageChannels(application: world.app, gateway: .production, bundleID: "com.example.food",
+                                                                      method: "POST", path: "channels", body: BroadcastChannels.createBody(.none).jsonBytes)])
+            .first?.management?.channelID)
+        func broadcast(priority: String?) -> (status: Int, reason: String?) {
+            var headers: [(name: String, value: String)] = [
+                (":method", "POST"), (":scheme", "https"), (":authority", "127.0.0.1"), (":path", "/4/broadcasts/apps/com.example.food"),
+                ("authorization", token(world.key)), ("apns-channel-id", channel), ("apns-push-type", "liveactivity"), ("apns-expiration", "0"),
+            ]
+            if let priority { headers.append(("apns-priority", priority)) }
+            let answer = raw.send(headers, body: Array(#"{"aps":{"event":"update","timestamp":1,"content-state":{}}}"#.utf8))
+            return (answer.status, answer.reason)
+        }
+        #expect(broadcast(priority: nil) == (400, "BadPriority") && broadcast(priority: "7") == (400, "BadPriority"))
+        #expect(broadcast(priority: "1") == (200, nil))
+    }
+
     @Test func anUninstalledAppAnswers410WithItsTime() throws {
         _ = try APNsSimulator.withDevice(world.store, world.app, "phone") { $0.uninstalledAt = 1_700_000_000_000 }
         let answer = request()

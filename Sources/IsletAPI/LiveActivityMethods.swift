@@ -182,12 +182,14 @@ public struct LiveActivityMethods: Sendable {
         var accepted: [NewBroadcast] = []
         var warnings: [String] = []
         for n in notifications {
-            let (channel, update) = try LiveActivityRequests.broadcast(n, now: now)
+            let (channel, update, expiration) = try LiveActivityRequests.broadcast(n, now: now)
             warnings += update.warnings
             let payload = LiveActivityPayload.update(update, timestamp: Int64(now.timeIntervalSince1970)).jsonBytes
             try LiveActivityPayload.checkSize(payload, path: n.path, maximum: BroadcastChannels.maximumPayloadBytes)
+            // Kept by Apple until its apns_expiration: Islet retries it no longer than that either.
+            let retriesUntil = expiration.flatMap { $0 > 0 ? Date(timeIntervalSince1970: Double($0)) : nil } ?? now.addingTimeInterval(pushLifetime)
             accepted.append(NewBroadcast(code: MessageCode.random(), channel: channel, payload: payload, priority: update.priority,
-                                         expiresAt: now.addingTimeInterval(pushLifetime)))
+                                         expiresAt: min(retriesUntil, now.addingTimeInterval(pushLifetime)), expiration: expiration))
         }
         var response: JSONObject
         if dryRun {
@@ -197,10 +199,15 @@ public struct LiveActivityMethods: Sendable {
                 guard let channel = try channels.channel(named: broadcast.channel, in: call.application.code) else {
                     throw APIError.invalid(n.fieldPath("channel"), BroadcastChannels.unknown(broadcast.channel))
                 }
+                if let asked = broadcast.expiration,
+                   let refusal = BroadcastChannels.expirationRefusal(asked, channel: channel.name, policy: channel.policy, now: now) {
+                    throw APIError.invalid(n.fieldPath("apns_expiration"), refusal)
+                }
                 let requests: [JSONValue] = Gateway.all.compactMap { gateway in
                     channel.ids[gateway].map { id in
                         Self.describe(.broadcast(application: call.application.code, gateway: gateway, bundleID: call.application.bundleID, channelID: id,
-                                                 priority: broadcast.priority, expiration: BroadcastChannels.expiration(channel.policy, expiresAt: broadcast.expiresAt),
+                                                 priority: broadcast.priority,
+                                                 expiration: BroadcastChannels.expiration(channel.policy, expiresAt: broadcast.expiresAt, asked: broadcast.expiration),
                                                  payload: broadcast.payload))
                     }
                 }

@@ -126,10 +126,25 @@ extension BroadcastChannels {
         ["message-storage-policy": .int(Int64(policy.apple)), "push-type": "LiveActivity"]
     }
 
-    /// `apns-expiration` of a broadcast: 0 on a channel that stores nothing (Apple refuses any other), else
-    /// the broadcast's expiry.
-    public static func expiration(_ policy: StoragePolicy, expiresAt: Date) -> Int64 {
-        policy == .none ? 0 : Int64(expiresAt.timeIntervalSince1970)
+    /// `apns-expiration` of a broadcast: the one asked, else 0 on a channel that stores nothing (Apple refuses any
+    /// other), else the broadcast's expiry.
+    public static func expiration(_ policy: StoragePolicy, expiresAt: Date, asked: Int64? = nil) -> Int64 {
+        asked ?? (policy == .none ? 0 : Int64(expiresAt.timeIntervalSince1970))
+    }
+
+    /// Why an `apns_expiration` asked for a broadcast to `channel` is refused, before Apple refuses it: on a `none`
+    /// channel only 0 (BadExpirationDate otherwise); on a `most_recent` one 0 or a time within the 8 hours Apple
+    /// keeps a message. nil when it is fine.
+    public static func expirationRefusal(_ expiration: Int64, channel: String, policy: StoragePolicy, now: Date) -> String? {
+        guard expiration != 0 else { return nil }
+        if policy == .none {
+            return "channel '\(channel)' stores nothing (storage_policy none), where Apple takes apns_expiration 0 only (X5)"
+        }
+        let seconds = Int64(now.timeIntervalSince1970)
+        guard expiration > seconds, expiration <= seconds + Int64(storedMessageLifetime) else {
+            return "must be 0 or a time (Unix seconds) within the next 8 hours, the longest Apple keeps a channel's message (X5)"
+        }
+        return nil
     }
 
     /// What to tell the caller when Apple's management API did not do `action` ("create", "delete") in

@@ -127,7 +127,7 @@ public enum LiveActivityRequests {
                               "send_date", "end_date", "renew", "channel", "timezone", "apns_priority", "dry_run"]
     static let startActivityFields = ["event", "title", "content-state", "attributes-type", "attributes", "relevance-score", "stale-date"]
     static let updateFields = ["live_activity", "live_activity_id", "channel", "title", "subtitle", "content", "ios_sound", "apns_priority",
-                               "dry_run", "send_date", "timezone"]
+                               "apns_expiration", "dry_run", "send_date", "timezone"]
     static let updateActivityFields = ["event", "title", "content-state", "dismissal-date", "relevance-score", "stale-date"]
 
     /// One warning per field of `object` that is not in `known`, with the nearest known name when there is one.
@@ -297,19 +297,28 @@ public enum LiveActivityRequests {
 
     /// Validates one updateLiveActivity notification at `now`.
     public static func update(_ n: FieldReader, now: Date) throws(APIError) -> UpdateNotification {
-        try update(n, activityID: try n.requiredString("live_activity_id"), now: now)
+        if n.value("apns_expiration") != nil {
+            throw .invalid(n.fieldPath("apns_expiration"), "is for broadcasts to a channel (X5); an activity's pushes expire when Islet stops retrying them")
+        }
+        return try update(n, activityID: try n.requiredString("live_activity_id"), now: now)
     }
 
     /// X5: a notification with `channel` (an Islet channel name) instead of `live_activity_id`: one
     /// broadcast to every phone on the channel, under the same rules as an update (U3–U6), sent at once.
-    public static func broadcast(_ n: FieldReader, now: Date) throws(APIError) -> (channel: String, update: UpdateNotification) {
+    /// `apns_expiration`: Apple's `apns-expiration` for the broadcast (Unix seconds; 0: not kept for phones that come
+    /// online), checked against the channel's storage policy by `BroadcastChannels.expirationRefusal`.
+    public static func broadcast(_ n: FieldReader, now: Date) throws(APIError) -> (channel: String, update: UpdateNotification, expiration: Int64?) {
         let channel = try BroadcastChannels.name(n, field: "channel")
+        let expiration = try n.int("apns_expiration")
+        if let expiration, expiration < 0 {
+            throw .invalid(n.fieldPath("apns_expiration"), "must be 0 or a time in Unix seconds, got \(expiration)")
+        }
         if n.value("live_activity_id") != nil {
             throw .invalid(n.fieldPath("live_activity_id"), "give live_activity_id or channel, not both: a channel reaches the phones subscribed to it (X5)")
         }
         let update = try update(n, activityID: "", now: now)
         guard update.sendTime == .now else { throw .invalid(n.fieldPath("send_date"), "a broadcast goes at once; leave send_date out with channel (X5)") }
-        return (channel, update)
+        return (channel, update, expiration)
     }
 
     static func update(_ n: FieldReader, activityID: String, now: Date) throws(APIError) -> UpdateNotification {

@@ -20,13 +20,18 @@ public struct SQLBroadcastStore: BroadcastStore {
                 try SQLChannelStore.markUsed(broadcast.channel, in: application, at: date, c)
                 for row in rows {
                     let policy = BroadcastChannels.StoragePolicy(rawValue: row["storage_policy"].text ?? "") ?? .none
+                    if let asked = broadcast.expiration,
+                       let refusal = BroadcastChannels.expirationRefusal(asked, channel: broadcast.channel, policy: policy, now: date) {
+                        throw AcceptRefusal(index: index, field: "apns_expiration", message: refusal)
+                    }
                     try c.run("""
                         INSERT INTO broadcasts (code, application, channel, gateway, apns_channel_id, payload, priority, expiration, expires_at,
                                                 state, attempts, created_at, next_at)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
                         """, [.text(broadcast.code), .text(application.rawValue), .text(broadcast.channel), row["gateway"], row["apns_channel_id"],
                               .blob(broadcast.payload), .int(Int64(broadcast.priority)),
-                              .int(BroadcastChannels.expiration(policy, expiresAt: broadcast.expiresAt)), Self.milliseconds(broadcast.expiresAt),
+                              .int(BroadcastChannels.expiration(policy, expiresAt: broadcast.expiresAt, asked: broadcast.expiration)),
+                              Self.milliseconds(broadcast.expiresAt),
                               SQLValue.seconds(date), Self.milliseconds(date)])
                 }
             }

@@ -44,14 +44,18 @@ public struct NewBroadcast: Sendable {
     public let channel: String
     public let payload: [UInt8]
     public let priority: Int
+    /// When Islet stops retrying it.
     public let expiresAt: Date
+    /// `apns-expiration` as asked (`apns_expiration`); nil: the channel's default.
+    public let expiration: Int64?
 
-    public init(code: String, channel: String, payload: [UInt8], priority: Int, expiresAt: Date) {
+    public init(code: String, channel: String, payload: [UInt8], priority: Int, expiresAt: Date, expiration: Int64? = nil) {
         self.code = code
         self.channel = channel
         self.payload = payload
         self.priority = priority
         self.expiresAt = expiresAt
+        self.expiration = expiration
     }
 }
 

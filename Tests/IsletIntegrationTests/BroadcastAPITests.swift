@@ -264,6 +264,24 @@ struct BroadcastAPITests {
                 == "notifications[0].send_date: a broadcast goes at once; leave send_date out with channel (X5)")
         #expect(try refused(["notifications": [.object(Self.score(0, 0)), .object(updateNotification())]])
                 == "notifications: a request holds broadcasts to channels or updates of activities, not both: send them apart (X5)")
+        // apns_expiration: 0 only on a channel that stores nothing (Apple's BadExpirationDate, refused before Apple is asked);
+        // on a most_recent channel 0 or a time within Apple's 8 hours; broadcasts only.
+        let now = Int64(world.clock.now.timeIntervalSince1970)
+        #expect(try refused(["notifications": [.object(Self.score(0, 0).merging(["apns_expiration": .int(now + 600)]))]])
+                == "notifications[0].apns_expiration: channel 'match-42' stores nothing (storage_policy none), where Apple takes apns_expiration 0 only (X5)")
+        #expect(try refused(["dry_run": true, "notifications": [.object(Self.score(0, 0).merging(["apns_expiration": .int(now + 600)]))]])
+                .hasPrefix("notifications[0].apns_expiration: channel 'match-42' stores nothing"), "a dry run checks it too")
+        #expect(try refused(["notifications": [.object(Self.score(0, 0).merging(["apns_expiration": -5]))]])
+                == "notifications[0].apns_expiration: must be 0 or a time in Unix seconds, got -5")
+        #expect(try refused(["notifications": [.object(updateNotification(["apns_expiration": 0]))]])
+                == "notifications[0].apns_expiration: is for broadcasts to a channel (X5); an activity's pushes expire when Islet stops retrying them")
+        _ = try ok(try server(port, "createLiveActivityChannel", ["name": "kept", "storage_policy": "most_recent", "environment": "production"]))
+        #expect(try refused(["notifications": [.object(Self.score(0, 0, channel: "kept").merging(["apns_expiration": .int(now + 9 * 3600)]))]])
+                == "notifications[0].apns_expiration: must be 0 or a time (Unix seconds) within the next 8 hours, the longest Apple keeps a channel's message (X5)")
+        let keptDry = try ok(try server(port, "updateLiveActivity", ["dry_run": true, "notifications": [
+            .object(Self.score(0, 0, channel: "kept").merging(["apns_expiration": .int(now + 600)]))]]))
+        #expect(keptDry["dry_run"]?.arrayValue?.first?.objectValue?["requests"]?.arrayValue?.first?.objectValue?["headers"]?.objectValue?["apns-expiration"]
+                == .string(String(now + 600)))
         // A dry run shows the exact requests, one per environment, and stores nothing.
         let dry = try ok(try server(port, "updateLiveActivity", ["dry_run": true, "notifications": [.object(Self.score(3, 2))]]))
         #expect(dry["Messages"] == [])

@@ -132,6 +132,9 @@ extension BroadcastChannels {
         asked ?? (policy == .none ? 0 : Int64(expiresAt.timeIntervalSince1970))
     }
 
+    /// The least time ahead an `apns_expiration` may be: the broadcast gets its tries before it.
+    public static let minimumExpirationLead: Int64 = 60
+
     /// Why an `apns_expiration` asked for a broadcast to `channel` is refused, before Apple refuses it: on a `none`
     /// channel only 0 (BadExpirationDate otherwise); on a `most_recent` one 0 or a time within the 8 hours Apple
     /// keeps a message. nil when it is fine.
@@ -141,8 +144,8 @@ extension BroadcastChannels {
             return "channel '\(channel)' stores nothing (storage_policy none), where Apple takes apns_expiration 0 only (X5)"
         }
         let seconds = Int64(now.timeIntervalSince1970)
-        guard expiration > seconds, expiration <= seconds + Int64(storedMessageLifetime) else {
-            return "must be 0 or a time (Unix seconds) within the next 8 hours, the longest Apple keeps a channel's message (X5)"
+        guard expiration >= seconds + minimumExpirationLead, expiration <= seconds + Int64(storedMessageLifetime) else {
+            return "must be 0 or a time (Unix seconds) from a minute to 8 hours ahead, the longest Apple keeps a channel's message (X5)"
         }
         return nil
     }

@@ -359,7 +359,8 @@ public enum SQLMigrations {
             DROP INDEX broadcasts_by_code;
             CREATE UNIQUE INDEX broadcasts_once ON broadcasts (application, code, gateway);
             """),
-        // The simulator finds the phone a push is for by its token, rather than reading every simulated phone.
+        // The simulator finds the phone a push is for by its token, rather than reading every simulated phone; a
+        // channel's kept message is kept until its apns-expiration (8 hours after it was sent at most).
         Migration(version: 17, name: "simulated device tokens", sql: """
             CREATE TABLE simulated_tokens (
                 token TEXT PRIMARY KEY,
@@ -367,6 +368,8 @@ public enum SQLMigrations {
                 hwid TEXT NOT NULL
             ) STRICT;
             CREATE INDEX simulated_tokens_by_device ON simulated_tokens (application, hwid);
+            ALTER TABLE simulated_channels RENAME COLUMN last_at TO kept_until;
+            UPDATE simulated_channels SET kept_until = kept_until + 28800 WHERE kept_until IS NOT NULL;
             """),
     ]
 

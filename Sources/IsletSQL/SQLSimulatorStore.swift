@@ -57,19 +57,18 @@ public struct SQLSimulatorStore: SimulatorStore {
         }
     }
 
-    /// `last_at` holds when the kept message stops being handed out.
     public func saveSimulatedChannelMessage(application: ApplicationCode, id: String, payload: [UInt8]?, keptUntil date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            try c.run("UPDATE simulated_channels SET last_payload = ?, last_at = ? WHERE application = ? AND channel_id = ?",
+            try c.run("UPDATE simulated_channels SET last_payload = ?, kept_until = ? WHERE application = ? AND channel_id = ?",
                       [payload.map { .blob($0) } ?? .null, SQLValue.seconds(date), .text(application.rawValue), .text(id)])
         }
     }
 
     public func simulatedChannelMessage(application: ApplicationCode, id: String) throws(StoreError) -> (payload: [UInt8], keptUntil: Date)? {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT last_payload, last_at FROM simulated_channels WHERE application = ? AND channel_id = ?",
+            try c.query("SELECT last_payload, kept_until FROM simulated_channels WHERE application = ? AND channel_id = ?",
                         [.text(application.rawValue), .text(id)]).first.flatMap { row in
-                row["last_payload"].blob.map { ($0, row["last_at"].date ?? .distantPast) }
+                row["last_payload"].blob.map { ($0, row["kept_until"].date ?? .distantPast) }
             }
         }
     }

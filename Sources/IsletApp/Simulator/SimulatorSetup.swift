@@ -167,10 +167,11 @@ struct SimulatorRoutes: Sendable {
             throw APIError.invalid("channel_id", "APNs has no such channel for this application, so iOS would not start the activity (X5)")
         }
         let now = Date()
-        // A channel that stores its latest message hands it to a phone that joins later, while it is kept.
-        let stored = policy == 1 ? try wiring.simulated.simulatedChannelMessage(application: application, id: channelID)
-            .flatMap { now < $0.keptUntil ? $0.payload : nil } : nil
         let started = try APNsSimulator.withDevice(wiring.simulated, application, hwid) { device in
+            // A channel that stores its latest message hands it to a phone that joins later, while it is kept (read
+            // under the simulator's lock, so a broadcast meanwhile is not missed).
+            let stored = policy == 1 ? try wiring.simulated.simulatedChannelMessage(application: application, id: channelID)
+                .flatMap { now < $0.keptUntil ? $0.payload : nil } : nil
             device.startOnChannel(activityID: activityID, attributesType: attributesType, attributes: attributes, contentState: contentState,
                                   channelID: channelID, now: now)
             if let stored { device.receiveBroadcast(payload: stored, channelID: channelID, priority: 10, apnsID: "stored", now: now) }

@@ -7,8 +7,10 @@ import Synchronization
 
 /// Where the APNs client connects and how it behaves (A1, A6).
 public struct APNsClientConfiguration: Sendable {
-    /// Replaces both Apple hosts (tests, the simulator): `https://host:port`.
+    /// Replaces all of Apple's hosts (tests, `--apns-url`, the simulator): `https://host:port`.
     public var overrideURL: URL?
+    /// A sandbox URL apart from `overrideURL` (the built-in simulator keeps Apple's two environments apart).
+    public var sandboxOverrideURL: URL?
     /// Extra CA certificate (PEM) trusted besides the system store.
     public var extraCA: String?
     /// Connections per (application, environment).
@@ -66,6 +68,7 @@ public struct APNsClientConfiguration: Sendable {
     static let sandboxManagement = (host: "api-manage-broadcast.sandbox.push.apple.com", port: 2195)
 
     func endpoint(_ gateway: Gateway, service: APNsService = .push) -> (host: String, port: Int) {
+        if gateway == .sandbox, let url = sandboxOverrideURL, let host = url.host { return (host, url.port ?? 443) }
         if let url = overrideURL, let host = url.host { return (host, url.port ?? 443) }
         let sandbox = gateway == .sandbox
         switch service {

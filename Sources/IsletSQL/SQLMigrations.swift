@@ -360,7 +360,8 @@ public enum SQLMigrations {
             CREATE UNIQUE INDEX broadcasts_once ON broadcasts (application, code, gateway);
             """),
         // The simulator finds the phone a push is for by its token, rather than reading every simulated phone; a
-        // channel's kept message is kept until its apns-expiration (8 hours after it was sent at most).
+        // channel's kept message is kept until its apns-expiration (8 hours after it was sent at most); Apple keeps
+        // each environment's channels apart, and so does the simulator.
         Migration(version: 17, name: "simulated device tokens", sql: """
             CREATE TABLE simulated_tokens (
                 token TEXT PRIMARY KEY,
@@ -369,6 +370,7 @@ public enum SQLMigrations {
             ) STRICT;
             CREATE INDEX simulated_tokens_by_device ON simulated_tokens (application, hwid);
             ALTER TABLE simulated_channels RENAME COLUMN last_at TO kept_until;
+            ALTER TABLE simulated_channels ADD COLUMN gateway TEXT NOT NULL DEFAULT 'production';
             UPDATE simulated_channels SET kept_until = kept_until + 28800 WHERE kept_until IS NOT NULL;
             """),
     ]

@@ -30,32 +30,37 @@ public struct SQLSimulatorStore: SimulatorStore {
         }
     }
 
-    public func simulatedChannels(application: ApplicationCode) throws(StoreError) -> [(id: String, policy: Int)] {
+    public func simulatedChannels(application: ApplicationCode, gateway: Gateway?) throws(StoreError) -> [(id: String, policy: Int)] {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT channel_id, storage_policy FROM simulated_channels WHERE application = ? ORDER BY created_at, channel_id",
-                        [.text(application.rawValue)]).map { ($0["channel_id"].text ?? "", Int($0["storage_policy"].int ?? 0)) }
+            try c.query("""
+                SELECT channel_id, storage_policy FROM simulated_channels WHERE application = ? \(Self.inGateway(gateway)) ORDER BY created_at, channel_id
+                """, [.text(application.rawValue)] + Self.gatewayParameter(gateway)).map { ($0["channel_id"].text ?? "", Int($0["storage_policy"].int ?? 0)) }
         }
     }
 
-    public func simulatedChannelPolicy(application: ApplicationCode, id: String) throws(StoreError) -> Int? {
+    public func simulatedChannelPolicy(application: ApplicationCode, id: String, gateway: Gateway?) throws(StoreError) -> Int? {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT storage_policy FROM simulated_channels WHERE application = ? AND channel_id = ?",
-                        [.text(application.rawValue), .text(id)]).first.map { Int($0["storage_policy"].int ?? 0) }
+            try c.query("SELECT storage_policy FROM simulated_channels WHERE application = ? AND channel_id = ? \(Self.inGateway(gateway))",
+                        [.text(application.rawValue), .text(id)] + Self.gatewayParameter(gateway)).first.map { Int($0["storage_policy"].int ?? 0) }
         }
     }
 
-    public func saveSimulatedChannel(application: ApplicationCode, id: String, policy: Int, at date: Date) throws(StoreError) {
+    public func saveSimulatedChannel(application: ApplicationCode, id: String, policy: Int, gateway: Gateway, at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            try c.run("INSERT INTO simulated_channels (application, channel_id, storage_policy, created_at) VALUES (?, ?, ?, ?)",
-                      [.text(application.rawValue), .text(id), .int(Int64(policy)), SQLValue.seconds(date)])
+            try c.run("INSERT INTO simulated_channels (application, channel_id, storage_policy, gateway, created_at) VALUES (?, ?, ?, ?, ?)",
+                      [.text(application.rawValue), .text(id), .int(Int64(policy)), .text(gateway.rawValue), SQLValue.seconds(date)])
         }
     }
 
-    public func deleteSimulatedChannel(application: ApplicationCode, id: String) throws(StoreError) -> Bool {
+    public func deleteSimulatedChannel(application: ApplicationCode, id: String, gateway: Gateway?) throws(StoreError) -> Bool {
         try database.write { (c) throws(StoreError) -> Bool in
-            try c.run("DELETE FROM simulated_channels WHERE application = ? AND channel_id = ?", [.text(application.rawValue), .text(id)]) == 1
+            try c.run("DELETE FROM simulated_channels WHERE application = ? AND channel_id = ? \(Self.inGateway(gateway))",
+                      [.text(application.rawValue), .text(id)] + Self.gatewayParameter(gateway)) == 1
         }
     }
+
+    static func inGateway(_ gateway: Gateway?) -> String { gateway == nil ? "" : "AND gateway = ?" }
+    static func gatewayParameter(_ gateway: Gateway?) -> [SQLValue] { gateway.map { [.text($0.rawValue)] } ?? [] }
 
     public func saveSimulatedChannelMessage(application: ApplicationCode, id: String, payload: [UInt8]?, keptUntil date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in

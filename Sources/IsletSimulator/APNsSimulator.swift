@@ -42,24 +42,36 @@ public final class APNsSimulator: Sendable {
     public typealias Decoder = @Sendable (_ application: ApplicationCode, _ attributesType: String, _ contentState: JSONObject,
                                           _ attributes: JSONObject?) -> String?
 
+    /// Apple keeps production and sandbox apart: requests to `port` are production, to `sandboxPort` sandbox
+    /// (channels live in one environment; a client with one URL for both reaches production).
     public let port: Int
+    public let sandboxPort: Int
     private let server: H2Server
+    private let sandboxServer: H2Server
 
     /// `sink`: answer 200 to everything at once, checking nothing (benchmarks).
     public init(store: any SimulatorStore, credentials: @escaping Credentials, report: @escaping Reporter,
                 decoder: @escaping Decoder = { _, _, _, _ in nil }, tls: TLSContext,
-                host: String = "127.0.0.1", port: Int = 0, faults: SimulatorFaults = SimulatorFaults(), sink: Bool = false,
+                host: String = "127.0.0.1", port: Int = 0, sandboxPort: Int = 0, faults: SimulatorFaults = SimulatorFaults(), sink: Bool = false,
                 now: @escaping @Sendable () -> Date = { Date() }) throws {
         if !sink { try Self.indexTokens(store) }
         let engine = SimulatorEngine(store: store, credentials: credentials, report: report, decoder: decoder, faults: faults, now: now)
-        server = try H2Server(host: host, port: port, tls: tls, threads: sink ? 2 : 1, initialMaxStreams: sink ? 1000 : 1) { exchange in
-            if sink { return exchange.respond(status: 200, headers: [("apns-id", exchange.request.header("apns-id") ?? UUID().uuidString)]) }
-            engine.handle(exchange)
+        func listen(_ port: Int, _ gateway: Gateway) throws -> H2Server {
+            try H2Server(host: host, port: port, tls: tls, threads: sink ? 2 : 1, initialMaxStreams: sink ? 1000 : 1) { exchange in
+                if sink { return exchange.respond(status: 200, headers: [("apns-id", exchange.request.header("apns-id") ?? UUID().uuidString)]) }
+                engine.handle(exchange, gateway: gateway)
+            }
         }
+        server = try listen(port, .production)
+        sandboxServer = try listen(sandboxPort, .sandbox)
         self.port = server.port
+        self.sandboxPort = sandboxServer.port
     }
 
-    public func stop() { server.stop() }
+    public func stop() {
+        server.stop()
+        sandboxServer.stop()
+    }
 
     /// Reads and writes one simulated device, under the simulator's lock.
     public static func withDevice<T>(_ store: any SimulatorStore, _ application: ApplicationCode, _ hwid: String,
@@ -114,14 +126,14 @@ final class SimulatorEngine: Sendable {
         self.now = now
     }
 
-    func handle(_ exchange: H2Exchange) {
+    func handle(_ exchange: H2Exchange, gateway: Gateway) {
         let count = connections.withLock { all -> Int in
             all[exchange.connectionID, default: (0, false)].requests += 1
             return all[exchange.connectionID]!.requests
         }
         if let every = faults.dropEvery, count % every == 0 { return exchange.dropConnection() }
-        if exchange.request.header(":path")?.hasPrefix("/1/apps/") == true { return manageChannels(exchange) }
-        if exchange.request.header(":path")?.hasPrefix("/4/broadcasts/apps/") == true { return broadcast(exchange) }
+        if exchange.request.header(":path")?.hasPrefix("/1/apps/") == true { return manageChannels(exchange, gateway: gateway) }
+        if exchange.request.header(":path")?.hasPrefix("/4/broadcasts/apps/") == true { return broadcast(exchange, gateway: gateway) }
         let (status, body) = answer(exchange)
         let respond = {
             var headers: [(name: String, value: String)] = [("apns-id", exchange.request.header("apns-id") ?? UUID().uuidString)]
@@ -136,10 +148,10 @@ final class SimulatorEngine: Sendable {
 
     /// A broadcast (X5): the provider token, then Apple's checks of the channel and headers, then every simulated
     /// phone of the application with an activity on the channel gets it. 200 with `apns-request-id` and `apns-unique-id`.
-    private func broadcast(_ exchange: H2Exchange) {
+    private func broadcast(_ exchange: H2Exchange, gateway: Gateway) {
         let request = exchange.request
         let uniqueID = UUID().uuidString.lowercased()
-        let (status, reason) = broadcastAnswer(request, exchange: exchange, uniqueID: uniqueID)
+        let (status, reason) = broadcastAnswer(request, exchange: exchange, gateway: gateway, uniqueID: uniqueID)
         var headers: [(name: String, value: String)] = [("apns-request-id", request.header("apns-request-id") ?? UUID().uuidString)]
         if status == 200 { headers.append(("apns-unique-id", uniqueID)) }
         let body = reason.map { Self.reason($0).jsonBytes } ?? []
@@ -147,7 +159,7 @@ final class SimulatorEngine: Sendable {
         exchange.respond(status: status, headers: headers, body: body)
     }
 
-    private func broadcastAnswer(_ request: H2Message, exchange: H2Exchange, uniqueID: String) -> (Int, String?) {
+    private func broadcastAnswer(_ request: H2Message, exchange: H2Exchange, gateway: Gateway, uniqueID: String) -> (Int, String?) {
         guard request.header(":method") == "POST" else { return (405, "MethodNotAllowed") }
         guard let authorization = request.header("authorization"), authorization.hasPrefix("bearer ") else { return (403, "MissingProviderToken") }
         guard let (credential, issuedAt) = verify(String(authorization.dropFirst(7))) else { return (403, "InvalidProviderToken") }
@@ -167,7 +179,7 @@ final class SimulatorEngine: Sendable {
         guard request.body.count <= BroadcastChannels.maximumPayloadBytes else { return (413, "PayloadTooLarge") }
         let application = credential.application
         return Self.lock.withLock { _ -> (Int, String?) in
-            guard let policy = try? store.simulatedChannelPolicy(application: application, id: channelID) else {
+            guard let policy = try? store.simulatedChannelPolicy(application: application, id: channelID, gateway: gateway) else {
                 return (400, "ChannelNotRegistered")
             }
             // Apple refuses an expiration on a channel that stores nothing; one that stores keeps the latest message.
@@ -190,7 +202,7 @@ final class SimulatorEngine: Sendable {
     }
 
     /// Apple's channel management API (X5): the provider token checked as for pushes, then the channel request.
-    private func manageChannels(_ exchange: H2Exchange) {
+    private func manageChannels(_ exchange: H2Exchange, gateway: Gateway) {
         let request = exchange.request
         var answer: SimulatedChannels.Answer
         if let authorization = request.header("authorization"), authorization.hasPrefix("bearer ") {
@@ -200,7 +212,7 @@ final class SimulatorEngine: Sendable {
                 } else {
                     exchange.allowStreams(1000)
                     answer = Self.lock.withLock { _ in
-                        SimulatedChannels(store: store, now: now).answer(method: request.header(":method") ?? "", path: request.header(":path") ?? "",
+                        SimulatedChannels(store: store, gateway: gateway, now: now).answer(method: request.header(":method") ?? "", path: request.header(":path") ?? "",
                                                                          channelID: request.header("apns-channel-id"), body: request.body,
                                                                          credential: credential)
                     }
@@ -265,7 +277,7 @@ final class SimulatorEngine: Sendable {
                 if let activity = device.receive(payload: payload, token: token, pushType: pushType, priority: priority, apnsID: apnsID,
                                                  now: now(), newToken: { APNsSimulator.token(bytes: 40) },
                                                  decodingError: { decoder(entry.application, $0, $1, $2) },
-                                                 channelExists: { id in (try? store.simulatedChannelPolicy(application: entry.application, id: id)) != nil }) {
+                                                 channelExists: { id in (try? store.simulatedChannelPolicy(application: entry.application, id: id, gateway: nil)) != nil }) {
                     started = (entry.application, device.hwid, activity.activityID, activity.updateToken)
                 }
                 try? store.save(device, application: entry.application)

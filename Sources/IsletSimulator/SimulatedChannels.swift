@@ -4,9 +4,11 @@ import IsletStore
 
 /// Apple's channel management API as the simulator answers it (X5): `POST`, `GET` and `DELETE` of
 /// `/1/apps/<bundle id>/channels` (the channel in `apns-channel-id`) and `GET /1/apps/<bundle id>/all-channels`,
-/// with Apple's status codes and reasons; channels are kept in the simulator's store, per application.
+/// with Apple's status codes and reasons; channels are kept in the simulator's store, per application and
+/// environment (`gateway`: the listener the request came to).
 struct SimulatedChannels {
     let store: any SimulatorStore
+    let gateway: Gateway
     let now: @Sendable () -> Date
 
     /// Apple's limit per application and environment.
@@ -30,19 +32,19 @@ struct SimulatedChannels {
         do {
             switch (method, rest[rest.index(after: slash)...]) {
             case ("GET", "all-channels"):
-                return Answer(status: 200, body: ["channels": .array(try store.simulatedChannels(application: application).map { .string($0.id) })])
+                return Answer(status: 200, body: ["channels": .array(try store.simulatedChannels(application: application, gateway: gateway).map { .string($0.id) })])
             case ("POST", "channels"):
                 return try create(body, application)
             case ("GET", "channels"), ("DELETE", "channels"):
                 guard let channelID, !channelID.isEmpty else { return Self.refusal(400, "MissingChannelId") }
                 guard let raw = Data(base64Encoded: channelID), !raw.isEmpty, channelID.utf8.count <= 64 else { return Self.refusal(400, "BadChannelId") }
-                guard let policy = try store.simulatedChannelPolicy(application: application, id: channelID) else {
+                guard let policy = try store.simulatedChannelPolicy(application: application, id: channelID, gateway: gateway) else {
                     return Self.refusal(400, "ChannelNotRegistered")
                 }
                 if method == "GET" {
                     return Answer(status: 200, body: ["message-storage-policy": .int(Int64(policy)), "push-type": "LiveActivity"])
                 }
-                _ = try store.deleteSimulatedChannel(application: application, id: channelID)
+                _ = try store.deleteSimulatedChannel(application: application, id: channelID, gateway: gateway)
                 return Answer(status: 204)
             case (_, "channels"), (_, "all-channels"):
                 return Self.refusal(405, "MethodNotAllowed")
@@ -70,12 +72,12 @@ struct SimulatedChannels {
         guard let policy = request["message-storage-policy"]?.intValue, policy == 0 || policy == 1 else {
             return Self.refusal(400, "BadMessageStoragePolicy")
         }
-        guard try store.simulatedChannels(application: application).count < Self.limit else {
+        guard try store.simulatedChannels(application: application, gateway: gateway).count < Self.limit else {
             return Self.refusal(400, "CannotCreateChannelConfig")
         }
         var generator = SystemRandomNumberGenerator()
         let id = Data((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString()
-        try store.saveSimulatedChannel(application: application, id: id, policy: Int(policy), at: now())
+        try store.saveSimulatedChannel(application: application, id: id, policy: Int(policy), gateway: gateway, at: now())
         return Answer(status: 201, channelID: id)
     }
 }

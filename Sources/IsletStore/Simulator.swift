@@ -15,13 +15,14 @@ public protocol SimulatorStore: Sendable {
     func simulatedDevice(token: String) throws(StoreError) -> (application: ApplicationCode, hwid: String, state: String)?
     /// Devices saved before the token index existed (or copied without it), to index again.
     func unindexedSimulatedDevices() throws(StoreError) -> [(application: ApplicationCode, hwid: String, state: String)]
-    /// The simulator's broadcast channels of an application (Apple's side of X5): id and storage policy, oldest first.
-    func simulatedChannels(application: ApplicationCode) throws(StoreError) -> [(id: String, policy: Int)]
-    /// One channel's storage policy, read alone; nil when the simulator has no such channel.
-    func simulatedChannelPolicy(application: ApplicationCode, id: String) throws(StoreError) -> Int?
-    func saveSimulatedChannel(application: ApplicationCode, id: String, policy: Int, at date: Date) throws(StoreError)
-    /// Whether there was such a channel.
-    func deleteSimulatedChannel(application: ApplicationCode, id: String) throws(StoreError) -> Bool
+    /// The simulator's broadcast channels of an application in one environment (Apple's side of X5; nil: both): id
+    /// and storage policy, oldest first.
+    func simulatedChannels(application: ApplicationCode, gateway: Gateway?) throws(StoreError) -> [(id: String, policy: Int)]
+    /// One channel's storage policy, read alone; nil when the simulator has no such channel in `gateway` (nil: in either).
+    func simulatedChannelPolicy(application: ApplicationCode, id: String, gateway: Gateway?) throws(StoreError) -> Int?
+    func saveSimulatedChannel(application: ApplicationCode, id: String, policy: Int, gateway: Gateway, at date: Date) throws(StoreError)
+    /// Whether there was such a channel in `gateway` (nil: in either).
+    func deleteSimulatedChannel(application: ApplicationCode, id: String, gateway: Gateway?) throws(StoreError) -> Bool
     /// The channel's last broadcast, kept until `keptUntil` for phones that subscribe later (storage policy 1); nil
     /// keeps nothing.
     func saveSimulatedChannelMessage(application: ApplicationCode, id: String, payload: [UInt8]?, keptUntil date: Date) throws(StoreError)

@@ -15,6 +15,10 @@ struct EndpointTests {
         #expect(apple.endpoint(.sandbox, service: .management) == ("api-manage-broadcast.sandbox.push.apple.com", 2195))
         let local = APNsClientConfiguration(overrideURL: URL(string: "https://127.0.0.1:8443"))
         #expect(local.endpoint(.sandbox, service: .management) == ("127.0.0.1", 8443) && local.endpoint(.production, service: .broadcast) == ("127.0.0.1", 8443),
-                "--apns-url (and the simulator) takes every request")
+                "--apns-url takes every request")
+        var simulator = local
+        simulator.sandboxOverrideURL = URL(string: "https://127.0.0.1:8444")
+        #expect(simulator.endpoint(.sandbox, service: .management) == ("127.0.0.1", 8444) && simulator.endpoint(.sandbox) == ("127.0.0.1", 8444)
+                && simulator.endpoint(.production, service: .broadcast) == ("127.0.0.1", 8443), "the simulator's two environments")
     }
 }

@@ -8,7 +8,7 @@ import IsletSimulator
 import IsletStore
 
 /// X5: the simulator answers Apple's channel management API over real HTTP/2, with Apple's codes and
-/// reasons, one registry per application, and Apple's limit.
+/// reasons, one registry per application and environment, and Apple's limit in each.
 @Suite("APNs simulator: channel management (X5)")
 struct SimulatedChannelTests {
     let world: SimulatorWorld
@@ -16,8 +16,8 @@ struct SimulatedChannelTests {
     init() throws { world = try SimulatorWorld() }
 
     func manage(_ method: String, _ path: String, channel: String? = nil, body: JSONValue? = nil, application: ApplicationCode? = nil,
-                bundle: String = "com.example.food") -> PushOutcome {
-        world.client.send([.manageChannels(application: application ?? world.app, gateway: .production, bundleID: bundle, method: method,
+                bundle: String = "com.example.food", gateway: Gateway = .production) -> PushOutcome {
+        world.client.send([.manageChannels(application: application ?? world.app, gateway: gateway, bundleID: bundle, method: method,
                                            path: path, channelID: channel, body: body?.jsonBytes ?? [])]).first ?? .unknown("none")
     }
 
@@ -111,5 +111,12 @@ struct SimulatedChannelTests {
         #expect(manage("POST", "channels", body: BroadcastChannels.createBody(.none)).status == 201, "the 10,000th")
         let refused = manage("POST", "channels", body: BroadcastChannels.createBody(.none))
         #expect(refused.status == 400 && refused.reason == "CannotCreateChannelConfig")
+        // The sandbox has a limit of its own, and its own list; a production channel is not there.
+        let sandbox = manage("POST", "channels", body: BroadcastChannels.createBody(.none), gateway: .sandbox)
+        let id = try #require(sandbox.management?.channelID)
+        #expect(sandbox.status == 201)
+        #expect(manage("GET", "all-channels", gateway: .sandbox).management?.body == Array(#"{"channels":["\#(id)"]}"#.utf8))
+        #expect(manage("GET", "channels", channel: id).reason == "ChannelNotRegistered", "not a production channel")
+        #expect(manage("GET", "channels", channel: id, gateway: .sandbox).status == 200)
     }
 }

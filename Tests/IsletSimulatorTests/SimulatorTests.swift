@@ -113,8 +113,9 @@ final class SimulatorWorld: @unchecked Sendable {
             },
             report: { _, hwid, activity, token in box.append((hwid, activity, token)) },
             tls: try TLSContext(serverCertificate: certificate, key: keyFile), faults: faults)
-        client = try APNsClient(configuration: APNsClientConfiguration(overrideURL: URL(string: "https://127.0.0.1:\(simulator.port)")!,
-                                                                       extraCA: certificate),
+        var configuration = APNsClientConfiguration(overrideURL: URL(string: "https://127.0.0.1:\(simulator.port)")!, extraCA: certificate)
+        configuration.sandboxOverrideURL = URL(string: "https://127.0.0.1:\(simulator.sandboxPort)")
+        client = try APNsClient(configuration: configuration,
                                 keys: { $0 == app ? signing : $0 == other ? otherSigning : nil }, logger: .discard)
     }
 

@@ -69,6 +69,7 @@ public final class IsletServer: Sendable {
                 let running = try Self.startSimulator(configuration, wiring: wiring, logger: logger)
                 simulator = running.simulator
                 clientConfiguration.overrideURL = URL(string: "https://127.0.0.1:\(running.simulator.port)")
+                clientConfiguration.sandboxOverrideURL = URL(string: "https://127.0.0.1:\(running.simulator.sandboxPort)")
                 clientConfiguration.extraCA = running.certificate
                 keys = { try wiring.signingKey(for: $0) }
             }
@@ -137,7 +138,8 @@ public final class IsletServer: Sendable {
             report: { wiring.report($0, hwid: $1, activityID: $2, token: $3) },
             decoder: { wiring.decodingError($0, attributesType: $1, contentState: $2, attributes: $3) },
             tls: try TLSContext(serverCertificate: certificate, key: key), port: port, faults: faults, sink: sink)
-        logger.info("APNs simulator listening", ["address": "127.0.0.1", "port": .int(Int64(simulator.port)), "certificate": .string(certificate)])
+        logger.info("APNs simulator listening", ["address": "127.0.0.1", "port": .int(Int64(simulator.port)), "sandbox_port": .int(Int64(simulator.sandboxPort)),
+                                                 "certificate": .string(certificate)])
         return (simulator, certificate)
     }
 

@@ -163,7 +163,7 @@ struct SimulatorRoutes: Sendable {
         let contentState = try body.requiredObject("content_state").object
         let attributes = try body.objectField("attributes")?.object ?? [:]
         let channelID = try body.requiredString("channel_id")
-        guard let policy = try wiring.simulated.simulatedChannelPolicy(application: application, id: channelID) else {
+        guard let policy = try wiring.simulated.simulatedChannelPolicy(application: application, id: channelID, gateway: nil) else {
             throw APIError.invalid("channel_id", "APNs has no such channel for this application, so iOS would not start the activity (X5)")
         }
         let now = Date()

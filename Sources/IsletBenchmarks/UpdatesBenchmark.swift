@@ -57,7 +57,9 @@ struct UpdatesBenchmark {
         // 2. The load: each client cycles through its share of the activities.
         let before = nginx.requests()
         let metricsClient = try KeepAliveClient(port: port)
-        let lagBefore = Self.histogram(try metricsClient.get("/metrics"), "islet_delivery_lag_seconds")
+        let metricsBefore = try metricsClient.get("/metrics")
+        let lagBefore = Self.histogram(metricsBefore, "islet_delivery_lag_seconds")
+        let claimsBefore = Self.sample(metricsBefore, "islet_cluster_claims_total") ?? 0
         let accepted = Atomic<Int>(0)
         let latencies = Mutex<[Double]>([])
         let loadEnd = ContinuousClock.now + .seconds(seconds)
@@ -126,6 +128,9 @@ struct UpdatesBenchmark {
             print("delivery lag of the updates (accepted to push leaving Islet, \(count) pushes): p50 \(quantile(0.5)), p99 \(quantile(0.99))")
         }
         print("push outcomes: " + metrics.split(separator: "\n").filter { $0.hasPrefix("islet_pushes_total{") }.joined(separator: ", "))
+        // How well the delivery batches: each claim is a write transaction, and so is its record.
+        let claims = (Self.sample(metrics, "islet_cluster_claims_total") ?? 0) - claimsBefore
+        print(String(format: "delivery claims during the load and drain: %.0f, %.1f updates per claim", claims, claims > 0 ? Double(arrived) / claims : 0))
     }
 
     private enum DeliveryLag { static let last = 300 }

@@ -28,7 +28,11 @@ struct PushToStartPacingAPITests {
         world.clock.advance(60)
         world.running.server.delivery?.kick()
         #expect(eventually { world.pushes(to: Self.pushToStart).count == 20 })
-        #expect(try world.waitUntilSent(codes).allSatisfy { $0.sent == 1 && $0.pending.isEmpty })
+        // The transport has the pushes before their records are written: wait for the records.
+        let messages = world.running.server.messages, application = ApplicationCode(world.code)!
+        #expect(try eventually {
+            try codes.allSatisfy { code in try messages.messageDetails(code: code, in: application).map { $0.sent == 1 && $0.pending.isEmpty } ?? false }
+        })
         let pushes = world.pushes(to: Self.pushToStart)
         #expect(Set(pushes.map(\.apnsID)).count == 20, "each start once")
 

@@ -19,6 +19,23 @@ struct BroadcastAPITests {
         return try #require(response.json?.objectValue?["response"]?.objectValue, sourceLocation: sourceLocation)
     }
 
+    static let simulatorAuth = ["Authorization": "Token SECRET_API_TOKEN"]
+
+    /// A production channel created through the API: Apple's id for it.
+    func createChannel(_ port: Int, _ name: String) throws -> String {
+        try #require(try ok(try server(port, "createLiveActivityChannel", ["name": .string(name), "environment": "production"]))["channel"]?
+            .objectValue?["apns_channel_ids"]?.objectValue?["production"]?.stringValue)
+    }
+
+    /// `count` simulated iOS 18 phones, `fan-0`…
+    func addPhones(_ port: Int, _ count: Int) throws -> [String] {
+        let phones = (0..<count).map { "fan-\($0)" }
+        for hwid in phones {
+            #expect(try request(port, "/simulator/devices", body: #"{"hwid":"\#(hwid)","ios_version":"18.1"}"#, headers: Self.simulatorAuth).status == 200)
+        }
+        return phones
+    }
+
     static func score(_ home: Int64, _ away: Int64, channel: String = "match-42") -> JSONObject {
         ["channel": .string(channel), "live_activity": ["event": "update", "content-state": ["home": .int(home), "away": .int(away)]]]
     }
@@ -27,12 +44,10 @@ struct BroadcastAPITests {
     @Test func oneBroadcastReachesEveryPhoneOnTheChannel() throws {
         let running = try RunningServer()
         let port = running.port
-        let channel = try #require(try ok(try server(port, "createLiveActivityChannel", ["name": "match-42", "environment": "production"]))["channel"]?
-            .objectValue?["apns_channel_ids"]?.objectValue?["production"]?.stringValue)
-        let phones = (0..<1000).map { "fan-\($0)" }
-        let auth = ["Authorization": "Token SECRET_API_TOKEN"]
+        let channel = try createChannel(port, "match-42")
+        let auth = Self.simulatorAuth
+        let phones = try addPhones(port, 1000)
         for hwid in phones {
-            #expect(try request(port, "/simulator/devices", body: #"{"hwid":"\#(hwid)","ios_version":"18.1"}"#, headers: auth).status == 200)
             let started = try request(port, "/simulator/devices/\(hwid)/activities", body: JSONValue.object([
                 "activity_id": "MATCH_42", "attributes_type": "ScoreAttributes", "content_state": ["home": 0, "away": 0], "channel_id": .string(channel),
             ]).jsonText, headers: auth)
@@ -69,13 +84,9 @@ struct BroadcastAPITests {
     @Test func aStartOnAChannelThenOneUpdateByIDReachesEveryPhoneInOneRequest() throws {
         let running = try RunningServer()
         let port = running.port
-        let auth = ["Authorization": "Token SECRET_API_TOKEN"]
-        let channel = try #require(try ok(try server(port, "createLiveActivityChannel", ["name": "final", "environment": "production"]))["channel"]?
-            .objectValue?["apns_channel_ids"]?.objectValue?["production"]?.stringValue)
-        let phones = (0..<1000).map { "fan-\($0)" }
-        for hwid in phones {
-            #expect(try request(port, "/simulator/devices", body: #"{"hwid":"\#(hwid)","ios_version":"18.2"}"#, headers: auth).status == 200)
-        }
+        let auth = Self.simulatorAuth
+        let channel = try createChannel(port, "final")
+        let phones = try addPhones(port, 1000)
         let start = try #require(try ok(try server(port, "startLiveActivity", ["notifications": [.object(startNotification(
             ["devices": .array(phones.map { .string($0) }), "channel": "final"], activity: ["content-state": ["home": 0, "away": 0]], id: "FINAL"))]]))["Messages"]?
             .arrayValue?.first?.stringValue)

@@ -74,7 +74,7 @@ public struct ChannelMethods: Sendable {
                 for (gateway, id) in ids {
                     let outcome = try? management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
                                                                   method: "DELETE", path: "channels", channelID: id))
-                    if outcome?.status != 204 && outcome?.reason != "ChannelNotRegistered" { left.append("\(id) (\(gateway))") }
+                    if !(outcome.map(ChannelDeletion.isGone) ?? false) { left.append("\(id) (\(gateway))") }
                 }
                 guard !left.isEmpty, let refusal = error as? APIError else { throw error }
                 throw APIError(refusal.code, refusal.message + "; Apple's channel " + left.joined(separator: " and ")

@@ -205,10 +205,8 @@ public struct LiveActivityMethods: Sendable {
                 }
                 let requests: [JSONValue] = Gateway.all.compactMap { gateway in
                     channel.ids[gateway].map { id in
-                        Self.describe(.broadcast(application: call.application.code, gateway: gateway, bundleID: call.application.bundleID, channelID: id,
-                                                 priority: broadcast.priority,
-                                                 expiration: BroadcastChannels.expiration(channel.policy, expiresAt: broadcast.expiresAt, asked: broadcast.expiration),
-                                                 payload: broadcast.payload))
+                        Self.describeBroadcast(call.application, gateway: gateway, channelID: id, policy: channel.policy, priority: broadcast.priority,
+                                               expiresAt: broadcast.expiresAt, asked: broadcast.expiration, payload: broadcast.payload)
                     }
                 }
                 results.append(["channel": .string(broadcast.channel), "send_at": .string(now.formatted(.iso8601)), "requests": .array(requests)])
@@ -299,10 +297,16 @@ public struct LiveActivityMethods: Sendable {
             guard let record, record.ids[gateway] == id else {
                 return ["gateway": .string(gateway.rawValue), "skipped": .string(BroadcastChannels.channelGone)]
             }
-            return Self.describe(.broadcast(application: application.code, gateway: gateway, bundleID: application.bundleID, channelID: id,
-                                            priority: priority, expiration: BroadcastChannels.expiration(record.policy, expiresAt: message.expiresAt),
-                                            payload: message.payload))
+            return Self.describeBroadcast(application, gateway: gateway, channelID: id, policy: record.policy, priority: priority,
+                                          expiresAt: message.expiresAt, payload: message.payload)
         }
+    }
+
+    /// One broadcast request (X5) as a dry run shows it.
+    static func describeBroadcast(_ application: Application, gateway: Gateway, channelID: String, policy: BroadcastChannels.StoragePolicy,
+                                  priority: Int, expiresAt: Date, asked: Int64? = nil, payload: [UInt8]) -> JSONValue {
+        describe(.broadcast(application: application.code, gateway: gateway, bundleID: application.bundleID, channelID: channelID, priority: priority,
+                            expiration: BroadcastChannels.expiration(policy, expiresAt: expiresAt, asked: asked), payload: payload))
     }
 
     /// One APNs request as a dry run shows it.

@@ -17,13 +17,16 @@ public struct ChannelDeletion: Sendable {
         self.timeout = timeout
     }
 
+    /// Whether Apple's answer to a DELETE means the channel is gone: deleted now, or already (behind Islet's back).
+    public static func isGone(_ outcome: PushOutcome) -> Bool { outcome.status == 204 || outcome.reason == "ChannelNotRegistered" }
+
     /// Throws Apple's refusal as the API error to answer (`BroadcastChannels.appleRefusal`), or a store error.
     public func delete(_ record: ChannelRecord, application: ApplicationCode, bundleID: String) throws {
         for gateway in Gateway.all {
             guard let id = record.ids[gateway] else { continue }
             let push = Push.manageChannels(application: application, gateway: gateway, bundleID: bundleID, method: "DELETE", path: "channels", channelID: id)
             let outcome = transport.send([push], deadline: .now + timeout).first ?? .unknown("no answer")
-            guard outcome.status == 204 || outcome.reason == "ChannelNotRegistered" else {
+            guard Self.isGone(outcome) else {
                 throw BroadcastChannels.appleRefusal(action: "delete", name: record.name, gateway: gateway, status: outcome.status, reason: outcome.reason)
             }
             _ = try store.deleteChannel(named: record.name, gateway: gateway, in: application)

@@ -104,7 +104,7 @@ public final class RetentionService: Sendable {
                 do {
                     // Read again just before: a broadcast or start may have used it since the list was read.
                     guard let current = try channels.store.channel(named: record.name, in: application),
-                          (current.lastUsedAt ?? current.createdAt) < cutoff else { continue }
+                          current.idleSince < cutoff else { continue }
                     guard let bundleID = try channels.applications.application(application)?.bundleID else {
                         refused.insert(application)
                         continue
@@ -114,7 +114,7 @@ public final class RetentionService: Sendable {
                     deleted += 1
                     logger.info("retention: deleted an idle channel", [
                         "application": .string(application.rawValue), "channel": .string(record.name),
-                        "last_used_at": .string((current.lastUsedAt ?? current.createdAt).formatted(.iso8601)),
+                        "last_used_at": .string(current.idleSince.formatted(.iso8601)),
                     ])
                 } catch {
                     logger.warning("retention: could not delete an idle channel; this application's are left for the next look", [

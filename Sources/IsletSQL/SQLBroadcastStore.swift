@@ -24,15 +24,10 @@ public struct SQLBroadcastStore: BroadcastStore {
                        let refusal = BroadcastChannels.expirationRefusal(asked, channel: broadcast.channel, policy: policy, now: date) {
                         throw AcceptRefusal(index: index, field: "apns_expiration", message: refusal)
                     }
-                    try c.run("""
-                        INSERT INTO broadcasts (code, application, channel, gateway, apns_channel_id, payload, priority, expiration, expires_at,
-                                                state, attempts, created_at, next_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
-                        """, [.text(broadcast.code), .text(application.rawValue), .text(broadcast.channel), row["gateway"], row["apns_channel_id"],
-                              .blob(broadcast.payload), .int(Int64(broadcast.priority)),
-                              .int(BroadcastChannels.expiration(policy, expiresAt: broadcast.expiresAt, asked: broadcast.expiration)),
-                              Self.milliseconds(broadcast.expiresAt),
-                              SQLValue.seconds(date), Self.milliseconds(date)])
+                    try Self.insert(code: broadcast.code, application: application, channel: broadcast.channel, gateway: row["gateway"].text ?? "",
+                                    channelID: row["apns_channel_id"].text ?? "", payload: broadcast.payload, priority: broadcast.priority,
+                                    expiration: BroadcastChannels.expiration(policy, expiresAt: broadcast.expiresAt, asked: broadcast.expiration),
+                                    expiresAt: broadcast.expiresAt, at: date, c)
                 }
             }
             if let notify = database.dialect.notifyWork { try c.run(notify) }
@@ -116,6 +111,19 @@ public struct SQLBroadcastStore: BroadcastStore {
                     bytes: row["payload"].blob?.count ?? 0)
             })
         }
+    }
+
+    /// One environment of a broadcast into the queue, due at once; or, with `failure`, settled as failed for that
+    /// reason and never sent. A code keeps one row per environment, whichever path writes it and how often.
+    static func insert(code: String, application: ApplicationCode, channel: String, gateway: String, channelID: String, payload: [UInt8],
+                       priority: Int, expiration: Int64, expiresAt: Date, failure: String? = nil, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        try c.run("""
+            INSERT INTO broadcasts (code, application, channel, gateway, apns_channel_id, payload, priority, expiration, expires_at,
+                                    state, reason, attempts, created_at, next_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT (application, code, gateway) DO NOTHING
+            """, [.text(code), .text(application.rawValue), .text(channel), .text(gateway), .text(channelID), .blob(payload), .int(Int64(priority)),
+                  .int(expiration), milliseconds(expiresAt), .text(failure == nil ? "pending" : DeliveryState.failed.rawValue),
+                  failure.map { .text($0) } ?? .null, SQLValue.seconds(date), failure == nil ? milliseconds(date) : .null])
     }
 
     static func milliseconds(_ date: Date) -> SQLValue { SQLMessageStore.milliseconds(date) }

@@ -584,14 +584,26 @@ public struct SQLMessageStore: MessageStore {
     }
 
     static func decode(sessionChannel text: String) -> SessionChannel {
-        SessionChannel(name: (try? JSONParser.parse(text))?.objectValue?["name"]?.stringValue, ids: decode(channelIDs: text))
+        let object = (try? JSONParser.parse(text))?.objectValue
+        var ids: [Gateway: String] = [:]
+        for (key, value) in object?.entries ?? [] {
+            if let gateway = Gateway(rawValue: key), let id = value.stringValue { ids[gateway] = id }
+        }
+        return SessionChannel(name: object?["name"]?.stringValue, ids: ids)
     }
 
-    /// The channel column of an activity's current start: nil when it was not started on a channel (X5).
+    /// The channel column of an activity's current start, `activity` a column or `?`: NULL when it was not started
+    /// on a channel (X5). Newest first through messages_by_activity, stopping at the session's start.
+    static func sessionChannel(of activity: String) -> String {
+        """
+        (SELECT s.channel_ids FROM messages s WHERE s.activity = \(activity) AND s.event = 'start' AND s.state != 'cancelled'
+         ORDER BY s.id DESC LIMIT 1)
+        """
+    }
+
+    /// The channel column of an activity's current start, read on its own.
     static func sessionChannel(_ activity: Int64, _ c: any SQLConnection) throws(StoreError) -> String? {
-        // Newest first through messages_by_activity, stopping at the session's start.
-        try c.query("SELECT channel_ids FROM messages WHERE activity = ? AND event = 'start' AND state != 'cancelled' ORDER BY id DESC LIMIT 1",
-                    [.int(activity)]).first?["channel_ids"].text
+        try c.query("SELECT \(sessionChannel(of: "?")) AS channel_ids", [.int(activity)]).first?["channel_ids"].text
     }
 
     /// X5: an update or end of an activity started on a channel goes to the channel too, once, as the message
@@ -615,26 +627,14 @@ public struct SQLMessageStore: MessageStore {
             let channel = try c.query(lookup, parameters).first
             if let name = channel?["name"].text, used.insert(name).inserted { try SQLChannelStore.markUsed(name, in: job.application, at: date, c) }
             let policy = channel.flatMap { BroadcastChannels.StoragePolicy(rawValue: $0["storage_policy"].text ?? "") } ?? .none
-            try c.run("""
-                INSERT INTO broadcasts (code, application, channel, gateway, apns_channel_id, payload, priority, expiration, expires_at,
-                                        state, reason, attempts, created_at, next_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT (application, code, gateway) DO NOTHING
-                """, [.text(job.code), .text(job.application.rawValue), .text(channel?["name"].text ?? job.channel ?? ""), .text(gateway.rawValue),
-                      .text(id), .blob(job.payload), .int(Int64(job.priority.standard)),
-                      .int(BroadcastChannels.expiration(policy, expiresAt: job.expiresAt)), milliseconds(job.expiresAt),
-                      .text(channel == nil ? DeliveryState.failed.rawValue : "pending"),
-                      channel == nil ? .text(BroadcastChannels.channelGone) : .null, SQLValue.seconds(date),
-                      channel == nil ? .null : milliseconds(date)])
+            try SQLBroadcastStore.insert(code: job.code, application: job.application, channel: channel?["name"].text ?? job.channel ?? "",
+                                         gateway: gateway.rawValue, channelID: id, payload: job.payload, priority: job.priority.standard,
+                                         expiration: BroadcastChannels.expiration(policy, expiresAt: job.expiresAt), expiresAt: job.expiresAt,
+                                         failure: channel == nil ? BroadcastChannels.channelGone : nil, at: date, c)
         }
     }
 
-    static func decode(channelIDs text: String) -> [Gateway: String] {
-        var ids: [Gateway: String] = [:]
-        for (key, value) in (try? JSONParser.parse(text))?.objectValue?.entries ?? [] {
-            if let gateway = Gateway(rawValue: key), let id = value.stringValue { ids[gateway] = id }
-        }
-        return ids
-    }
+    static func decode(channelIDs text: String) -> [Gateway: String] { decode(sessionChannel: text).ids }
 
     /// A message's priority by kind of device: the one asked, unless the update budget lowered it (A7).
     static func priorities(_ row: SQLRow) -> BudgetedPriority {
@@ -1207,11 +1207,7 @@ public struct SQLMessageStore: MessageStore {
     private func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil,
                                _ c: any SQLConnection) throws(StoreError) -> SQLRow? {
         let held = heldDueBy == nil ? "" : ", EXISTS (SELECT 1 FROM scheduled_updates s WHERE s.activity = activities.id AND s.due_at <= ?3) AS held_due"
-        // Newest first through messages_by_activity, stopping at the session's start.
-        let channel = !locking ? "" : """
-            , (SELECT m.channel_ids FROM messages m WHERE m.activity = activities.id AND m.event = 'start' AND m.state != 'cancelled'
-               ORDER BY m.id DESC LIMIT 1) AS session_channel
-            """
+        let channel = locking ? ", \(Self.sessionChannel(of: "activities.id")) AS session_channel" : ""
         return try c.query("""
             SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at\(held)\(channel)
             FROM activities WHERE application = ?1 AND activity_id = ?2 \(locking ? database.dialect.forUpdate : "")

@@ -190,12 +190,17 @@ final class SimulatorEngine: Sendable {
                 try? store.saveSimulatedChannelMessage(application: application, id: channelID, payload: expiration == 0 ? nil : request.body,
                                                        keptUntil: until)
             }
-            for entry in (try? store.simulatedDevices()) ?? [] where entry.application == application {
-                guard var device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(entry.state.utf8)), device.subscribes(to: channelID),
-                      device.uninstalledAt == nil else { continue }
-                device.receiveBroadcast(payload: request.body, channelID: channelID, priority: priority, apnsID: uniqueID, now: now(),
-                                        decodingError: { decoder(application, $0, $1, $2) })
-                try? store.save(device, application: application)
+            // The application's phones only, a page at a time.
+            var after: String?
+            while let page = try? store.simulatedDevices(of: application, after: after, limit: 1000), let last = page.last {
+                for entry in page {
+                    guard var device = try? JSONDecoder().decode(SimulatedDevice.self, from: Data(entry.state.utf8)), device.subscribes(to: channelID),
+                          device.uninstalledAt == nil else { continue }
+                    device.receiveBroadcast(payload: request.body, channelID: channelID, priority: priority, apnsID: uniqueID, now: now(),
+                                            decodingError: { decoder(application, $0, $1, $2) })
+                    try? store.save(device, application: application)
+                }
+                after = last.hwid
             }
             return (200, nil)
         }

@@ -10,6 +10,8 @@ public struct ChannelRecord: Sendable, Equatable {
     public let ids: [Gateway: String]
     /// The last broadcast to it, update broadcast along or start on it; nil: never used.
     public var lastUsedAt: Date?
+    /// What its idleness counts from: its last use, or its creation when never used.
+    public var idleSince: Date { lastUsedAt ?? createdAt }
 
     public init(name: String, policy: BroadcastChannels.StoragePolicy, createdAt: Date, ids: [Gateway: String], lastUsedAt: Date? = nil) {
         self.name = name

@@ -36,6 +36,18 @@ struct BroadcastAPITests {
         return phones
     }
 
+    /// Each phone's card shows 1–0 on the channel, and the last push it got is the broadcast `uniqueID`.
+    func expectEveryPhoneShowsTheGoal(_ port: Int, _ phones: [String], channel: String, from uniqueID: String,
+                                     sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for hwid in phones {
+            let phone = try #require(try request(port, method: "GET", "/simulator/devices/\(hwid)", headers: Self.simulatorAuth).json?.objectValue,
+                                     sourceLocation: sourceLocation)
+            let card = phone["lock_screen"]?.arrayValue?.first?.objectValue
+            #expect(card?["content_state"] == ["home": 1, "away": 0] && card?["channel_id"] == .string(channel), "\(hwid)", sourceLocation: sourceLocation)
+            #expect(phone["log"]?.arrayValue?.last?.objectValue?["apns_id"] == .string(uniqueID), "\(hwid)", sourceLocation: sourceLocation)
+        }
+    }
+
     static func score(_ home: Int64, _ away: Int64, channel: String = "match-42") -> JSONObject {
         ["channel": .string(channel), "live_activity": ["event": "update", "content-state": ["home": .int(home), "away": .int(away)]]]
     }
@@ -71,12 +83,7 @@ struct BroadcastAPITests {
         #expect(sent.count == 1 && sent[0]["environment"] == "production" && sent[0]["state"] == "sent" && sent[0]["attempts"] == 1)
         let uniqueID = try #require(sent[0]["apns_unique_id"]?.stringValue)
         // Every phone shows the score, from that one request.
-        for hwid in phones {
-            let phone = try #require(try request(port, method: "GET", "/simulator/devices/\(hwid)", headers: auth).json?.objectValue)
-            let card = phone["lock_screen"]?.arrayValue?.first?.objectValue
-            #expect(card?["content_state"] == ["home": 1, "away": 0] && card?["channel_id"] == .string(channel), "\(hwid)")
-            #expect(phone["log"]?.arrayValue?.last?.objectValue?["apns_id"] == .string(uniqueID), "\(hwid)")
-        }
+        try expectEveryPhoneShowsTheGoal(port, phones, channel: channel, from: uniqueID)
     }
 
     /// Islet starts an activity on a channel on 1,000 simulated phones, then ONE update by the activity's id reaches
@@ -84,7 +91,6 @@ struct BroadcastAPITests {
     @Test func aStartOnAChannelThenOneUpdateByIDReachesEveryPhoneInOneRequest() throws {
         let running = try RunningServer()
         let port = running.port
-        let auth = Self.simulatorAuth
         let channel = try createChannel(port, "final")
         let phones = try addPhones(port, 1000)
         let start = try #require(try ok(try server(port, "startLiveActivity", ["notifications": [.object(startNotification(
@@ -102,12 +108,8 @@ struct BroadcastAPITests {
         let requests = (done["broadcasts"]?.arrayValue ?? []).compactMap(\.objectValue)
         #expect(requests.count == 1 && requests.first?["state"] == "sent" && requests.first?["attempts"] == 1, "one request, once: \(done)")
         let uniqueID = try #require(requests.first?["apns_unique_id"]?.stringValue)
-        for hwid in phones {
-            let phone = try #require(try request(port, method: "GET", "/simulator/devices/\(hwid)", headers: auth).json?.objectValue)
-            let card = phone["lock_screen"]?.arrayValue?.first?.objectValue
-            #expect(card?["content_state"] == ["home": 1, "away": 0] && card?["channel_id"] == .string(channel), "\(hwid)")
-            #expect(phone["log"]?.arrayValue?.last?.objectValue?["apns_id"] == .string(uniqueID), "\(hwid): the broadcast, not a push of its own")
-        }
+        // Every phone shows it from the broadcast, not from a push of its own.
+        try expectEveryPhoneShowsTheGoal(port, phones, channel: channel, from: uniqueID)
     }
 
     /// A start with `channel`: phones on iOS 18 start the activity on the channel (`input-push-channel`) and get its

@@ -19,9 +19,14 @@ public struct APICall: Sendable {
     public var tokenKind: TokenKind = .api
     /// The id (`tk_…`) of that token, never its secret.
     public var tokenID = ""
+    /// Set when the call came through the console (issue 17), which the audit log says.
+    public var throughConsole = false
 
     /// Who made the call, for the audit log.
-    public var actor: String { "api token \(tokenID)" }
+    public var actor: String {
+        guard throughConsole else { return "api token \(tokenID)" }
+        return tokenID.isEmpty ? "console (console password)" : "console (api token \(tokenID))"
+    }
 }
 
 /// What a method does to storage, which decides where the server runs it.

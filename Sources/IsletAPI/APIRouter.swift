@@ -126,29 +126,62 @@ public struct APIRouter: HTTPHandler {
             return ("unknown", Self.failure(APIError(.notFound, "unknown method '\(name.prefix(64))'\(hint)")))
         }
         guard request.method == "POST" else { return (name, Self.methodNotAllowed(request, allow: "POST")) }
+        return (name, answer(name) { try call(method, request) })
+    }
+
+    /// The envelope for what `body` returns, or for the error it throws.
+    private func answer(_ name: String, _ body: () throws -> JSONObject) -> HTTPResponse {
         do {
-            return (name, Self.json(Envelope.ok(try call(method, request)), status: 200))
+            return Self.json(Envelope.ok(try body()), status: 200)
         } catch let error as APIError {
-            return (name, Self.failure(error))
+            return Self.failure(error)
         } catch let limited as RateLimited {
             var response = Self.failure(APIError(.tooManyRequests, limited.message))
             response.headers.append(("Retry-After", String(limited.retryAfter)))
-            return (name, response)
+            return response
         } catch let error as StoreError {
             logger.error("storage failure", ["method": .string(name), "error": .string(error.message)])
-            return (name, Self.failure(APIError(.unavailable, "storage is unavailable; nothing was changed, retry later")))
+            return Self.failure(APIError(.unavailable, "storage is unavailable; nothing was changed, retry later"))
         } catch {
             logger.error("unexpected failure", ["method": .string(name), "error": .string("\(error)")])
-            return (name, Self.failure(APIError(.internalError, "internal error; nothing was changed")))
+            return Self.failure(APIError(.internalError, "internal error; nothing was changed"))
         }
     }
 
-    private func call(_ method: APIMethod, _ request: HTTPRequest) throws -> JSONObject {
-        let receivedAt = now()
+    /// Runs the JSON API method `name` for the console (issue 17) as a server API token of `application` would:
+    /// the same checks, answers and metrics as `POST /json/1.3/<name>`. `body` is `{"request": {...}}`; its
+    /// `application`, if any, must be the session's, and its `auth` is ignored (the session stands for it).
+    public func consoleCall(_ name: String, body: [UInt8], application: Application, tokenID: String?) -> HTTPResponse {
+        let started = ContinuousClock.now
+        let response: HTTPResponse
+        if let method = methods[name] {
+            response = answer(name) {
+                let fields = try Self.requestFields(body)
+                if let code = try fields.string("application"), code != application.code.rawValue {
+                    throw APIError(.unauthorized, "application: this console session is signed in to \(application.code), not \(code.prefix(64))")
+                }
+                if let limiter = perServerToken, let wait = limiter.take(application.code.rawValue) {
+                    throw RateLimited.message("the server API tokens of \(application.code)", limit: limiter.limit, retryAfter: wait)
+                }
+                var call = APICall(application: application, request: fields, receivedAt: now(), tokenKind: .api, tokenID: tokenID ?? "")
+                call.throughConsole = true
+                return try method.run(call)
+            }
+        } else {
+            let hint = Suggestion.nearest(name, among: Array(methods.keys)).map { "; did you mean '\($0)'?" } ?? ""
+            response = Self.failure(APIError(.notFound, "unknown method '\(name.prefix(64))'\(hint)"))
+        }
+        let elapsed = ContinuousClock.now - started
+        metrics.record(route: methods[name] == nil ? "unknown" : name, status: response.status,
+                       seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return response
+    }
 
+    /// The `request` object of a `{"request": {...}}` body, with paths relative to it.
+    static func requestFields(_ body: [UInt8]) throws -> FieldReader {
         let document: JSONValue
         do {
-            document = try JSONParser.parse(request.body)
+            document = try JSONParser.parse(body)
         } catch {
             throw APIError(.badRequest, "body: malformed JSON: \(error)")
         }
@@ -160,7 +193,12 @@ public struct APIRouter: HTTPHandler {
         }
         try requestValue.refuseNUL()
         let fields = try FieldReader(requestValue, path: "request")
-        let body = FieldReader(fields.object)   // paths below are relative to `request`, as in the docs
+        return FieldReader(fields.object)   // paths below are relative to `request`, as in the docs
+    }
+
+    private func call(_ method: APIMethod, _ request: HTTPRequest) throws -> JSONObject {
+        let receivedAt = now()
+        let body = try Self.requestFields(request.body)
         var code: ApplicationCode?
         if let codeText = try body.string("application") {
             guard let parsed = ApplicationCode(codeText) else {

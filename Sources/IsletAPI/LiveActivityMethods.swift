@@ -421,6 +421,8 @@ public struct LiveActivityMethods: Sendable {
                         "last_message": device.lastMessage.map { .string($0) } ?? .null,
                         "last_delivery": device.lastState.map { .string($0.rawValue) } ?? .null,
                         "caught_up": .bool(device.caughtUp),
+                        "attempts": device.attempts.map { .int(Int64($0)) } ?? .null,
+                        "token_updated_at": device.tokenUpdatedAt.map { .string($0.formatted(.iso8601)) } ?? .null,
                         "flags": DeviceMethods.flags(device.health, now: call.receivedAt),
                     ]
                 }),

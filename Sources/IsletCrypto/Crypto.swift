@@ -20,6 +20,24 @@ public enum Crypto {
         return bytes
     }
 
+    /// PBKDF2-HMAC-SHA256 of `password` (32 bytes): for the console password, which is typed, so must be slow to guess.
+    public static func pbkdf2SHA256(password: String, salt: [UInt8], iterations: Int) -> [UInt8] {
+        var key = [UInt8](repeating: 0, count: 32)
+        let secret = Array(password.utf8)
+        let ok = secret.withUnsafeBufferPointer { pass in
+            salt.withUnsafeBufferPointer { saltBytes in
+                key.withUnsafeMutableBufferPointer { out in
+                    pass.withMemoryRebound(to: CChar.self) { passChars in
+                        PKCS5_PBKDF2_HMAC(passChars.baseAddress, Int32(secret.count), saltBytes.baseAddress, Int32(salt.count), Int32(iterations),
+                                          EVP_sha256(), Int32(out.count), out.baseAddress)
+                    }
+                }
+            }
+        }
+        precondition(ok == 1, "OpenSSL PBKDF2 failed")
+        return key
+    }
+
     /// Compares two byte strings in time that depends only on their lengths.
     public static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }

@@ -33,16 +33,25 @@ public struct HTTPRequest: Sendable {
     }
 }
 
-/// An HTTP response: status, headers and a body sent as one buffer.
+/// An HTTP response: status, headers and a body sent as one buffer, or a stream written over time.
 public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// When set, the body is this stream (chunked) and `body` is ignored.
+    public var stream: HTTPEventStream?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], stream: HTTPEventStream) {
+        self.status = status
+        self.headers = headers
+        self.body = []
+        self.stream = stream
     }
 }
 

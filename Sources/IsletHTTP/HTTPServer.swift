@@ -104,6 +104,8 @@ public final class HTTPServer: @unchecked Sendable {
         let listener = MHD_quiesce_daemon(running)
         if listener >= 0 { close(listener) }
         let deadline = ContinuousClock.now + gracePeriod
+        // Streams never end on their own: they end now, once what they have queued is written.
+        context.streams.finishAll()
         let drained = waitForRequests(until: deadline)
         let handler = context.handler
         if context.suspensions.stop(answer: { request, started in handler.unfinished(request, started: started) }) > 0 {
@@ -170,6 +172,7 @@ final class ServerContext: Sendable {
     let inFlight = Atomic<Int>(0)
     let workers: WorkerPool
     let suspensions = Suspensions()
+    let streams = OpenStreams()
 
     init(handler: any HTTPHandler, maximumBodyBytes: Int, workers: WorkerPool) {
         self.handler = handler
@@ -302,9 +305,19 @@ private let collectQueryArgument: MHD_KeyValueIteratorN = { cls, _, key, keySize
     return .YES
 }
 
-private func queue(_ response: HTTPResponse, on connection: OpaquePointer?) -> MHD_Result {
-    let mhdResponse = response.body.withUnsafeBytes { bytes in
-        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer?, _ context: ServerContext) -> MHD_Result {
+    let mhdResponse: OpaquePointer?
+    if let stream = response.stream, let connection {
+        stream.attach(connection)
+        context.streams.add(stream)
+        // Released (and the stream told it is closed) by libmicrohttpd's free callback, even if queueing fails.
+        let retained = Unmanaged.passRetained(stream)
+        mhdResponse = MHD_create_response_from_callback(UInt64.max /* MHD_SIZE_UNKNOWN */, 4096, streamReader, retained.toOpaque(), streamReleased)
+        if mhdResponse == nil { retained.takeRetainedValue().released() }
+    } else {
+        mhdResponse = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
     }
     guard let mhdResponse else { return .NO }
     for header in response.headers { MHD_add_response_header(mhdResponse, header.name, header.value) }
@@ -335,7 +348,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         if let length = state.request.header("content-length").flatMap(Int.init), length > context.maximumBodyBytes {
             // Answer before reading a body we would refuse; libmicrohttpd then closes the connection.
             state.tooLarge = true
-            return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection)
+            return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection, context)
         }
         return .YES
     }
@@ -343,7 +356,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
     if let answer = state.answer {
         // Called again after a worker resumed the connection.
-        return queue(answer.take() ?? HTTPResponse(status: 500), on: connection)
+        return queue(answer.take() ?? HTTPResponse(status: 500), on: connection, context)
     }
     if uploadSize.pointee > 0 {
         let count = uploadSize.pointee
@@ -359,7 +372,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         return .YES
     }
     if state.tooLarge {
-        return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection)
+        return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection, context)
     }
     let request = state.request
     if context.handler.execution(for: request) == .workerPool, let connection {
@@ -367,9 +380,9 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         state.answer = answer
         if context.handOff(request, answer: answer, connection: connection) { return .YES }
         state.answer = nil
-        return queue(context.handler.unfinished(request, started: false), on: connection)
+        return queue(context.handler.unfinished(request, started: false), on: connection, context)
     }
-    return queue(context.handler.handle(request), on: connection)
+    return queue(context.handler.handle(request), on: connection, context)
 }
 
 private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in

@@ -21,10 +21,11 @@ public enum DatabaseCopy {
         Table(name: "token_history", key: ["id"]), Table(name: "scheduled_updates", key: ["id"]),
         Table(name: "activity_renewals", key: ["activity"]), Table(name: "channels", key: ["id"]),
         Table(name: "broadcasts", key: ["id"]),
-        Table(name: "simulated_channels", key: nil), Table(name: "simulated_tokens", key: nil),
+        Table(name: "simulated_channels", key: nil), Table(name: "simulated_tokens", key: nil), Table(name: "console_password", key: nil),
     ]
     /// What a node keeps of its own (its liveness, leases, the provider tokens it signed): not carried over.
-    static let notCopied: Set<String> = ["schema_migrations", "nodes", "leases", "provider_tokens"]
+    /// Console sessions are not either: they are signed in again against the new database.
+    static let notCopied: Set<String> = ["schema_migrations", "nodes", "leases", "provider_tokens", "console_sessions"]
 
     /// Copies `source` into `destination`; `progress(table, copied, total)` is called as rows go in.
     /// Returns each table with its row count in the source and in the destination afterwards.

@@ -1144,7 +1144,8 @@ public struct SQLMessageStore: MessageStore {
             // token or gateway last changed (a BadDeviceToken before that is no longer news).
             try c.query("""
                 SELECT d.id, d.hwid, d.sandbox, d.os_version, sm.channel_ids, ad.state, dl.status, dl.reason, dl.at, m.code, dl.state AS delivery_state, dl.catch_up,
-                       a.state AS activity_state, a.activity_id,
+                       dl.attempts, a.state AS activity_state, a.activity_id,
+                       (SELECT t.updated_at FROM activity_tokens t WHERE t.device = ad.device AND t.activity_id = a.activity_id AND t.token IS NOT NULL) AS token_updated_at,
                        s.at AS start_accepted_at,
                        (SELECT MAX(h.at) FROM token_history h WHERE h.device = ad.device AND h.kind = 'push') AS push_token_changed_at,
                        (SELECT MIN(h.at) FROM token_history h WHERE h.device = ad.device AND h.kind = 'update' AND h.slot = a.activity_id
@@ -1164,6 +1165,8 @@ public struct SQLMessageStore: MessageStore {
                                             lastReason: row["reason"].text, lastMessage: row["code"].text,
                                             lastState: row["delivery_state"].text.flatMap(DeliveryState.init(rawValue:)), caughtUp: row["catch_up"].bool)
                 device.id = row["id"].int ?? 0
+                device.attempts = row["attempts"].int.map { Int($0) }
+                device.tokenUpdatedAt = row["token_updated_at"].date
                 let gateway: Gateway = row["sandbox"].bool ? .sandbox : .production
                 // A start that subscribed the device to a channel (X5) brings no update token to wait for.
                 let onChannel = BroadcastChannels.startsOnChannel(ids: row["channel_ids"].text.map(Self.decode(channelIDs:)), gateway: gateway,

@@ -373,6 +373,25 @@ public enum SQLMigrations {
             ALTER TABLE simulated_channels ADD COLUMN gateway TEXT NOT NULL DEFAULT 'production';
             UPDATE simulated_channels SET kept_until = kept_until + 28800 WHERE kept_until IS NOT NULL;
             """),
+        // The console (issue 17): its sessions (a revoked token or a deleted application ends them), the console
+        // password, and the activity list newest first per application.
+        Migration(version: 18, name: "console", sql: """
+            CREATE TABLE console_sessions (
+                id_hash BLOB PRIMARY KEY,
+                application TEXT REFERENCES applications(code) ON DELETE CASCADE,
+                token_id TEXT REFERENCES tokens(id) ON DELETE CASCADE,
+                csrf_token TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL
+            ) STRICT;
+            CREATE INDEX console_sessions_by_expiry ON console_sessions (expires_at);
+            CREATE TABLE console_password (
+                singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+                record TEXT NOT NULL,
+                updated_at INTEGER NOT NULL
+            ) STRICT;
+            CREATE INDEX activities_by_application ON activities (application, id);
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

@@ -266,6 +266,19 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
         activities.removeAll { ($0.dismissAt ?? .infinity) <= now.timeIntervalSince1970 }
     }
 
+    /// What a tester can make a simulated phone: locked, unlocked, or with the app uninstalled.
+    public enum Setting: String, CaseIterable, Sendable {
+        case locked, unlocked, uninstalled
+    }
+
+    public mutating func apply(_ setting: Setting, now: Date) {
+        switch setting {
+        case .locked: locked = true
+        case .unlocked: unlock()
+        case .uninstalled: uninstalledAt = Int64(now.timeIntervalSince1970 * 1000)
+        }
+    }
+
     public mutating func unlock() {
         locked = false
         for index in activities.indices {

@@ -514,6 +514,10 @@ public struct ActivityDevice: Sendable, Equatable {
     /// What the device's health flags for this activity are decided from (A10): its start, if APNs accepted
     /// one, and the last push's `BadDeviceToken`.
     public var health = DeviceHealth.Facts(gateway: .production)
+    /// Attempts of the last message's push to this device (retries included).
+    public var attempts: Int?
+    /// When the app last reported this activity's update token (nil: never, or it was dropped).
+    public var tokenUpdatedAt: Date?
 
     public init(hwid: String, state: String, lastStatus: Int?, lastReason: String?, lastMessage: String?, lastState: DeliveryState? = nil,
                 caughtUp: Bool = false) {

@@ -9,11 +9,12 @@ struct CLIRun {
     let errors: String
 }
 
-func islet(_ words: [String], environment: [String: String] = [:]) -> CLIRun {
-    let output = Mutex(""), errors = Mutex("")
+func islet(_ words: [String], environment: [String: String] = [:], input: [String] = []) -> CLIRun {
+    let output = Mutex(""), errors = Mutex(""), lines = Mutex(input)
     let context = CLIContext(environment: environment,
                              standardOutput: { text in output.withLock { $0 += text } },
-                             standardError: { text in errors.withLock { $0 += text } })
+                             standardError: { text in errors.withLock { $0 += text } },
+                             standardInput: { lines.withLock { $0.isEmpty ? nil : $0.removeFirst() } })
     let status = CommandLineTool.main(words, context: context)
     return CLIRun(status: status, output: output.withLock { $0 }, errors: errors.withLock { $0 })
 }

@@ -91,6 +91,24 @@ struct SimulatorRoutesTenancyTests {
         #expect(try get("/simulator/devices/x%2541", token: "SECRET_API_TOKEN").status == 200)
     }
 
+    /// Issue 17: a tester locks, unlocks or uninstalls the app on a phone over HTTP, as `islet simulator device set` does.
+    @Test func aPhoneIsLockedUnlockedAndUninstalledOverHTTP() throws {
+        let running = try RunningServer(demo: true)
+        let other = try running.admin().create(name: "Other", bundleID: "com.example.other")
+        func set(_ hwid: String, _ body: String, token: String = "SECRET_API_TOKEN") throws -> RawHTTPResponse {
+            try request(running.port, "/simulator/devices/\(hwid)/state", body: body, headers: ["Authorization": "Token \(token)"])
+        }
+        #expect(try set("first_third", #"{"state":"locked"}"#).json?.objectValue?["locked"] == true)
+        #expect(try set("first_third", #"{"state":"unlocked"}"#).json?.objectValue?["locked"] == false)
+        #expect(try set("first_third", #"{"state":"uninstalled"}"#).json?.objectValue?["uninstalled"] == true)
+        let wrong = try set("first_third", #"{"state":"asleep"}"#)
+        #expect(wrong.status == 400 && wrong.message == "state: must be one of locked, unlocked, uninstalled")
+        #expect(try set("first_third", #"{"state":"locked"}"#, token: other.apiToken.secret).status == 404, "another application's phone is not found")
+        #expect(try set("nobody", #"{"state":"locked"}"#).status == 404)
+        let get = try request(running.port, method: "GET", "/simulator/devices/first_third/state", headers: ["Authorization": "Token SECRET_API_TOKEN"])
+        #expect(get.status == 405 && get.headers["allow"] == "POST")
+    }
+
     /// Issue 12: the list of simulated phones comes in pages (`limit`, `cursor`, `next_cursor`), never cut.
     @Test func theListOfSimulatedPhonesIsPaged() throws {
         let running = try RunningServer(demo: false)

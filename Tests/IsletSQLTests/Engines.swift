@@ -61,4 +61,5 @@ final class EngineDatabase: Sendable {
     var simulated: SQLSimulatorStore { SQLSimulatorStore(database: database) }
     var channels: SQLChannelStore { SQLChannelStore(database: database) }
     var broadcasts: SQLBroadcastStore { SQLBroadcastStore(database: database) }
+    var console: SQLConsoleStore { SQLConsoleStore(database: database) }
 }

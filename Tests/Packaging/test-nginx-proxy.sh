@@ -74,3 +74,19 @@ ok "bodies over 1 MiB get the same 413 envelope through nginx as from Islet"
 plain="$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$tls_port/healthz" || true)"
 [ "$plain" = "400" ] || fail "plain HTTP on the TLS port got $plain, not nginx's 400 refusal"
 ok "plain HTTP on the TLS port is refused (400), never passed to Islet"
+
+# The console through the proxy: its cookie is Secure (nginx says X-Forwarded-Proto https), and its event
+# stream reaches the browser through nginx as events happen, not when nginx's buffer fills.
+headers="$(https -D - -o /dev/null -c "$work/cookies" "https://islet.example.com:$tls_port/console/api/session" -d '{"token":"SECRET_API_TOKEN"}')"
+grep -qi '^set-cookie: islet_console=.*; HttpOnly; SameSite=Strict; Secure' <<<"$headers" || fail "the console's cookie through nginx: $headers"
+ok "the console's session cookie is Secure behind the HTTPS proxy"
+https -N -b "$work/cookies" --max-time 20 "https://islet.example.com:$tls_port/console/api/events" > "$work/events.txt" &
+events_pid=$!
+wait_for 10 grep -q "event: ready" "$work/events.txt" || fail "no ready event through nginx: $(cat "$work/events.txt")"
+start='{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN","notifications":[{"content":"x","live_activity_id":"PROXY_1",
+  "live_activity":{"event":"start","content-state":{"status":"ok"},"attributes-type":"FoodDeliveryAttributes","attributes":{}},"filter":"FILTER_NAME_1"}]}}'
+started="$(https "https://islet.example.com:$tls_port/json/1.3/startLiveActivity" -d "$start")"
+grep -q '"status_code":200' <<<"$started" || fail "startLiveActivity through nginx: $started"
+wait_for 10 grep -q "event: change" "$work/events.txt" || fail "no change event through nginx: $(cat "$work/events.txt")"
+kill "$events_pid" 2>/dev/null || true
+ok "the console's Server-Sent Events pass through nginx as they happen"

@@ -26,4 +26,15 @@ public enum LoopbackSocket {
         }
         return fd
     }
+
+    /// Reads from `socket` into `received` until it contains `text`; false when the peer closes or a read times out first.
+    public static func receive(_ socket: Int32, until text: String, into received: inout String) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !received.contains(text) {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return false }
+            received += String(decoding: buffer[..<count], as: UTF8.self)
+        }
+        return true
+    }
 }

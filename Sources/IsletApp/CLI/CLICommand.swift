@@ -6,12 +6,15 @@ public struct CLIContext: Sendable {
     public let environment: [String: String]
     public let standardOutput: @Sendable (String) -> Void
     public let standardError: @Sendable (String) -> Void
+    /// One line of standard input (nil at its end), for secrets that must not be on the command line.
+    public let standardInput: @Sendable () -> String?
 
     public init(environment: [String: String], standardOutput: @escaping @Sendable (String) -> Void,
-                standardError: @escaping @Sendable (String) -> Void) {
+                standardError: @escaping @Sendable (String) -> Void, standardInput: @escaping @Sendable () -> String? = { readLine() }) {
         self.environment = environment
         self.standardOutput = standardOutput
         self.standardError = standardError
+        self.standardInput = standardInput
     }
 
     /// The real process: stdout, stderr and the environment.

@@ -12,7 +12,7 @@ struct IsletCommand: CLIGroup {
         name: "islet",
         abstract: "Islet: a self-hosted Live Activity push server.",
         subcommands: [ServeCommand.self, AppCommand.self, SimulatorCommand.self, SchemaCommand.self, DatabaseCommand.self,
-                      ClusterCommand.self, ManualCommand.self])
+                      ClusterCommand.self, ConsoleCommand.self, ManualCommand.self])
 }
 
 /// Options and helpers several commands share.

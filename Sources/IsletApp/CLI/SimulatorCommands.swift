@@ -143,29 +143,24 @@ struct SimulatorDeviceSetCommand: CLICommand {
 
     let arguments: ParsedArguments
     let application: ApplicationCode
-    let state: String
+    let state: SimulatedDevice.Setting
 
     init(_ arguments: ParsedArguments, context: CLIContext) throws {
         self.arguments = arguments
         application = try Common.applicationCode(arguments.value("--application")!)
-        state = arguments.value("--state")!
-        guard ["locked", "unlocked", "uninstalled"].contains(state) else {
-            throw CLIError.usage("--state: '\(state)' is not one of locked, unlocked, uninstalled")
+        let text = arguments.value("--state")!
+        guard let state = SimulatedDevice.Setting(rawValue: text) else {
+            throw CLIError.usage("--state: '\(text)' is not one of locked, unlocked, uninstalled")
         }
+        self.state = state
     }
 
     func run(_ context: CLIContext) throws -> Int32 {
         let wiring = try wiring(arguments)
         let hwid = arguments.argument(0)
-        let found: Void? = try APNsSimulator.withDevice(wiring.simulated, application, hwid) { device in
-            switch state {
-            case "locked": device.locked = true
-            case "unlocked": device.unlock()
-            default: device.uninstalledAt = Int64(Date().timeIntervalSince1970 * 1000)
-            }
-        }
+        let found: Void? = try APNsSimulator.withDevice(wiring.simulated, application, hwid) { device in device.apply(state, now: Date()) }
         guard found != nil else { throw CLIError.failure("no simulated device '\(hwid)' in \(application)") }
-        context.print("\(hwid) is now \(state).")
+        context.print("\(hwid) is now \(state.rawValue).")
         return 0
     }
 }

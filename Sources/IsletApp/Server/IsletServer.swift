@@ -1,6 +1,7 @@
 import Foundation
 import IsletAPI
 import IsletAPNs
+import IsletConsole
 import IsletCore
 import IsletDelivery
 import IsletHTTP
@@ -37,6 +38,9 @@ public final class IsletServer: Sendable {
     private let serverLock = Mutex<SQLiteServerLock?>(nil)
     /// The HTTP handler, for in-process tests of routing and input handling without sockets.
     public let router: APIRouter
+    /// The web console's routes (`/console`), for in-process tests; and what tells its pages of changes.
+    public let console: ConsoleRouter
+    let consoleEvents: ConsoleEvents
     /// The prefix routes the server answers besides the JSON API, for the OpenAPI conformance test.
     public let prefixRoutes: [String]
     private let logger: Logger
@@ -115,8 +119,15 @@ public final class IsletServer: Sendable {
                                limits: configuration.rateLimits, readsWait: configuration.location.isNetworked,
                                healthDetails: { ["node": .string(node.id.rawValue), "liveness": .bool(delivery?.nodeIsAlive ?? true)] })
         self.router = router
-        self.http = HTTPServer(configuration: configuration.http, handler: router)
-        self.prefixRoutes = simulator == nil ? [] : ["/simulator/devices"]
+        let consoleStore = storage.console
+        let consoleEvents = ConsoleEvents(store: consoleStore, logger: logger.with(label: "islet.console"), now: clock)
+        self.consoleEvents = consoleEvents
+        let console = ConsoleRouter(api: router, applications: store, store: consoleStore, messages: messages, events: consoleEvents,
+                                    simulator: simulator == nil ? nil : { @Sendable request, application in routes.handle(request, as: application) },
+                                    logger: logger.with(label: "islet.console"), now: clock)
+        self.console = console
+        self.http = HTTPServer(configuration: configuration.http, handler: ServerRoutes(api: router, console: console, metrics: metrics))
+        self.prefixRoutes = (simulator == nil ? [] : ["/simulator/devices"]) + [ConsoleRouter.prefix]
         let operatorMetrics = OperatorMetrics(delivery: delivery, messages: messages, client: client, now: clock)
         metrics.addCollector { operatorMetrics.render() }
     }
@@ -179,6 +190,7 @@ public final class IsletServer: Sendable {
             logger.warning("no APNs transport is configured: accepted messages are stored and wait to be sent")
         }
         retention.start()
+        consoleEvents.start()
         do {
             try http.start()
         } catch {
@@ -214,6 +226,7 @@ public final class IsletServer: Sendable {
     /// never holds up delivery's share), then delivery, whose batches on the wire the APNs client answers at
     /// once (not sent, or unknown), so workers record them as retries or unconfirmed starts; nothing is lost.
     private func stopServices(deadline: ContinuousClock.Instant) {
+        consoleEvents.shutdown(deadline: min(deadline, ContinuousClock.now + .seconds(1)))
         if !retention.shutdown(deadline: min(deadline, ContinuousClock.now + .seconds(1))) {
             logger.warning("the retention pruner was still in a batch at shutdown; it ends with the process")
         }

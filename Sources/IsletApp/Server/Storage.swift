@@ -66,6 +66,7 @@ public struct Storage: Sendable {
     public var channels: SQLChannelStore { SQLChannelStore(database: database) }
     public var broadcasts: SQLBroadcastStore { SQLBroadcastStore(database: database) }
     public var cluster: SQLClusterStore { SQLClusterStore(database: database) }
+    public var console: SQLConsoleStore { SQLConsoleStore(database: database) }
 
     /// Opens a node's liveness session, given its number: PostgreSQL only (SQLite has one server per file).
     public var nodeSession: (@Sendable (Int) throws -> any NodeSession)? {

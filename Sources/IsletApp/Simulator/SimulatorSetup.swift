@@ -104,7 +104,18 @@ struct SimulatorRoutes: Sendable {
     func handle(_ request: HTTPRequest) -> HTTPResponse {
         do {
             let application = try authenticator.authenticate(application: nil, secret: APIRouter.headerToken(request), access: .server)
-            return try route(request, application: application.code)
+            return handle(request, as: application.code)
+        } catch let error as APIError {
+            return APIRouter.failure(error)
+        } catch {
+            return APIRouter.failure(APIError(.internalError, "\(error)"))
+        }
+    }
+
+    /// The same routes for a caller already authorised for `application` (the console's session).
+    func handle(_ request: HTTPRequest, as application: ApplicationCode) -> HTTPResponse {
+        do {
+            return try route(request, application: application)
         } catch let error as APIError {
             return APIRouter.failure(error)
         } catch let error as JSONSyntaxError {
@@ -131,12 +142,13 @@ struct SimulatorRoutes: Sendable {
         }
         // The app starts an activity on the phone itself, subscribed to a broadcast channel (X5).
         if rest.hasSuffix("/activities"), rest.count > "/activities".count + 1 {
-            guard request.method == "POST" else {
-                var refused = APIRouter.failure(APIError(.methodNotAllowed, "use POST on /simulator/devices/<hwid>/activities"))
-                refused.headers.append(("Allow", "POST"))
-                return refused
-            }
+            if let refused = Self.onlyPOST(request, "/simulator/devices/<hwid>/activities") { return refused }
             return try startOnChannel(request, hwid: String(rest.dropFirst().dropLast("/activities".count)), application: application)
+        }
+        // A tester locks, unlocks or uninstalls the app on a phone, as `islet simulator set` does.
+        if rest.hasSuffix("/state"), rest.count > "/state".count + 1 {
+            if let refused = Self.onlyPOST(request, "/simulator/devices/<hwid>/state") { return refused }
+            return try setState(request, hwid: String(rest.dropFirst().dropLast("/state".count)), application: application)
         }
         let hwid = String(rest.dropFirst())   // libmicrohttpd has already decoded the path once
         guard request.method == "GET" else {
@@ -179,6 +191,32 @@ struct SimulatorRoutes: Sendable {
         }
         guard let device = started else { throw APIError(.notFound, "no simulated device '\(hwid.prefix(256))' in application \(application)") }
         return APIRouter.json(device.json(now: Date(), withLog: false), status: 200)
+    }
+
+    /// 405 with `Allow: POST` unless the request is a POST.
+    private static func onlyPOST(_ request: HTTPRequest, _ route: String) -> HTTPResponse? {
+        guard request.method != "POST" else { return nil }
+        var refused = APIRouter.failure(APIError(.methodNotAllowed, "use POST on \(route)"))
+        refused.headers.append(("Allow", "POST"))
+        return refused
+    }
+
+    /// {state: "locked" | "unlocked" | "uninstalled"}: unlocking shows the updates that waited for it (A6).
+    private func setState(_ request: HTTPRequest, hwid: String, application: ApplicationCode) throws -> HTTPResponse {
+        let document = try JSONParser.parse(request.body)
+        guard case .object = document else {
+            throw APIError.invalid("body", "must be a JSON object such as {\"state\": \"locked\"}, got \(document.typeName)")
+        }
+        let text = try FieldReader(document, path: "").requiredString("state")
+        guard let setting = SimulatedDevice.Setting(rawValue: text) else {
+            throw APIError.invalid("state", "must be one of locked, unlocked, uninstalled")
+        }
+        let now = Date()
+        guard let device = try APNsSimulator.withDevice(wiring.simulated, application, hwid, { device in
+            device.apply(setting, now: now)
+            return device
+        }) else { throw APIError(.notFound, "no simulated device '\(hwid.prefix(256))' in application \(application)") }
+        return APIRouter.json(device.json(now: now, withLog: false), status: 200)
     }
 
     /// {hwid, ios_version?, locked?, attributes_types?, application?}: the application is the token's; naming

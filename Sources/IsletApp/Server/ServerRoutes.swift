@@ -1,0 +1,36 @@
+import Foundation
+import IsletAPI
+import IsletConsole
+import IsletHTTP
+
+/// What `islet serve` answers: the web console under `/console`, everything else the JSON API's router.
+struct ServerRoutes: HTTPHandler {
+    let api: APIRouter
+    let console: ConsoleRouter
+    let metrics: Metrics
+
+    private func isConsole(_ request: HTTPRequest) -> Bool {
+        request.path == ConsoleRouter.prefix || request.path.hasPrefix(ConsoleRouter.prefix + "/")
+    }
+
+    func handle(_ request: HTTPRequest) -> HTTPResponse {
+        guard isConsole(request) else { return api.handle(request) }
+        let started = ContinuousClock.now
+        let response = console.handle(request)
+        let elapsed = ContinuousClock.now - started
+        // API methods the console runs count under their own names (APIRouter.consoleCall); the rest as "console".
+        if !request.path.hasPrefix(ConsoleRouter.prefix + "/api/call/") {
+            metrics.record(route: "console", status: response.status,
+                           seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
+        return response
+    }
+
+    func execution(for request: HTTPRequest) -> HTTPExecution {
+        isConsole(request) ? console.execution(for: request) : api.execution(for: request)
+    }
+
+    func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse { api.bodyTooLarge(request, limit: limit) }
+
+    func unfinished(_ request: HTTPRequest, started: Bool) -> HTTPResponse { api.unfinished(request, started: started) }
+}

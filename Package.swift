@@ -50,7 +50,7 @@ let package = Package(
         .testTarget(name: "IsletDeliveryTests", dependencies: ["IsletDelivery", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore", "IsletTestPeers"]),
         .testTarget(name: "IsletHTTPTests", dependencies: ["IsletHTTP", "IsletTestPeers"]),
-        .testTarget(name: "IsletConsoleTests", dependencies: ["IsletConsole"]),
+        .testTarget(name: "IsletConsoleTests", dependencies: ["IsletConsole", "IsletCore", "IsletStore", "IsletHTTP"]),
         .testTarget(name: "IsletSQLTests", dependencies: ["IsletSQL", "IsletSQLite", "IsletPostgres", "IsletStore", "IsletCore", "IsletCrypto", "IsletTestPeers"]),
         .testTarget(name: "IsletAppTests", dependencies: ["IsletApp", "IsletConsole", "IsletSQL", "IsletSQLite", "IsletStore"], exclude: ["Golden"]),
         .testTarget(name: "IsletIntegrationTests", dependencies: ["IsletApp", "IsletAPI", "IsletConsole", "IsletSQL", "IsletSQLite", "IsletPostgres", "IsletStore", "IsletHTTP", "IsletDelivery",

@@ -15,17 +15,28 @@ public final class ConsoleEvents: Sendable {
     let interval: Duration
     let heartbeat: Duration
 
+    /// Messages are read again this far below the highest id seen: on PostgreSQL a transaction that took a
+    /// lower id can commit after one that took a higher id.
+    static let idLookback: Int64 = 256
+    /// Finished messages are read again this far back: finish times come from every node's clock.
+    static let finishLookback: TimeInterval = 5
+
     private struct Subscriber {
         let application: ApplicationCode
         let stream: HTTPEventStream
+        /// Whether the page's session is still signed in (checked at each heartbeat).
+        let signedIn: @Sendable () -> Bool
     }
     private struct State {
         var subscribers: [UInt64: Subscriber] = [:]
         var nextID: UInt64 = 0
         var stopping = false
         var running = false
-        /// The newest message seen, and when changes were last read; nil while nobody listens.
-        var lastMessage: Int64?
+        /// The highest message id seen; nil while nobody listens (the next look starts from where things stand).
+        var highest: Int64?
+        /// Messages already reported, created (above `highest - idLookback`) or finished (within `finishLookback`).
+        var seenCreated: Set<Int64> = []
+        var seenFinished: [Int64: Date] = [:]
         var lastLook = Date.distantPast
         var lastHeartbeat = ContinuousClock.now
     }
@@ -44,18 +55,23 @@ public final class ConsoleEvents: Sendable {
     /// Pages listening now.
     public var listeners: Int { state.withLock { $0.subscribers.count } }
 
-    /// Adds a page listening for `application`'s changes; it hears `ready` at once, then `change` events.
-    public func subscribe(_ stream: HTTPEventStream, application: ApplicationCode) {
+    /// Adds a page listening for `application`'s changes; it hears `ready` at once, then `change` events, until
+    /// it goes, the server stops, or `signedIn` says its session ended.
+    public func subscribe(_ stream: HTTPEventStream, application: ApplicationCode, signedIn: @escaping @Sendable () -> Bool) {
         // Browsers reconnect by themselves after `retry` milliseconds if the stream ends (a restart, a proxy timeout).
         stream.send("retry: 3000\nevent: ready\ndata: {\"application\":\"\(application.rawValue)\"}\n\n")
         let id = state.withLock { state -> UInt64? in
             guard !state.stopping else { return nil }
             state.nextID += 1
-            state.subscribers[state.nextID] = Subscriber(application: application, stream: stream)
+            state.subscribers[state.nextID] = Subscriber(application: application, stream: stream, signedIn: signedIn)
             return state.nextID
         }
         guard let id else { return stream.finish() }
         stream.onClose { [weak self] in self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
+        // Where things stand now: the page fetched its data just before, so whatever comes after is news to it.
+        if state.withLock({ $0.highest == nil }) {
+            do { _ = try changedApplications(at: now()) } catch { logger.warning("console: could not read changes", ["error": .string("\(error)")]) }
+        }
     }
 
     public func start() {
@@ -72,23 +88,17 @@ public final class ConsoleEvents: Sendable {
     }
 
     /// One look at the database: a `change` event to each page whose application changed since the last look,
-    /// and a comment line now and then, which keeps proxies from closing an idle stream and finds gone clients.
+    /// and now and then a comment line (which keeps proxies from closing an idle stream and finds gone clients)
+    /// and a check that each page is still signed in.
     public func look() {
         let listening = state.withLock { state -> [Subscriber] in
-            if state.subscribers.isEmpty { state.lastMessage = nil }
+            if state.subscribers.isEmpty { state.highest = nil }
             return Array(state.subscribers.values)
         }
         guard !listening.isEmpty else { return }
-        let lookedAt = now()
-        let (last, since) = state.withLock { ($0.lastMessage, $0.lastLook) }
         do {
-            // The first look only finds where the messages stand: pages fetched their data when they subscribed.
-            let changes = try store.consoleChanges(afterMessage: last ?? Int64.max, finishedSince: last == nil ? lookedAt : since.addingTimeInterval(-1))
-            state.withLock {
-                $0.lastMessage = changes.lastMessage
-                $0.lastLook = lookedAt
-            }
-            for subscriber in listening where changes.applications.contains(subscriber.application) {
+            let changed = try changedApplications(at: now())
+            for subscriber in listening where changed.contains(subscriber.application) {
                 subscriber.stream.send("event: change\ndata: {\"application\":\"\(subscriber.application.rawValue)\"}\n\n")
             }
         } catch {
@@ -99,7 +109,37 @@ public final class ConsoleEvents: Sendable {
             state.lastHeartbeat = ContinuousClock.now
             return true
         }
-        if beat { for subscriber in listening { subscriber.stream.send(": keep-alive\n\n") } }
+        guard beat else { return }
+        for subscriber in listening {
+            if subscriber.signedIn() { subscriber.stream.send(": keep-alive\n\n") } else { subscriber.stream.finish() }
+        }
+    }
+
+    /// The applications with a message created or finished since the last look; the first look after nobody
+    /// listened (done when a page subscribes) only finds where things stand.
+    func changedApplications(at date: Date) throws -> Set<ApplicationCode> {
+        let (highest, lastLook) = state.withLock { ($0.highest, $0.lastLook) }
+        let baseline = highest == nil
+        let floor = try highest ?? store.lastMessageID()
+        let changes = try store.consoleChanges(afterMessage: max(0, floor - Self.idLookback),
+                                               finishedSince: (baseline ? date : lastLook).addingTimeInterval(-Self.finishLookback))
+        return state.withLock { state in
+            var changed: Set<ApplicationCode> = []
+            for message in changes.created where !state.seenCreated.contains(message.id) {
+                state.seenCreated.insert(message.id)
+                changed.insert(message.application)
+            }
+            for message in changes.finished where state.seenFinished[message.id] == nil {
+                state.seenFinished[message.id] = date
+                changed.insert(message.application)
+            }
+            let top = max(floor, changes.created.last?.id ?? floor)
+            state.highest = top
+            state.seenCreated = state.seenCreated.filter { $0 > top - Self.idLookback }
+            state.seenFinished = state.seenFinished.filter { date.timeIntervalSince($0.value) <= 2 * Self.finishLookback }
+            state.lastLook = date
+            return baseline ? [] : changed
+        }
     }
 
     /// Stops looking and ends every open stream; true when the thread ended by `deadline`.

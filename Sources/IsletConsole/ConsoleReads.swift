@@ -83,29 +83,36 @@ struct ConsoleReads {
         ]
     }
 
+    /// Devices whose HWID starts with `q`, in HWID order, a page at a time (the cursor is the last HWID); the
+    /// first page starts with the devices whose User ID is `q`.
     func devices(_ application: Application, _ request: HTTPRequest) throws -> JSONObject {
-        let (limit, after) = try Self.paging(request)
+        let limit = try Self.limit(request)
+        let after = request.queryValue("cursor") ?? ""
         let text = request.queryValue("q")?.trimmingCharacters(in: .whitespaces) ?? ""
         guard text.count <= 256 else { throw APIError.invalid("q", "must be at most 256 characters") }
-        let found = try store.devices(in: application.code, matching: text, after: after, limit: limit + 1)
-        let page = found.prefix(limit)
+        let found = try store.devices(in: application.code, hwidPrefix: text, after: after, limit: limit + 1)
+        let page = Array(found.prefix(limit))
+        var shown = after.isEmpty && !text.isEmpty ? try store.devices(in: application.code, userID: text, limit: limit) : []
+        shown += page.filter { device in !shown.contains { $0.id == device.id } }
         return [
-            "devices": .array(page.map { device in
+            "devices": .array(shown.map { device in
                 ["hwid": .string(device.hwid), "user_id": device.userID.map { .string($0) } ?? .null,
                  "os_version": device.osVersion.map { .string($0) } ?? .null, "push_token": .bool(device.hasPushToken),
                  "gateway": .string(device.sandbox ? "sandbox" : "production"), "updated_at": .string(device.updatedAt.formatted(.iso8601))]
             }),
-            "next_cursor": found.count > limit ? .string(String(page.last!.id)) : .null,
+            "next_cursor": found.count > limit ? .string(page.last!.hwid) : .null,
         ]
+    }
+
+    static func limit(_ request: HTTPRequest) throws -> Int {
+        guard let text = request.queryValue("limit") else { return 50 }
+        guard let value = Int(text), (1...200).contains(value) else { throw APIError.invalid("limit", "must be an integer from 1 to 200") }
+        return value
     }
 
     /// `limit` (1 to 200, default 50) and `cursor` (a row id from `next_cursor`; 0 for the first page).
     static func paging(_ request: HTTPRequest) throws -> (limit: Int, cursor: Int64) {
-        var limit = 50
-        if let text = request.queryValue("limit") {
-            guard let value = Int(text), (1...200).contains(value) else { throw APIError.invalid("limit", "must be an integer from 1 to 200") }
-            limit = value
-        }
+        let limit = try limit(request)
         var cursor: Int64 = 0
         if let text = request.queryValue("cursor"), !text.isEmpty {
             guard let value = Int64(text), value > 0 else { throw APIError.invalid("cursor", "must be the next_cursor of a previous page") }

@@ -115,7 +115,9 @@ public struct ConsoleRouter: Sendable {
         case "devices": return Self.ok(try reads.devices(signedIn.application, request))
         case "events":
             let stream = HTTPEventStream()
-            events.subscribe(stream, application: signedIn.application.code)
+            let session = signedIn.session
+            events.subscribe(stream, application: signedIn.application.code,
+                             signedIn: { [self] in (try? self.stillOpen(session)) == true })
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
                                                        ("X-Accel-Buffering", "no")], stream: stream)
         default:
@@ -133,16 +135,8 @@ public struct ConsoleRouter: Sendable {
     /// The session of the request's cookie, and the application it acts on: the token's, or for the console
     /// password the one the page names (header X-Islet-Application, or `application` in the query for events).
     private func signedIn(_ request: HTTPRequest) throws -> SignedIn {
-        guard let id = ConsoleCredentials.sessionID(cookieHeader: request.header("cookie")),
-              let session = try store.consoleSession(idHash: ConsoleCredentials.idHash(id), at: now()) else {
+        guard let session = try currentSession(request) else {
             throw APIError(.unauthorized, "console: not signed in, or the session has expired; sign in at /console")
-        }
-        if let tokenID = session.tokenID, let code = session.application {
-            // A token revoked since the sign-in ends the session at once.
-            guard try applications.tokens(of: code).contains(where: { $0.id == tokenID && !$0.isRevoked }) else {
-                try store.deleteConsoleSession(idHash: session.idHash)
-                throw APIError(.unauthorized, "console: the token this session signed in with was revoked; sign in again")
-            }
         }
         let named = request.header("x-islet-application") ?? request.queryValue("application")
         guard let code = session.application ?? named.flatMap(ApplicationCode.init) else {
@@ -157,15 +151,35 @@ public struct ConsoleRouter: Sendable {
         return SignedIn(session: session, application: application)
     }
 
+    /// The request's session: its cookie's, unexpired, and (opened with a token) that token still valid. A token
+    /// revoked since the sign-in ends the session at once.
+    private func currentSession(_ request: HTTPRequest) throws -> ConsoleSession? {
+        guard let id = ConsoleCredentials.sessionID(cookieHeader: request.header("cookie")),
+              let session = try store.consoleSession(idHash: ConsoleCredentials.idHash(id), at: now()) else { return nil }
+        guard try stillOpen(session, reread: false) else {
+            throw APIError(.unauthorized, "console: the token this session signed in with was revoked; sign in again")
+        }
+        return session
+    }
+
+    /// Whether `session` is still signed in: not expired, not signed out (`reread`: read again), its token (if
+    /// any) not revoked.
+    private func stillOpen(_ session: ConsoleSession, reread: Bool = true) throws -> Bool {
+        if reread, try store.consoleSession(idHash: session.idHash, at: now()) == nil { return false }
+        guard let tokenID = session.tokenID, let code = session.application else { return true }
+        guard try applications.tokens(of: code).contains(where: { $0.id == tokenID && !$0.isRevoked }) else {
+            try store.deleteConsoleSession(idHash: session.idHash)
+            return false
+        }
+        return true
+    }
+
     /// POST signs in ({token} or {password}), GET says who is signed in, DELETE signs out.
     private func session(_ request: HTTPRequest) throws -> HTTPResponse {
         let secure = ConsoleCredentials.isHTTPS(forwardedProto: request.header("x-forwarded-proto"))
         switch request.method {
         case "GET":
-            guard let id = ConsoleCredentials.sessionID(cookieHeader: request.header("cookie")),
-                  let session = try store.consoleSession(idHash: ConsoleCredentials.idHash(id), at: now()) else {
-                throw APIError(.unauthorized, "console: not signed in")
-            }
+            guard let session = try currentSession(request) else { throw APIError(.unauthorized, "console: not signed in") }
             return Self.ok(try describe(session))
         case "POST":
             return try signIn(request, secure: secure)
@@ -188,6 +202,14 @@ public struct ConsoleRouter: Sendable {
     }
 
     private func signIn(_ request: HTTPRequest, secure: Bool) throws -> HTTPResponse {
+        // No CSRF token exists before the sign-in: a JSON body (which a form of another site cannot send without
+        // the browser asking first) and no cross-site fetch keep another site from signing a browser in.
+        guard request.header("content-type")?.lowercased().hasPrefix("application/json") == true else {
+            throw APIError(.unsupportedMediaType, "Content-Type: must be application/json to sign in")
+        }
+        if request.header("sec-fetch-site") == "cross-site" {
+            throw APIError(.forbidden, "Sec-Fetch-Site: a sign-in started by another site is refused")
+        }
         let client = RateLimiter.clientAddress(peer: request.clientAddress, forwardedFor: request.headers.filter { $0.name == "x-forwarded-for" }.map(\.value))
         if let wait = signIns.take(RateLimiter.addressKey(client)) {
             throw RateLimited.message("console sign-ins from one client address (\(client.prefix(64)))", limit: signIns.limit, retryAfter: wait)

@@ -20,11 +20,21 @@ public final class HTTPEventStream: Sendable {
 
     public init() {}
 
-    /// Queues `text` to be written; false once the client has gone or the stream was finished.
+    /// What may wait unwritten: a client that stops reading is let go rather than buffered for.
+    public static let pendingLimit = 1 << 20
+
+    /// Queues `text` to be written; false once the client has gone or the stream was finished (or its client
+    /// has left more than `pendingLimit` bytes unread, which finishes it).
     @discardableResult
     public func send(_ text: String) -> Bool {
         state.withLock { state in
             guard !state.closed, !state.finished else { return false }
+            guard state.pending.count + text.utf8.count <= Self.pendingLimit else {
+                state.finished = true
+                state.pending = []
+                resumeIfSuspended(&state)
+                return false
+            }
             state.pending.append(contentsOf: text.utf8)
             resumeIfSuspended(&state)
             return true
@@ -83,7 +93,9 @@ public final class HTTPEventStream: Sendable {
         }
     }
 
-    /// libmicrohttpd is done with the response: the connection is finished or gone.
+    /// libmicrohttpd is done with the response: the connection is finished or gone. Also called for a stream
+    /// whose response was never queued (answered 503 at shutdown instead, or its client gone), so whoever
+    /// listens on it lets go.
     func released() {
         let handlers = state.withLock { state -> [@Sendable () -> Void] in
             state.closed = true
@@ -99,17 +111,30 @@ public final class HTTPEventStream: Sendable {
 
 /// The streams being written, so shutdown can end them (libmicrohttpd must not stop with one suspended).
 final class OpenStreams: Sendable {
-    private let streams = Mutex<[ObjectIdentifier: HTTPEventStream]>([:])
+    private struct State {
+        var streams: [ObjectIdentifier: HTTPEventStream] = [:]
+        var closing = false
+    }
+    private let state = Mutex(State())
 
+    /// Keeps `stream` until it closes; once shutdown began, finishes it at once (a client reconnecting on a
+    /// kept-alive connection, or a request a worker finishes late, must not leave a suspended connection).
     func add(_ stream: HTTPEventStream) {
-        streams.withLock { $0[ObjectIdentifier(stream)] = stream }
-        stream.onClose { [weak self, id = ObjectIdentifier(stream)] in self?.streams.withLock { _ = $0.removeValue(forKey: id) } }
+        let closing = state.withLock { state -> Bool in
+            if !state.closing { state.streams[ObjectIdentifier(stream)] = stream }
+            return state.closing
+        }
+        if closing { return stream.finish() }
+        stream.onClose { [weak self, id = ObjectIdentifier(stream)] in self?.state.withLock { _ = $0.streams.removeValue(forKey: id) } }
     }
 
-    /// Finishes every open stream; returns how many there were.
+    /// Finishes every open stream and every stream added from now on; returns how many were open.
     @discardableResult
     func finishAll() -> Int {
-        let open = streams.withLock { Array($0.values) }
+        let open = state.withLock { state -> [HTTPEventStream] in
+            state.closing = true
+            return Array(state.streams.values)
+        }
         for stream in open { stream.finish() }
         return open.count
     }

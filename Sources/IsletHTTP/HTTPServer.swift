@@ -112,6 +112,8 @@ public final class HTTPServer: @unchecked Sendable {
             // The 503s go out on the connection threads: a moment for them to be written before the stop.
             waitForRequests(until: ContinuousClock.now + .milliseconds(250))
         }
+        // Again, for any stream that slipped in meanwhile: none may be suspended when libmicrohttpd stops.
+        if context.streams.finishAll() > 0 { waitForRequests(until: ContinuousClock.now + .milliseconds(250)) }
         MHD_stop_daemon(running)
         // A handler still running was answered 503 above; it may yet commit, so the caller hears of it.
         let workersDone = context.workers.shutdown(deadline: max(deadline, ContinuousClock.now + .milliseconds(100)))
@@ -237,10 +239,14 @@ final class Suspensions: Sendable {
         }
     }
 
-    /// Leaves the answer and resumes the connection, unless shutdown answered it already.
+    /// Leaves the answer and resumes the connection, unless shutdown answered it already (then a stream the
+    /// handler answered with is let go: it will never be written).
     func finish(_ id: UInt64, with response: HTTPResponse) {
         state.withLock { state in
-            guard let entry = state.entries.removeValue(forKey: id) else { return }
+            guard let entry = state.entries.removeValue(forKey: id) else {
+                response.stream?.released()
+                return
+            }
             entry.answer.set(response)
             MHD_resume_connection(entry.connection.pointer)
         }
@@ -387,6 +393,8 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
 
 private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
     guard let cls, let requestContext, let existing = requestContext.pointee else { return }
+    // A worker's answer never queued (the client left first): a stream in it is let go.
+    Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue().answer?.take()?.stream?.released()
     Unmanaged<RequestState>.fromOpaque(existing).release()
     requestContext.pointee = nil
     Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .acquiringAndReleasing)

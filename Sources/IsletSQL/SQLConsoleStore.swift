@@ -124,36 +124,54 @@ public struct SQLConsoleStore: ConsoleStore {
         }
     }
 
-    public func devices(in application: ApplicationCode, matching text: String, after: Int64, limit: Int) throws(StoreError) -> [DeviceSummary] {
-        var parameters: [SQLValue] = [.text(application.rawValue), .int(after)]
-        var matching = ""
-        if !text.isEmpty {
-            // An HWID prefix as a range of the (application, hwid) key; U+10FFFF sorts after any character that can follow.
-            matching = " AND ((hwid >= ? AND hwid < ?) OR user_id = ?)"
-            parameters += [.text(text), .text(text + "\u{10FFFF}"), .text(text)]
+    public func devices(in application: ApplicationCode, hwidPrefix prefix: String, after: String, limit: Int) throws(StoreError) -> [DeviceSummary] {
+        // A range of the (application, hwid) key: U+10FFFF sorts after any character that can follow the prefix.
+        var parameters: [SQLValue] = [.text(application.rawValue), .text(after)]
+        var range = ""
+        if !prefix.isEmpty {
+            range = " AND hwid >= ? AND hwid < ?"
+            parameters += [.text(prefix), .text(prefix + "\u{10FFFF}")]
         }
         parameters.append(.int(Int64(limit)))
         return try database.withConnection { (c) throws(StoreError) in
-            try c.query("""
-                SELECT id, hwid, user_id, os_version, push_token IS NOT NULL AS has_push_token, sandbox, updated_at FROM devices
-                WHERE application = ? AND id > ?\(matching) ORDER BY id LIMIT ?
-                """, parameters).map { row in
-                DeviceSummary(id: row["id"].int ?? 0, hwid: row["hwid"].text ?? "", userID: row["user_id"].text, osVersion: row["os_version"].text,
-                              hasPushToken: row["has_push_token"].bool, sandbox: row["sandbox"].bool, updatedAt: row["updated_at"].date ?? .distantPast)
-            }
+            Self.devices(try c.query(Self.selectDevices + " WHERE application = ? AND hwid > ?\(range) ORDER BY hwid LIMIT ?", parameters))
         }
     }
 
-    public func consoleChanges(afterMessage: Int64, finishedSince: Date) throws(StoreError) -> (applications: Set<ApplicationCode>, lastMessage: Int64) {
+    public func devices(in application: ApplicationCode, userID: String, limit: Int) throws(StoreError) -> [DeviceSummary] {
         try database.withConnection { (c) throws(StoreError) in
-            let last = try c.query("SELECT COALESCE(MAX(id), 0) AS last FROM messages")[0]["last"].int ?? 0
+            Self.devices(try c.query(Self.selectDevices + " WHERE user_id = ? AND application = ? ORDER BY hwid LIMIT ?",
+                                     [.text(userID), .text(application.rawValue), .int(Int64(limit))]))
+        }
+    }
+
+    static let selectDevices = "SELECT id, hwid, user_id, os_version, push_token IS NOT NULL AS has_push_token, sandbox, updated_at FROM devices"
+
+    static func devices(_ rows: [SQLRow]) -> [DeviceSummary] {
+        rows.map { row in
+            DeviceSummary(id: row["id"].int ?? 0, hwid: row["hwid"].text ?? "", userID: row["user_id"].text, osVersion: row["os_version"].text,
+                          hasPushToken: row["has_push_token"].bool, sandbox: row["sandbox"].bool, updatedAt: row["updated_at"].date ?? .distantPast)
+        }
+    }
+
+    public func consoleChanges(afterMessage: Int64, finishedSince: Date) throws(StoreError) -> ConsoleChanges {
+        func pairs(_ rows: [SQLRow]) -> [(id: Int64, application: ApplicationCode)] {
+            rows.compactMap { row in row["application"].text.flatMap(ApplicationCode.init).map { (id: row["id"].int ?? 0, application: $0) } }
+        }
+        return try database.withConnection { (c) throws(StoreError) in
             // New messages by their key range; finished ones through the partial index of finished messages.
-            let rows = try c.query("""
-                SELECT DISTINCT application FROM messages WHERE id > ?1 AND id <= ?2
-                UNION SELECT application FROM messages \(database.dialect.indexedBy("messages_finished"))
-                      WHERE state IN ('done', 'cancelled') AND finished_at >= ?3
-                """, [.int(afterMessage), .int(last), SQLValue.seconds(finishedSince)])
-            return (Set(rows.compactMap { $0["application"].text.flatMap(ApplicationCode.init) }), last)
+            ConsoleChanges(
+                created: pairs(try c.query("SELECT id, application FROM messages WHERE id > ? ORDER BY id", [.int(afterMessage)])),
+                finished: pairs(try c.query("""
+                    SELECT id, application FROM messages \(database.dialect.indexedBy("messages_finished"))
+                    WHERE state IN ('done', 'cancelled') AND finished_at >= ?
+                    """, [SQLValue.seconds(finishedSince)])))
+        }
+    }
+
+    public func lastMessageID() throws(StoreError) -> Int64 {
+        try database.withConnection { (c) throws(StoreError) -> Int64 in
+            try c.query("SELECT COALESCE(MAX(id), 0) AS last FROM messages")[0]["last"].int ?? 0
         }
     }
 }

@@ -115,8 +115,8 @@ public struct ConsoleOverview: Sendable, Equatable {
     /// Pushes recorded since the overview's start time, a minute at a time.
     public var pushes: [PushMinute] = []
 
-    /// Where counting an activity's devices for a list stops.
-    public static let deviceCountCap = 10_000
+    /// Where counting an activity's devices for a list stops (a page of the list refreshes on every change).
+    public static let deviceCountCap = 1_000
 
     public init() {}
 }
@@ -141,9 +141,24 @@ public protocol ConsoleStore: Sendable {
                     limit: Int) throws(StoreError) -> [ActivitySummary]
     /// An activity's messages, newest first, `before` a message row id (0 for the first page).
     func messages(ofActivity activity: Int64, before: Int64, limit: Int) throws(StoreError) -> [MessageSummary]
-    /// Devices whose HWID starts with `text`, or whose User ID is `text` (every device when empty), in id order after `after`.
-    func devices(in application: ApplicationCode, matching text: String, after: Int64, limit: Int) throws(StoreError) -> [DeviceSummary]
-    /// The applications whose activities or messages changed since `afterMessage` (a message row id) or whose
-    /// messages finished at or after `finishedSince`; and the newest message row id, for the next call.
-    func consoleChanges(afterMessage: Int64, finishedSince: Date) throws(StoreError) -> (applications: Set<ApplicationCode>, lastMessage: Int64)
+    /// Devices whose HWID starts with `prefix` (every device when empty), in HWID order after the HWID `after`.
+    func devices(in application: ApplicationCode, hwidPrefix prefix: String, after: String, limit: Int) throws(StoreError) -> [DeviceSummary]
+    /// Devices whose User ID is `userID`, in HWID order.
+    func devices(in application: ApplicationCode, userID: String, limit: Int) throws(StoreError) -> [DeviceSummary]
+    /// What changed: the messages (id and application) with an id above `afterMessage`, and those finished at or
+    /// after `finishedSince`.
+    func consoleChanges(afterMessage: Int64, finishedSince: Date) throws(StoreError) -> ConsoleChanges
+    /// The highest message id (0 without messages).
+    func lastMessageID() throws(StoreError) -> Int64
+}
+
+/// New messages and newly finished ones (id and application), for the console's change events.
+public struct ConsoleChanges: Sendable {
+    public var created: [(id: Int64, application: ApplicationCode)]
+    public var finished: [(id: Int64, application: ApplicationCode)]
+
+    public init(created: [(id: Int64, application: ApplicationCode)], finished: [(id: Int64, application: ApplicationCode)]) {
+        self.created = created
+        self.finished = finished
+    }
 }

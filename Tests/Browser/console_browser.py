@@ -19,7 +19,7 @@ import urllib.request
 import zlib
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -105,14 +105,31 @@ def screenshot(driver, name):
 
 
 def wait_for(driver, condition, what, timeout=WAIT):
+    # Live pages re-render when the server says something changed: an element found a moment ago may be gone.
     try:
-        return WebDriverWait(driver, timeout).until(lambda d: condition(d))
+        return WebDriverWait(driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(lambda d: condition(d))
     except TimeoutException:
         raise AssertionError(f"timed out after {timeout} s waiting for: {what}")
 
 
+def click(driver, by, value, what):
+    """Clicks the element, finding it again if a live refresh replaced it meanwhile."""
+    def clicked(d):
+        elements = d.find_elements(by, value)
+        if not elements:
+            return False
+        elements[0].click()
+        return True
+    wait_for(driver, clicked, what)
+
+
 def text_of(driver, selector):
-    return " ".join(element.text for element in driver.find_elements(By.CSS_SELECTOR, selector))
+    for _ in range(20):
+        try:
+            return " ".join(element.text for element in driver.find_elements(By.CSS_SELECTOR, selector))
+        except StaleElementReferenceException:
+            continue   # re-rendered between finding and reading: read the new one
+    raise AssertionError(f"{selector} kept being replaced while read")
 
 
 def unlabelled_controls(driver):
@@ -187,14 +204,14 @@ def run(driver):
     screenshot(driver, "03-activities")
 
     # The activity's page: the lock-screen preview, its messages and devices.
-    driver.find_element(By.LINK_TEXT, "ORDER_42").click()
+    click(driver, By.LINK_TEXT, "ORDER_42", "the link to ORDER_42")
     wait_for(driver, lambda d: "Preparing" in text_of(d, ".la-card"), "the lock-screen preview of ORDER_42")
     wait_for(driver, lambda d: "first_third" in text_of(d, "table"), "the per-device delivery table")
     check("Order 42" in text_of(driver, ".la-card"), "the preview shows the activity's title")
     screenshot(driver, "04-activity")
 
     # Compose an update from the schema's form; the dry run shows the exact request and its size.
-    driver.find_element(By.LINK_TEXT, "Update").click()
+    click(driver, By.LINK_TEXT, "Update", "the Update button")
     wait_for(driver, lambda d: d.find_elements(By.ID, "content-state-status"), "the content-state form built from the schema")
     check(driver.find_element(By.ID, "content-state-emoji") is not None, "the optional schema field has its input too")
     check(not unlabelled_controls(driver), f"every control of the compose form has a label: {unlabelled_controls(driver)}")
@@ -283,7 +300,7 @@ def run(driver):
     # Sign out: the session is gone on the server too.
     driver.get(BASE + "/console#/overview")
     wait_for(driver, lambda d: d.find_element(By.ID, "sign-out").is_displayed(), "the sign-out button")
-    driver.find_element(By.ID, "sign-out").click()
+    click(driver, By.ID, "sign-out", "the sign-out button")
     wait_for(driver, lambda d: d.find_element(By.ID, "sign-in").is_displayed(), "the sign-in form after signing out")
     status = driver.execute_async_script("""
         const done = arguments[arguments.length - 1];

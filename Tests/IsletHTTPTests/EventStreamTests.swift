@@ -104,4 +104,27 @@ struct EventStreamTests {
             #expect(Self.read(socket, until: "0\r\n\r\n", into: &received))
         }
     }
+
+    /// A browser reconnects its event stream on the kept-alive connection as soon as shutdown ends the stream:
+    /// the new stream is ended at once too, so none is left suspended when libmicrohttpd stops (it would abort).
+    @Test func aStreamOpenedDuringShutdownIsEndedAtOnce() throws {
+        let (server, handler) = try Self.started(threads: 1)
+        let socket = try Self.openStream(port: server.port)
+        defer { close(socket) }
+        var received = ""
+        #expect(Self.read(socket, until: "data: 1\n\n", into: &received))
+        let stopped = Atomic<Bool>(false)
+        let started = ContinuousClock.now
+        let stopper = Thread { _ = server.shutdown(gracePeriod: .seconds(20)); stopped.store(true, ordering: .releasing) }
+        stopper.start()
+        #expect(Self.read(socket, until: "0\r\n\r\n", into: &received), "shutdown ends the open stream")
+        // At once, on the same connection, as EventSource does.
+        let again = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+        _ = again.withCString { send(socket, $0, strlen($0), 0) }
+        var second = ""
+        _ = Self.read(socket, until: "0\r\n\r\n", into: &second)   // ended at once, or the connection closed: both are fine
+        #expect(Self.waitUntil { stopped.load(ordering: .acquiring) }, "shutdown returned")
+        #expect(ContinuousClock.now - started < .seconds(10), "no stream held shutdown to its deadline")
+        #expect(handler.streams.withLock { $0.allSatisfy(\.isClosed) })
+    }
 }

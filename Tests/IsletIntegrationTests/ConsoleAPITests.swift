@@ -33,6 +33,7 @@ struct ConsoleAPITests {
     func send(_ method: String, _ path: String, body: JSONValue? = nil, session: Session? = nil, csrf: String? = nil,
               headers: [(name: String, value: String)] = [], query: [(name: String, value: String)] = []) -> (status: Int, json: JSONValue?, headers: [(name: String, value: String)]) {
         var all = headers
+        if body != nil && !headers.contains(where: { $0.name == "content-type" }) { all.append(("content-type", "application/json")) }
         if let session { all.append(("cookie", "other=1; islet_console=\(session.cookie)")) }
         if let csrf { all.append(("x-csrf-token", csrf)) }
         let response = console.handle(HTTPRequest(method: method, path: path, headers: all, body: Array((body?.jsonText ?? "").utf8),
@@ -73,6 +74,11 @@ struct ConsoleAPITests {
         #expect(wrong.status == 401 && message(wrong).hasPrefix("token: not a valid server API token"))
         let empty = send("POST", "/console/api/session", body: [:])
         #expect(empty.status == 400 && message(empty).hasPrefix("token: is required"))
+        // No CSRF token exists before signing in: another site's form (not JSON) or cross-site fetch is refused.
+        let form = send("POST", "/console/api/session", body: ["token": .string(world.auth)], headers: [("content-type", "text/plain")])
+        #expect(form.status == 415 && message(form) == "Content-Type: must be application/json to sign in")
+        let crossSite = send("POST", "/console/api/session", body: ["token": .string(world.auth)], headers: [("sec-fetch-site", "cross-site")])
+        #expect(crossSite.status == 403 && !crossSite.headers.contains { $0.name == "Set-Cookie" })
         #expect(send("GET", "/console/api/overview").status == 401, "no cookie, no console")
         #expect(send("GET", "/console/api/overview", session: Session(cookie: "forged", csrf: "")).status == 401)
     }
@@ -176,11 +182,21 @@ struct ConsoleAPITests {
 
         let byPrefix = try response(send("GET", "/console/api/devices", session: session, query: [("q", "p")]))
         #expect(byPrefix["devices"]?.arrayValue?.compactMap { $0.objectValue?["hwid"]?.stringValue } == ["portuguese"])
-        let all = try response(send("GET", "/console/api/devices", session: session, query: [("limit", "4")]))
-        #expect(all["devices"]?.arrayValue?.count == 4 && all["next_cursor"] != .null)
+        func hwids(_ page: JSONObject) -> [String] { page["devices"]?.arrayValue?.compactMap { $0.objectValue?["hwid"]?.stringValue } ?? [] }
+        let firstDevices = try response(send("GET", "/console/api/devices", session: session, query: [("limit", "4")]))
+        #expect(hwids(firstDevices) == ["first_third", "mid_phone", "no_token", "old_phone"], "HWID order")
+        let rest = try response(send("GET", "/console/api/devices", session: session,
+                                     query: [("limit", "4"), ("cursor", firstDevices["next_cursor"]?.stringValue ?? "")]))
+        #expect(hwids(rest) == ["portuguese", "second_device"] && rest["next_cursor"] == .null)
+        try world.expectOK(call(world.running.port, "registerDevice", ["application": .string(world.code), "hwid": "zz_phone",
+                                                                         "push_token": .string(LiveActivityWorld.hex("b1", 32)), "userId": "first"],
+                                token: world.auth))
+        #expect(hwids(try response(send("GET", "/console/api/devices", session: session, query: [("q", "first")]))) == ["zz_phone", "first_third"],
+                "the User ID's devices first, then the HWIDs that start so")
 
         // The hour's pushes: first_third's were sent; second_device's push-to-start token answered 410 Unregistered.
         let overview = try response(send("GET", "/console/api/overview", session: session))
+        #expect(overview["devices"] == 7)
         #expect(overview["activities"] == ["scheduled": 0, "active": 2, "ended": 1])
         let pushes = try #require(overview["pushes"]?.arrayValue?.compactMap { $0.objectValue })
         func count(_ state: String, reason: String? = nil) -> Int {

@@ -27,10 +27,13 @@ public enum LoopbackSocket {
         return fd
     }
 
-    /// Reads from `socket` into `received` until it contains `text`; false when the peer closes or a read times out first.
-    public static func receive(_ socket: Int32, until text: String, into received: inout String) -> Bool {
+    /// Reads from `socket` into `received` until it contains `text`; false when the peer closes, a read times out,
+    /// or `seconds` pass first (a stream that keeps sending something else cannot hold the test).
+    public static func receive(_ socket: Int32, until text: String, into received: inout String, seconds: Double = 20) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while !received.contains(text) {
+            guard ContinuousClock.now < deadline else { return false }
             let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { return false }
             received += String(decoding: buffer[..<count], as: UTF8.self)

@@ -3,7 +3,7 @@
 // DOM is built with `h()`, and text from the server is only ever set as text, never parsed as HTML.
 "use strict";
 
-const state = { session: null, application: null, events: null, onChange: null, page: null };
+const state = { session: null, application: null, events: null, onChange: null, page: null, refreshEvery: 2000, lastRefresh: 0 };
 
 // MARK: - Helpers
 
@@ -99,7 +99,8 @@ function query(parameters) {
 function route() {
   const hash = location.hash.replace(/^#\/?/, "");
   const [path, search] = hash.split("?");
-  const parts = path.split("/").map(decodeURIComponent);
+  const decode = (part) => { try { return decodeURIComponent(part); } catch (error) { return part; } };
+  const parts = path.split("/").map(decode);
   return { name: parts[0] || "overview", argument: parts.slice(1).join("/"), parameters: new URLSearchParams(search || "") };
 }
 
@@ -174,9 +175,15 @@ function openEvents() {
   const source = new EventSource("/console/api/events" + query({ application: state.application }));
   source.addEventListener("ready", () => setLive(true));
   source.addEventListener("change", () => {
-    // Several changes in a burst refresh the page once.
-    clearTimeout(openEvents.timer);
-    openEvents.timer = setTimeout(() => { if (state.onChange) state.onChange(); }, 150);
+    // A burst of changes refreshes the page once, and a page refreshes at most once every `refreshEvery`
+    // milliseconds (the overview's hour of pushes is the costliest read).
+    if (openEvents.timer) return;
+    const wait = Math.max(150, (state.lastRefresh || 0) + state.refreshEvery - Date.now());
+    openEvents.timer = setTimeout(() => {
+      openEvents.timer = null;
+      state.lastRefresh = Date.now();
+      if (state.onChange) state.onChange();
+    }, wait);
   });
   source.addEventListener("error", () => setLive(false));
   state.events = source;
@@ -230,13 +237,17 @@ function pageElement(title, ...children) {
   return element;
 }
 
-// Replaces `element`'s content with what `build` makes, now and on every change event while the page shows.
-function refreshing(build) {
+// Replaces `element`'s content with what `build` makes, now and on change events while the page shows (at most
+// once every `every` milliseconds).
+function refreshing(build, every = 2000) {
+  state.refreshEvery = every;
   const holder = h("div", {});
   const token = state.page;
   const update = async () => {
     try {
       const content = await build();
+      // Unchanged content stays as it is: nothing moves under the reader's pointer or focus.
+      if (holder.firstChild && holder.firstChild.isEqualNode(content)) return;
       if (state.page === token || state.page === undefined) holder.replaceChildren(content);
     } catch (error) {
       holder.replaceChildren(h("p", { class: "error", role: "alert" }, error.message));
@@ -267,7 +278,7 @@ pages.overview = async () => {
             ["jobs due now", overview.queue.jobs_due], ["scheduled", overview.queue.jobs_scheduled], ["retries owed", overview.queue.retrying],
             ["starts awaiting their token", overview.queue.unconfirmed], ["lag (oldest due), seconds", overview.queue.lag_seconds],
           ], "Delivery queue"))));
-  });
+  }, 10000);
   await update();
   return pageElement("Overview", holder);
 };

@@ -1,0 +1,75 @@
+import Foundation
+import Synchronization
+import Testing
+import IsletCore
+import IsletHTTP
+import IsletStore
+@testable import IsletConsole
+
+/// Which applications' pages hear `change` (issue 17), from the messages the store reports, without sockets.
+@Suite("Console change events")
+struct ConsoleEventsTests {
+    /// A store whose messages the test writes: created (id, application) and finished (id, application, when).
+    final class Messages: ConsoleStore, Sendable {
+        let created = Mutex<[(id: Int64, application: ApplicationCode)]>([])
+        let finished = Mutex<[(id: Int64, application: ApplicationCode, at: Date)]>([])
+
+        func consoleChanges(afterMessage: Int64, finishedSince: Date) throws(StoreError) -> ConsoleChanges {
+            ConsoleChanges(created: created.withLock { $0.filter { $0.id > afterMessage }.sorted { $0.id < $1.id } },
+                           finished: finished.withLock { $0.filter { $0.at >= finishedSince }.map { (id: $0.id, application: $0.application) } })
+        }
+        func lastMessageID() throws(StoreError) -> Int64 { created.withLock { $0.map(\.id).max() ?? 0 } }
+
+        func createConsoleSession(_ session: ConsoleSession) throws(StoreError) {}
+        func consoleSession(idHash: [UInt8], at date: Date) throws(StoreError) -> ConsoleSession? { nil }
+        func deleteConsoleSession(idHash: [UInt8]) throws(StoreError) {}
+        func deleteExpiredConsoleSessions(before date: Date) throws(StoreError) -> Int { 0 }
+        func consolePassword() throws(StoreError) -> String? { nil }
+        func setConsolePassword(_ record: String, at date: Date) throws(StoreError) {}
+        func consoleOverview(of application: ApplicationCode, pushesSince: Date) throws(StoreError) -> ConsoleOverview { ConsoleOverview() }
+        func activities(in application: ApplicationCode, state: ActivityState?, attributesType: String?, before: Int64,
+                        limit: Int) throws(StoreError) -> [ActivitySummary] { [] }
+        func messages(ofActivity activity: Int64, before: Int64, limit: Int) throws(StoreError) -> [MessageSummary] { [] }
+        func devices(in application: ApplicationCode, hwidPrefix prefix: String, after: String, limit: Int) throws(StoreError) -> [DeviceSummary] { [] }
+        func devices(in application: ApplicationCode, userID: String, limit: Int) throws(StoreError) -> [DeviceSummary] { [] }
+    }
+
+    let a = ApplicationCode("AAAAA-00001")!, b = ApplicationCode("BBBBB-00002")!
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func aPageHearsOfNewAndFinishedMessagesOnceEach() throws {
+        let store = Messages()
+        store.created.withLock { $0 = [(1, a), (2, b)] }
+        let events = ConsoleEvents(store: store, logger: .discard)
+        #expect(try events.changedApplications(at: t0).isEmpty, "the first look only finds where things stand")
+        store.created.withLock { $0.append((3, a)) }
+        #expect(try events.changedApplications(at: t0 + 1) == [a])
+        #expect(try events.changedApplications(at: t0 + 2).isEmpty, "each message once")
+        store.finished.withLock { $0.append((2, b, t0 + 2)) }
+        #expect(try events.changedApplications(at: t0 + 3) == [b])
+        #expect(try events.changedApplications(at: t0 + 4).isEmpty, "a finish is told once though it is read again for a while")
+    }
+
+    /// On PostgreSQL a message that took a lower id may commit after one with a higher id: it is still told.
+    @Test func aMessageCommittedLateWithALowerIDIsNotMissed() throws {
+        let store = Messages()
+        store.created.withLock { $0 = [(10, a)] }
+        let events = ConsoleEvents(store: store, logger: .discard)
+        _ = try events.changedApplications(at: t0)
+        store.created.withLock { $0.append((12, a)) }
+        #expect(try events.changedApplications(at: t0 + 1) == [a])
+        store.created.withLock { $0.append((11, b)) }
+        #expect(try events.changedApplications(at: t0 + 2) == [b])
+    }
+
+    /// What happens right after a page subscribes is news to it, even before the first look.
+    @Test func aMessageRightAfterSubscribingIsTold() throws {
+        let store = Messages()
+        store.created.withLock { $0 = [(1, a)] }
+        let events = ConsoleEvents(store: store, logger: .discard, now: { [t0] in t0 })
+        events.subscribe(HTTPEventStream(), application: a, signedIn: { true })
+        store.created.withLock { $0.append((2, a)) }
+        store.finished.withLock { $0.append((2, a, t0)) }
+        #expect(try events.changedApplications(at: t0) == [a])
+    }
+}

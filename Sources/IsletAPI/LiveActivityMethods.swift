@@ -392,7 +392,7 @@ public struct LiveActivityMethods: Sendable {
     }
 
     var getLiveActivity: APIMethod {
-        APIMethod(name: "getLiveActivity", access: .server, effect: .reads) { [messages] call in
+        APIMethod(name: "getLiveActivity", access: .server, effect: .reads) { [messages, schemas] call in
             let activityID = try call.request.requiredString("live_activity_id")
             guard let activity = try messages.activity(activityID, in: call.application.code) else {
                 throw APIError.invalid("live_activity_id", "no activity '\(activityID)' in this application")
@@ -413,6 +413,8 @@ public struct LiveActivityMethods: Sendable {
                                                                 ended: activity.state == .ended, now: call.receivedAt)
                     .map { .string($0.formatted(.iso8601)) } ?? .null,
                 "renews_at": try messages.renewal(ofActivity: activity.id).map { .string($0.formatted(.iso8601)) } ?? .null,
+                // X2: the schema version its start was checked against, which its updates are checked against too.
+                "schema_version": try schemas.activitySchemaVersion(activityID, in: call.application.code).map { .int(Int64($0.version)) } ?? .null,
                 "devices": .array(devices.map { device in
                     [
                         "hwid": .string(device.hwid), "state": .string(device.state),

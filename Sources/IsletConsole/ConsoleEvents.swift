@@ -42,6 +42,8 @@ public final class ConsoleEvents: Sendable {
     }
     private let state = Mutex(State())
     private let condition = NSCondition()
+    /// One reading of changes at a time (the look thread, and a page subscribing when nobody listened).
+    private let reading = Mutex(())
 
     public init(store: any ConsoleStore, logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
                 interval: Duration = .seconds(1), heartbeat: Duration = .seconds(15)) {
@@ -118,6 +120,10 @@ public final class ConsoleEvents: Sendable {
     /// The applications with a message created or finished since the last look; the first look after nobody
     /// listened (done when a page subscribes) only finds where things stand.
     func changedApplications(at date: Date) throws -> Set<ApplicationCode> {
+        try reading.withLock { _ throws in try readChanges(at: date) }
+    }
+
+    private func readChanges(at date: Date) throws -> Set<ApplicationCode> {
         let (highest, lastLook) = state.withLock { ($0.highest, $0.lastLook) }
         let baseline = highest == nil
         let floor = try highest ?? store.lastMessageID()

@@ -42,6 +42,8 @@ struct SchemaAPITests {
             try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(activity: ["content-state": state]))]])
         }
         #expect(try update(["status": "Close", "estimatedTime": "5 min"]).status == 200, "version 1 still applies to this activity")
+        #expect(try world.expectOK(try world.server("getLiveActivity", ["live_activity_id": "ORDER_1"]))["live_activity"]?.objectValue?["schema_version"] == 1,
+                "getLiveActivity says which version applies (the console builds its update form from it)")
         #expect(try update(["status": "Close"]).message == "notifications[0].live_activity.content-state.estimatedTime: missing")
         // A new activity starts with version 2.
         #expect(try start(["status": "Third", "estimatedTime": "37 min"], id: "ORDER_2").message == "notifications[0].live_activity.content-state.minutes: missing")

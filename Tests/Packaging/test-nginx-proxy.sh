@@ -77,7 +77,7 @@ ok "plain HTTP on the TLS port is refused (400), never passed to Islet"
 
 # The console through the proxy: its cookie is Secure (nginx says X-Forwarded-Proto https), and its event
 # stream reaches the browser through nginx as events happen, not when nginx's buffer fills.
-headers="$(https -D - -o /dev/null -c "$work/cookies" "https://islet.example.com:$tls_port/console/api/session" -d '{"token":"SECRET_API_TOKEN"}')"
+headers="$(https -D - -o /dev/null -c "$work/cookies" -H 'Content-Type: application/json' "https://islet.example.com:$tls_port/console/api/session" -d '{"token":"SECRET_API_TOKEN"}')"
 grep -qi '^set-cookie: islet_console=.*; HttpOnly; SameSite=Strict; Secure' <<<"$headers" || fail "the console's cookie through nginx: $headers"
 ok "the console's session cookie is Secure behind the HTTPS proxy"
 https -N -b "$work/cookies" --max-time 20 "https://islet.example.com:$tls_port/console/api/events" > "$work/events.txt" &

@@ -36,7 +36,7 @@ function toast(text) {
 function when(iso) {
   if (!iso) return "—";
   const date = new Date(iso);
-  return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+  return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "long" });
 }
 
 function age(iso) {
@@ -110,6 +110,9 @@ function link(path, text) { return h("a", { href: "#/" + path }, text); }
 
 function showSignIn(message) {
   closeEvents();
+  clearTimeout(openEvents.timer);
+  openEvents.timer = null;
+  state.onChange = null;
   state.session = null;
   document.getElementById("top").hidden = true;
   document.getElementById("page").replaceChildren();
@@ -164,7 +167,14 @@ function setUpChrome() {
     openEvents();
     render();
   });
-  window.addEventListener("hashchange", render);
+  window.addEventListener("hashchange", () => {
+    if (location.hash && !location.hash.startsWith("#/")) return;   // the skip link, not a page
+    render().then(() => { const title = document.getElementById("page-title"); if (title) title.focus({ preventScroll: true }); });
+  });
+  document.querySelector(".skip").addEventListener("click", (event) => {
+    event.preventDefault();
+    document.getElementById("main").focus();
+  });
 }
 
 // MARK: - Live updates (Server-Sent Events)
@@ -173,7 +183,13 @@ function openEvents() {
   closeEvents();
   if (!state.application) return;
   const source = new EventSource("/console/api/events" + query({ application: state.application }));
-  source.addEventListener("ready", () => setLive(true));
+  source.addEventListener("ready", () => {
+    setLive(true);
+    // Back after a gap (a restart, a proxy hiccup): what changed meanwhile was not told, so look again.
+    if (openEvents.lost && state.onChange) state.onChange();
+    openEvents.lost = false;
+    openEvents.backoff = 3000;
+  });
   source.addEventListener("change", () => {
     // A burst of changes refreshes the page once, and a page refreshes at most once every `refreshEvery`
     // milliseconds (the overview's hour of pushes is the costliest read).
@@ -185,7 +201,19 @@ function openEvents() {
       if (state.onChange) state.onChange();
     }, wait);
   });
-  source.addEventListener("error", () => setLive(false));
+  source.addEventListener("error", () => {
+    setLive(false);
+    openEvents.lost = true;
+    // The browser retries a dropped connection itself, but gives up on an answer other than 200 (a proxy's 502
+    // while the server restarts): then the console opens a new stream, if still signed in, backing off to 30 s.
+    if (source.readyState !== EventSource.CLOSED || state.events !== source) return;
+    const wait = openEvents.backoff || 3000;
+    openEvents.backoff = Math.min(30000, wait * 2);
+    setTimeout(async () => {
+      if (state.events !== source || !state.session) return;
+      try { await api("session"); openEvents(); } catch (error) { if (error.status !== 401) { state.events = source; source.dispatchEvent(new Event("error")); } }
+    }, wait);
+  });
   state.events = source;
 }
 
@@ -232,29 +260,57 @@ async function render() {
 }
 
 function pageElement(title, ...children) {
-  const element = h("section", { "aria-labelledby": "page-title" }, h("h1", { id: "page-title" }, title), ...children);
+  const element = h("section", { "aria-labelledby": "page-title" }, h("h1", { id: "page-title", tabindex: "-1" }, title), ...children);
   element.dataset.title = title;
   return element;
 }
 
-// Replaces `element`'s content with what `build` makes, now and on change events while the page shows (at most
-// once every `every` milliseconds).
+// Shows what `build` makes, now and on change events while the page shows (at most once every `every`
+// milliseconds). Once the reader has opened more (another page of a list, counts, a log: `extend()`), a change
+// no longer replaces it; a button offers the fresh view instead. Focus stays on the control with the same id.
 function refreshing(build, every = 2000) {
   state.refreshEvery = every;
   const holder = h("div", {});
+  const fresh = h("button", { type: "button", class: "quiet", hidden: true }, "Changes arrived: show them");
   const token = state.page;
-  const update = async () => {
+  let extended = false;
+  const update = async (asked) => {
+    if (extended && asked !== true) { fresh.hidden = false; return; }
     try {
       const content = await build();
+      if (state.page !== token) return;
       // Unchanged content stays as it is: nothing moves under the reader's pointer or focus.
       if (holder.firstChild && holder.firstChild.isEqualNode(content)) return;
-      if (state.page === token || state.page === undefined) holder.replaceChildren(content);
+      const focused = holder.contains(document.activeElement) ? document.activeElement.id : "";
+      holder.replaceChildren(content);
+      extended = false;
+      fresh.hidden = true;
+      if (focused) { const again = document.getElementById(focused); if (again) again.focus(); }
     } catch (error) {
       holder.replaceChildren(h("p", { class: "error", role: "alert" }, error.message));
     }
   };
+  fresh.addEventListener("click", () => update(true));
   state.onChange = update;
-  return { holder, update };
+  return { holder: h("div", {}, fresh, holder), update, extend: () => { extended = true; } };
+}
+
+// A "more" button for a paged list: fetches the next page with `next(cursor)`, appends its rows, and stops at the end.
+function moreButton(label, cursor, next, extend) {
+  const button = h("button", { type: "button", class: "quiet", hidden: !cursor }, label);
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      cursor = await next(cursor);
+      if (extend) extend();
+      button.hidden = !cursor;
+    } catch (error) {
+      toast(error.message);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
 }
 
 pages.overview = async () => {
@@ -346,18 +402,14 @@ pages.activities = async (current) => {
     h("td", {}, badge(activity.state)), h("td", {}, activity.attributes_type || "—"), h("td", {}, activity.name || "—"),
     h("td", { class: "num" }, activity.devices.toLocaleString() + (activity.devices_capped ? "+" : "")),
     h("td", {}, when(activity.updated_at))));
-  const { holder, update } = refreshing(async () => {
+  const { holder, update, extend } = refreshing(async () => {
     const first = await api("activities" + query(filters));
     const body = table(["live activity", "state", "attributes type", "name", { label: "devices", num: true }, "updated"], rowsOf(first.activities), "Activities");
-    const more = h("button", { type: "button", class: "quiet", hidden: !first.next_cursor });
-    more.textContent = "Load more";
-    let cursor = first.next_cursor;
-    more.addEventListener("click", async () => {
+    const more = moreButton("Load more", first.next_cursor, async (cursor) => {
       const next = await api("activities" + query({ ...filters, cursor }));
       body.querySelector("tbody").append(...rowsOf(next.activities));
-      cursor = next.next_cursor;
-      more.hidden = !cursor;
-    });
+      return next.next_cursor;
+    }, () => extend());
     return h("div", {}, body, h("p", {}, more));
   });
   await update();
@@ -401,7 +453,7 @@ function phoneFrame(title, ...cards) {
 
 pages.activity = async (current) => {
   const id = current.argument;
-  const { holder, update } = refreshing(async () => {
+  const { holder, update, extend } = refreshing(async () => {
     const [answer, timeline] = await Promise.all([call("getLiveActivity", { live_activity_id: id, limit: 50 }),
                                                   api("messages" + query({ live_activity_id: id, limit: 20 }))]);
     const activity = answer.live_activity;
@@ -419,12 +471,15 @@ pages.activity = async (current) => {
     const actions = activity.state === "ended" ? null : h("p", { class: "row" },
       h("a", { class: "button", href: "#/compose" + query({ event: "update", live_activity_id: id }) }, "Update"),
       h("a", { class: "button quiet", href: "#/compose" + query({ event: "end", live_activity_id: id }) }, "End"));
-    const messageRows = timeline.messages.map((message) => {
-      const details = h("td", {}, h("button", { type: "button", class: "quiet", onclick: async (event) => {
+    const messageRows = (messages) => messages.map((message) => {
+      const details = h("td", {}, h("button", { type: "button", class: "quiet", "aria-label": "counts of message " + message.code, onclick: async (event) => {
         const cell = event.target.parentElement;
-        const shown = (await call("getMessageDetails", { message: message.code })).message;
-        const counts = Object.entries(shown.counts).filter(([, value]) => typeof value === "number" && value > 0).map(([key, value]) => key + " " + value);
-        cell.replaceChildren(h("span", {}, badge(shown.status), " ", counts.join(", ") || "no pushes"));
+        try {
+          const shown = (await call("getMessageDetails", { message: message.code })).message;
+          const counts = Object.entries(shown.counts).filter(([, value]) => typeof value === "number" && value > 0).map(([key, value]) => key + " " + value);
+          cell.replaceChildren(h("span", {}, badge(shown.status), " ", counts.join(", ") || "no pushes"));
+          extend();
+        } catch (error) { toast(error.message); }
       } }, "counts"));
       return h("tr", {}, h("td", {}, when(message.send_at)), h("td", {}, message.event), h("td", {}, badge(message.state)),
         h("td", {}, h("code", {}, message.code)), h("td", {}, h("code", {}, JSON.stringify(message["content-state"] || {}))), details);
@@ -436,19 +491,21 @@ pages.activity = async (current) => {
       h("td", {}, device.flags.map((flag) => flag.code).join(", ") || "—")));
     const devices = table(["device", "state", "last delivery", "APNs status", "APNs reason", { label: "attempts", num: true }, "token age", "flags"],
       deviceRows(activity.devices), "Devices");
-    const more = h("button", { type: "button", class: "quiet", hidden: !activity.next_cursor });
-    more.textContent = "More devices";
-    let cursor = activity.next_cursor;
-    more.addEventListener("click", async () => {
+    const more = moreButton("More devices", activity.next_cursor, async (cursor) => {
       const next = (await call("getLiveActivity", { live_activity_id: id, limit: 50, cursor })).live_activity;
       devices.querySelector("tbody").append(...deviceRows(next.devices));
-      cursor = next.next_cursor;
-      more.hidden = !cursor;
-    });
+      return next.next_cursor;
+    }, () => extend());
+    const messages = table(["send at", "event", "state", "code", "content-state", "pushes"], messageRows(timeline.messages), "Messages");
+    const older = moreButton("Older messages", timeline.next_cursor, async (cursor) => {
+      const next = await api("messages" + query({ live_activity_id: id, limit: 20, cursor }));
+      messages.querySelector("tbody").append(...messageRows(next.messages));
+      return next.next_cursor;
+    }, () => extend());
     return h("div", {},
       h("div", { class: "split" }, h("div", {}, preview), h("div", {}, summary, actions)),
       h("h2", {}, "Messages ", liveBadge()),
-      table(["send at", "event", "state", "code", "content-state", "pushes"], messageRows, "Messages"),
+      messages, h("p", {}, older),
       h("h2", {}, "Delivery per device"), devices, h("p", {}, more));
   });
   await update();
@@ -462,7 +519,7 @@ const schemaInputs = {
   number: (id) => h("input", { id, type: "number", step: "any" }),
   integer: (id) => h("input", { id, type: "number", step: "1" }),
   boolean: (id) => h("input", { id, type: "checkbox" }),
-  date: (id) => h("input", { id, type: "datetime-local" }),
+  date: (id) => h("input", { id, type: "datetime-local", step: "1" }),
 };
 
 // A form for one struct of a schema ({field: "type" | "type?" | {…} | [type]}); `read()` gives the object.
@@ -478,7 +535,7 @@ function schemaForm(prefix, fields, initial) {
       control = schemaInputs[base](id);
       if (value !== undefined && value !== null) {
         if (base === "boolean") control.checked = Boolean(value);
-        else if (base === "date") control.value = new Date(value * 1000).toISOString().slice(0, 16);
+        else if (base === "date") { if (typeof value === "number") control.value = new Date(value * 1000).toISOString().slice(0, 19); }
         else control.value = value;
       }
     } else {
@@ -505,7 +562,7 @@ function schemaForm(prefix, fields, initial) {
         throw new Error(prefix + "." + name + ": is not valid JSON");
       }
     });
-    return h("div", {}, h("label", { for: id }, name, " ", h("span", { class: "muted" }, (typeof type === "string" ? type : JSON.stringify(type)))), control);
+    return h("div", {}, h("label", { for: id }, name, " ", h("span", { class: "muted" }, (typeof type === "string" ? type : JSON.stringify(type)) + (base === "date" ? " (UTC)" : ""))), control);
   });
   return { element: h("div", {}, controls), read: (lenient) => Object.fromEntries(readers.map((read) => read(lenient)).filter(Boolean)) };
 }
@@ -524,11 +581,17 @@ function jsonForm(id, label, initial) {
 pages.compose = async (current) => {
   const event = current.parameters.get("event") || "start";
   const activityID = current.parameters.get("live_activity_id") || "";
-  const schemas = (await call("getLiveActivitySchemas", {})).schemas;
+  let schemas = (await call("getLiveActivitySchemas", {})).schemas;
   const filters = (await call("listFilters", {})).filters || [];
   let activity = null;
   if (event !== "start" && activityID) {
     try { activity = (await call("getLiveActivity", { live_activity_id: activityID, limit: 1 })).live_activity; } catch (error) { activity = null; }
+  }
+  // An update is checked against the schema version its activity started with (X2): the form is that version's.
+  if (activity && activity.attributes_type && activity.schema_version) {
+    const versions = (await call("getLiveActivitySchemas", { attributes_type: activity.attributes_type })).schemas;
+    const started = versions.find((schema) => schema.version === activity.schema_version);
+    if (started) schemas = schemas.filter((schema) => schema.attributes_type !== started.attributes_type).concat([started]);
   }
   const form = h("form", { class: "panel", novalidate: true });
   const eventSelect = h("select", { id: "compose-event" }, ["start", "update", "end"].map((value) => h("option", { value, selected: value === event }, value)));
@@ -536,7 +599,8 @@ pages.compose = async (current) => {
   const idInput = h("input", { id: "compose-activity", type: "text", value: activityID, required: true, autocomplete: "off" });
   const typeSelect = h("select", { id: "compose-type" }, schemas.map((schema) => h("option", { value: schema.attributes_type }, schema.attributes_type)),
     h("option", { value: "" }, "another type (JSON)…"));
-  const typeOther = h("input", { id: "compose-type-other", type: "text", placeholder: "attributes type", hidden: schemas.length > 0 });
+  const typeOther = h("input", { id: "compose-type-other", type: "text", placeholder: "attributes type", hidden: schemas.length > 0,
+    "aria-label": "Attributes type without a schema" });
   if (activity && activity.attributes_type) typeSelect.value = schemas.some((s) => s.attributes_type === activity.attributes_type) ? activity.attributes_type : "";
   const fieldsHolder = h("div", {});
   const attributesHolder = h("div", {});
@@ -574,11 +638,11 @@ pages.compose = async (current) => {
 
   const titleInput = h("input", { id: "compose-title", type: "text", placeholder: event === "start" ? "alert title (needed by starts, S2)" : "optional" });
   const bodyInput = h("input", { id: "compose-content", type: "text", placeholder: event === "start" ? "alert text" : "optional" });
-  const prioritySelect = h("select", { id: "compose-priority" }, [["10", "10 — now (counts against the budget)"], ["5", "5 — when convenient"]]
+  const prioritySelect = h("select", { id: "compose-priority" }, [["5", "5 — when convenient (the API's default)"], ["10", "10 — now (counts against the hourly budget, A7)"]]
     .map(([value, label]) => h("option", { value }, label)));
   const sendDate = h("input", { id: "compose-send", type: "datetime-local" });
-  const staleDate = h("input", { id: "compose-stale", type: "datetime-local" });
-  const dismissal = h("input", { id: "compose-dismissal", type: "datetime-local" });
+  const staleDate = h("input", { id: "compose-stale", type: "datetime-local", step: "1" });
+  const dismissal = h("input", { id: "compose-dismissal", type: "datetime-local", step: "1" });
   const preview = h("div", { id: "compose-preview", "aria-live": "polite" });
   const curl = h("pre", { id: "compose-curl" });
   const error = h("p", { class: "error", role: "alert", id: "compose-error" });
@@ -693,7 +757,8 @@ pages.compose = async (current) => {
     h("h2", {}, "The same call with curl"), curl, preview);
   if (event !== "start" && !typeSelect.value && activity && activity.attributes_type) typeOther.value = activity.attributes_type;
   buildFields();
-  if (event !== "start") idInput.addEventListener("change", scheduleAudience);
+  // Another activity: its content-state and type, so the form is rebuilt for it.
+  if (event !== "start") idInput.addEventListener("change", () => { location.hash = "#/compose" + query({ event, live_activity_id: idInput.value.trim() }); });
   return pageElement(event === "start" ? "Start a Live Activity" : event === "update" ? "Update a Live Activity" : "End a Live Activity", form);
 };
 
@@ -713,14 +778,10 @@ pages.devices = async (current) => {
     h("td", {}, device.push_token ? "yes" : "no"), h("td", {}, when(device.updated_at))));
   const first = await api("devices" + query({ q: text }));
   const list = table(["HWID", "User ID", "iOS", "gateway", "push token", "updated"], rowsOf(first.devices), "Devices");
-  const more = h("button", { type: "button", class: "quiet", hidden: !first.next_cursor });
-  more.textContent = "Load more";
-  let cursor = first.next_cursor;
-  more.addEventListener("click", async () => {
+  const more = moreButton("Load more", first.next_cursor, async (cursor) => {
     const next = await api("devices" + query({ q: text, cursor }));
     list.querySelector("tbody").append(...rowsOf(next.devices));
-    cursor = next.next_cursor;
-    more.hidden = !cursor;
+    return next.next_cursor;
   });
   if (text && first.devices.length === 1) showDevice(first.devices[0].hwid, detail);
   return pageElement("Devices", search, list, h("p", {}, more), detail);
@@ -757,7 +818,7 @@ pages.filters = async () => {
     const filters = (await call("listFilters", {})).filters || [];
     return table(["name", "operator", "conditions", ""], filters.map((filter) => h("tr", {},
       h("td", {}, filter.name), h("td", {}, filter.operator || "AND"), h("td", {}, h("code", {}, JSON.stringify(filter.conditions))),
-      h("td", {}, h("button", { type: "button", class: "danger", onclick: async () => {
+      h("td", {}, h("button", { type: "button", class: "danger", "aria-label": "Delete the filter " + filter.name, onclick: async () => {
         if (!confirm("Delete the filter " + filter.name + "?")) return;
         try { await call("deleteFilter", { name: filter.name }); toast("Deleted " + filter.name); update(); } catch (error) { toast(error.message); }
       } }, "Delete")))), "Filters");
@@ -786,7 +847,7 @@ pages.filters = async () => {
 
 pages.schemas = async () => {
   const { holder, update } = refreshing(async () => {
-    const schemas = (await call("getLiveActivitySchemas", {})).schemas;
+    let schemas = (await call("getLiveActivitySchemas", {})).schemas;
     return table(["attributes type", "version", "content-state", "attributes", "description"], schemas.map((schema) => h("tr", {},
       h("td", {}, schema.attributes_type), h("td", { class: "num" }, String(schema.version)),
       h("td", {}, h("code", {}, JSON.stringify(schema.content_state))), h("td", {}, h("code", {}, JSON.stringify(schema.attributes))),
@@ -823,7 +884,7 @@ pages.channels = async () => {
     return table(["name", "storage policy", "environments", "created", "last used", ""], channels.map((channel) => h("tr", {},
       h("td", {}, channel.name), h("td", {}, channel.storage_policy || "—"),
       h("td", {}, Object.keys(channel.apns_channel_ids || {}).join(", ") || "—"), h("td", {}, when(channel.created_at)), h("td", {}, when(channel.last_used_at)),
-      h("td", {}, h("button", { type: "button", class: "danger", onclick: async () => {
+      h("td", {}, h("button", { type: "button", class: "danger", "aria-label": "Delete the channel " + channel.name, onclick: async () => {
         if (!confirm("Delete the channel " + channel.name + " at Apple and in Islet?")) return;
         try { await call("deleteLiveActivityChannel", { name: channel.name }); toast("Deleted " + channel.name); update(); } catch (error) { toast(error.message); }
       } }, "Delete")))), "Channels");
@@ -851,8 +912,15 @@ pages.channels = async () => {
 
 pages.simulator = async () => {
   if (!state.session.simulator) return pageElement("Simulator", h("p", {}, "The simulator runs only when islet serve runs with --apns simulator."));
-  const { holder, update } = refreshing(async () => {
-    const phones = (await api("simulator/devices" + query({ limit: 100 }))).devices;
+  const { holder, update, extend } = refreshing(async () => {
+    // Every phone, a page at a time (the simulator's pages hold up to 1,000).
+    const phones = [];
+    let cursor = null;
+    do {
+      const page = await api("simulator/devices" + query({ limit: 1000, cursor }));
+      phones.push(...page.devices);
+      cursor = page.next_cursor;
+    } while (cursor);
     return h("div", { class: "phones" }, phones.map((phone) => {
       const cards = phone.lock_screen.map((card) => liveActivityCard({
         id: card.activity_id, app: card.attributes_type, title: card.activity_id, content: card.content_state, ended: card.ended,
@@ -861,20 +929,24 @@ pages.simulator = async () => {
       const log = h("pre", {}, "…");
       const details = h("details", { ontoggle: async (event) => {
         if (!event.target.open) return;
+        extend();
         const full = await api("simulator/devices/" + encodeURIComponent(phone.hwid));
         log.textContent = full.log.slice().reverse().map((push) => push.at + "  " + push.push_type + (push.event ? " " + push.event : "") + "  priority " + push.priority
           + (push.dropped ? "  DROPPED: " + push.dropped : "")).join("\n") || "No pushes yet.";
       } }, h("summary", {}, "Pushes received and dropped"), log);
       const set = (setting) => async () => {
-        try { await api("simulator/devices/" + encodeURIComponent(phone.hwid) + "/state", { method: "POST", body: { state: setting } }); update(); }
+        try { await api("simulator/devices/" + encodeURIComponent(phone.hwid) + "/state", { method: "POST", body: { state: setting } }); update(true); }
         catch (error) { toast(error.message); }
       };
       const frame = phoneFrame(phone.hwid + " · iOS " + phone.ios_version + (phone.locked ? " · locked" : "") + (phone.uninstalled ? " · app uninstalled" : ""), ...cards);
       frame.setAttribute("data-hwid", phone.hwid);
       frame.prepend(h("h3", {}, phone.hwid));
       frame.append(h("div", { class: "buttons" },
-        phone.locked ? h("button", { type: "button", onclick: set("unlocked") }, "Unlock") : h("button", { type: "button", onclick: set("locked") }, "Lock"),
-        h("button", { type: "button", onclick: set("uninstalled"), disabled: phone.uninstalled }, "Uninstall app")), details);
+        // The same id either way, so focus stays on the button after the phone is redrawn.
+        h("button", { type: "button", id: "lock-" + phone.hwid, onclick: set(phone.locked ? "unlocked" : "locked"), "aria-label": (phone.locked ? "Unlock " : "Lock ") + phone.hwid },
+          phone.locked ? "Unlock" : "Lock"),
+        h("button", { type: "button", id: "uninstall-" + phone.hwid, onclick: set("uninstalled"), disabled: phone.uninstalled, "aria-label": "Uninstall the app on " + phone.hwid },
+          "Uninstall app")), details);
       return frame;
     }));
   });

@@ -34,14 +34,7 @@ struct ConsoleSetPasswordCommand: CLICommand {
     func run(_ context: CLIContext) throws -> Int32 {
         let password: String
         if let path = arguments.value("--password-file") {
-            let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: resolved),
-                  let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw CLIError.usage("--password-file: cannot read \(path)")
-            }
-            if let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
-                throw CLIError.usage("--password-file: \(path) is readable by other users (mode \(String(mode, radix: 8))); chmod 600 it")
-            }
+            let text = try Common.readSecretFile(path, name: "--password-file")
             password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
         } else {
             guard let line = context.standardInput() else {

@@ -69,6 +69,15 @@ enum Common {
     }
 
     static func readMasterKey(_ path: String, name: String) throws -> MasterKey {
+        let text = try readSecretFile(path, name: name)
+        guard let key = MasterKey(text: text) else {
+            throw CLIError.usage("\(name): \(path) does not hold 32 bytes as 64 hex digits or base64 (openssl rand -hex 32)")
+        }
+        return key
+    }
+
+    /// A file holding a secret, refused unless only its owner can read it.
+    static func readSecretFile(_ path: String, name: String) throws -> String {
         // The file itself, not a link to it (a mounted secret is often a link), decides the permissions.
         let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: resolved),
@@ -78,10 +87,7 @@ enum Common {
         if let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
             throw CLIError.usage("\(name): \(path) is readable by other users (mode \(String(mode, radix: 8))); chmod 600 it")
         }
-        guard let key = MasterKey(text: text) else {
-            throw CLIError.usage("\(name): \(path) does not hold 32 bytes as 64 hex digits or base64 (openssl rand -hex 32)")
-        }
-        return key
+        return text
     }
 
     static func applicationCode(_ text: String) throws -> ApplicationCode {

@@ -72,4 +72,19 @@ struct ConsoleEventsTests {
         store.finished.withLock { $0.append((2, a, t0)) }
         #expect(try events.changedApplications(at: t0) == [a])
     }
+
+    /// A page whose session ended (signed out, expired, token revoked) stops hearing anything at the next heartbeat.
+    @Test func aStreamWhoseSessionEndedIsFinishedAtTheHeartbeat() throws {
+        let signedIn = Atomic<Bool>(true)
+        let events = ConsoleEvents(store: Messages(), logger: .discard, now: { [t0] in t0 }, heartbeat: .zero)
+        let open = HTTPEventStream(), ended = HTTPEventStream()
+        events.subscribe(open, application: a, signedIn: { true })
+        events.subscribe(ended, application: a, signedIn: { signedIn.load(ordering: .acquiring) })
+        events.look()
+        #expect(ended.send(": still here\n\n"), "signed in: the stream stays")
+        signedIn.store(false, ordering: .releasing)
+        events.look()
+        #expect(!ended.send(": gone\n\n"), "finished at the heartbeat after its session ended")
+        #expect(open.send(": still here\n\n"))
+    }
 }

@@ -96,6 +96,7 @@ struct ServeProcessTests {
         #expect(serve.output.contains("application code:  XXXXX-XXXXX"))
         #expect(serve.output.contains("server API token:  SECRET_API_TOKEN"))
         #expect(serve.output.contains("curl -s http://127.0.0.1:\(serve.port)/json/1.3/getApplication"))
+        #expect(serve.output.contains("The console: http://127.0.0.1:\(serve.port)/console (sign in with the server API token)"))
         let response = try request(serve.port, "/json/1.3/getApplication",
                                    body: #"{"request":{"application":"XXXXX-XXXXX","auth":"SECRET_API_TOKEN"}}"#)
         #expect(response.status == 200)

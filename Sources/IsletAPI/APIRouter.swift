@@ -44,9 +44,7 @@ public struct APIRouter: HTTPHandler {
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
         let started = ContinuousClock.now
         let (route, response) = route(request)
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        metrics.record(route: route, status: response.status, seconds: seconds)
+        metrics.record(route: route, status: response.status, since: started)
         return response
     }
 
@@ -133,16 +131,25 @@ public struct APIRouter: HTTPHandler {
     private func answer(_ name: String, _ body: () throws -> JSONObject) -> HTTPResponse {
         do {
             return Self.json(Envelope.ok(try body()), status: 200)
-        } catch let error as APIError {
+        } catch {
+            return failure(error, method: name)
+        }
+    }
+
+    /// The answer to an error from a method (or another route, named in `method`): its own message for an API
+    /// error, 429 with `Retry-After` for a rate limit, 503 for storage, 500 for anything else (logged).
+    public func failure(_ error: any Error, method name: String) -> HTTPResponse {
+        switch error {
+        case let error as APIError:
             return Self.failure(error)
-        } catch let limited as RateLimited {
+        case let limited as RateLimited:
             var response = Self.failure(APIError(.tooManyRequests, limited.message))
             response.headers.append(("Retry-After", String(limited.retryAfter)))
             return response
-        } catch let error as StoreError {
+        case let error as StoreError:
             logger.error("storage failure", ["method": .string(name), "error": .string(error.message)])
             return Self.failure(APIError(.unavailable, "storage is unavailable; nothing was changed, retry later"))
-        } catch {
+        default:
             logger.error("unexpected failure", ["method": .string(name), "error": .string("\(error)")])
             return Self.failure(APIError(.internalError, "internal error; nothing was changed"))
         }
@@ -171,9 +178,7 @@ public struct APIRouter: HTTPHandler {
             let hint = Suggestion.nearest(name, among: Array(methods.keys)).map { "; did you mean '\($0)'?" } ?? ""
             response = Self.failure(APIError(.notFound, "unknown method '\(name.prefix(64))'\(hint)"))
         }
-        let elapsed = ContinuousClock.now - started
-        metrics.record(route: methods[name] == nil ? "unknown" : name, status: response.status,
-                       seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        metrics.record(route: methods[name] == nil ? "unknown" : name, status: response.status, since: started)
         return response
     }
 
@@ -252,7 +257,7 @@ public struct APIRouter: HTTPHandler {
         json(Envelope.error(error), status: error.code.httpStatus)
     }
 
-    static func methodNotAllowed(_ request: HTTPRequest, allow: String) -> HTTPResponse {
+    public static func methodNotAllowed(_ request: HTTPRequest, allow: String) -> HTTPResponse {
         var response = failure(APIError(.methodNotAllowed, "HTTP method \(request.method) is not allowed on \(request.path); use \(allow)"))
         response.headers.append(("Allow", allow))
         return response

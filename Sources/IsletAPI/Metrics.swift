@@ -28,6 +28,11 @@ public final class Metrics: Sendable {
     }
 
     /// Records one answered request. `route` is an API method name or a fixed label, never free text.
+    /// Records a request that began at `started` and ends now.
+    public func record(route: String, status: Int, since started: ContinuousClock.Instant) {
+        record(route: route, status: status, seconds: (ContinuousClock.now - started).timeInterval)
+    }
+
     public func record(route: String, status: Int, seconds: Double) {
         state.withLock { state in
             state.requests[route, default: [:]][status, default: 0] += 1

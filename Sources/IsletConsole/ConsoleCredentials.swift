@@ -76,20 +76,7 @@ public enum ConsoleCredentials {
     public static func passwordMatches(_ password: String, record: String) -> Bool {
         let parts = record.split(separator: "$").map(String.init)
         guard parts.count == 4, parts[0] == "pbkdf2-sha256", let iterations = Int(parts[1]), (1...10_000_000).contains(iterations),
-              let salt = bytes(hex: parts[2]), let key = bytes(hex: parts[3]), password.utf8.count <= 4096 else { return false }
+              let salt = Crypto.bytes(hex: parts[2]), let key = Crypto.bytes(hex: parts[3]), password.utf8.count <= 4096 else { return false }
         return Crypto.constantTimeEquals(Crypto.pbkdf2SHA256(password: password, salt: salt, iterations: iterations), key)
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        var index = 0
-        while index < digits.count {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(byte)
-            index += 2
-        }
-        return out
     }
 }

@@ -165,7 +165,7 @@ public final class ConsoleEvents: Sendable {
     }
 
     private func wait(_ duration: Duration) {
-        let until = Date().addingTimeInterval(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+        let until = Date().addingTimeInterval(duration.timeInterval)
         condition.lock()
         defer { condition.unlock() }
         while !state.withLock({ $0.stopping }) && Date() < until { _ = condition.wait(until: until) }

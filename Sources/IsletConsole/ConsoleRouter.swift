@@ -45,17 +45,8 @@ public struct ConsoleRouter: Sendable {
         var response: HTTPResponse
         do {
             response = try route(request)
-        } catch let error as APIError {
-            response = APIRouter.failure(error)
-        } catch let limited as RateLimited {
-            response = APIRouter.failure(APIError(.tooManyRequests, limited.message))
-            response.headers.append(("Retry-After", String(limited.retryAfter)))
-        } catch let error as StoreError {
-            logger.error("console: storage failure", ["path": .string(request.path), "error": .string(error.message)])
-            response = APIRouter.failure(APIError(.unavailable, "storage is unavailable; nothing was changed, retry later"))
         } catch {
-            logger.error("console: unexpected failure", ["path": .string(request.path), "error": .string("\(error)")])
-            response = APIRouter.failure(APIError(.internalError, "internal error; nothing was changed"))
+            response = api.failure(error, method: request.path)
         }
         response.headers += Self.securityHeaders
         return response
@@ -70,11 +61,11 @@ public struct ConsoleRouter: Sendable {
     private func route(_ request: HTTPRequest) throws -> HTTPResponse {
         let rest = String(request.path.dropFirst(Self.prefix.count))
         if rest.isEmpty || rest == "/" {
-            try Self.only(["GET", "HEAD"], request)
+            guard ["GET", "HEAD"].contains(request.method) else { return APIRouter.methodNotAllowed(request, allow: "GET, HEAD") }
             return Self.asset("index.html", request)!
         }
         if rest.hasPrefix("/assets/") {
-            try Self.only(["GET", "HEAD"], request)
+            guard ["GET", "HEAD"].contains(request.method) else { return APIRouter.methodNotAllowed(request, allow: "GET, HEAD") }
             guard let response = Self.asset(String(rest.dropFirst("/assets/".count)), request) else {
                 throw APIError(.notFound, "no console asset \(rest.dropFirst("/assets/".count).prefix(64))")
             }
@@ -91,7 +82,7 @@ public struct ConsoleRouter: Sendable {
             }
         }
         if endpoint.hasPrefix("call/") {
-            try Self.only(["POST"], request)
+            guard request.method == "POST" else { return APIRouter.methodNotAllowed(request, allow: "POST") }
             var response = api.consoleCall(String(endpoint.dropFirst("call/".count)), body: request.body, application: signedIn.application,
                                            tokenID: signedIn.session.tokenID)
             response.headers.append(("Cache-Control", "no-store"))
@@ -106,7 +97,7 @@ public struct ConsoleRouter: Sendable {
             guard answer.status == 200, case .object(let object)? = try? JSONParser.parse(answer.body) else { return answer }
             return Self.ok(object)
         }
-        try Self.only(["GET"], request)
+        guard request.method == "GET" else { return APIRouter.methodNotAllowed(request, allow: "GET") }
         let reads = ConsoleReads(store: store, messages: messages, now: now)
         switch endpoint {
         case "overview": return Self.ok(try reads.overview(signedIn.application))
@@ -195,9 +186,7 @@ public struct ConsoleRouter: Sendable {
             response.headers.append(("Set-Cookie", ConsoleCredentials.clearedCookie(secure: secure)))
             return response
         default:
-            var refused = APIRouter.failure(APIError(.methodNotAllowed, "HTTP method \(request.method) is not allowed on \(request.path); use GET, POST or DELETE"))
-            refused.headers.append(("Allow", "GET, POST, DELETE"))
-            return refused
+            return APIRouter.methodNotAllowed(request, allow: "GET, POST, DELETE")
         }
     }
 
@@ -269,12 +258,6 @@ public struct ConsoleRouter: Sendable {
         var answer = APIRouter.json(Envelope.ok(response), status: 200)
         answer.headers.append(("Cache-Control", "no-store"))
         return answer
-    }
-
-    static func only(_ methods: [String], _ request: HTTPRequest) throws {
-        guard methods.contains(request.method) else {
-            throw APIError(.methodNotAllowed, "HTTP method \(request.method) is not allowed on \(request.path); use \(methods.joined(separator: " or "))")
-        }
     }
 
     /// A built-in asset by file name, with its type; nil when there is none.

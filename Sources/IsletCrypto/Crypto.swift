@@ -46,6 +46,21 @@ public enum Crypto {
         return difference == 0
     }
 
+    /// The bytes of hex text (either case); nil for an odd length or a non-hex digit.
+    public static func bytes(hex text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        var index = 0
+        while index < digits.count {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+            index += 2
+        }
+        return bytes
+    }
+
     /// Lowercase hex of `bytes`.
     public static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
         let digits = Array("0123456789abcdef".utf8)

@@ -8,7 +8,7 @@ public struct MasterKey: Sendable, Equatable {
     /// 32 bytes written as 64 hex digits or as base64 (what `openssl rand -hex 32` or `-base64 32` prints).
     public init?(text: String) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        if trimmed.count == 64, let bytes = Self.hex(trimmed) {
+        if trimmed.count == 64, let bytes = Crypto.bytes(hex: trimmed) {
             self.bytes = bytes
         } else if let data = Data(base64Encoded: trimmed), data.count == 32 {
             self.bytes = Array(data)
@@ -74,17 +74,5 @@ public struct MasterKey: Sendable, Equatable {
         }
         guard ok == 1 else { return nil }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    static func hex(_ text: String) -> [UInt8]? {
-        var bytes: [UInt8] = []
-        var index = text.startIndex
-        while index < text.endIndex {
-            let next = text.index(index, offsetBy: 2)
-            guard let byte = UInt8(text[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        return bytes
     }
 }

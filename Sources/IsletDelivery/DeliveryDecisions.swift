@@ -25,11 +25,6 @@ public struct RetryPolicy: Sendable, Equatable {
     public static let maximumStartCopies = 2
 }
 
-extension Duration {
-    /// In seconds, as a `TimeInterval`, for `Date` arithmetic.
-    var timeInterval: TimeInterval { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
-
 /// What one push's outcome means for its delivery (A5, issue 10): pure, so it is tested without sockets.
 public struct DeliveryDecisions: Sendable {
     public let policy: RetryPolicy

@@ -58,7 +58,7 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
                 throw StoreError(.io, "no database connection came free within \(waitLimit) (all \(maximumOpen) in use)")
             }
             waiting += 1
-            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18))
+            _ = condition.wait(until: Date(timeIntervalSinceNow: left.timeInterval))
             waiting -= 1
         }
         condition.unlock()

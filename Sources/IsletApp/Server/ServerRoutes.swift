@@ -17,11 +17,9 @@ struct ServerRoutes: HTTPHandler {
         guard isConsole(request) else { return api.handle(request) }
         let started = ContinuousClock.now
         let response = console.handle(request)
-        let elapsed = ContinuousClock.now - started
         // API methods the console runs count under their own names (APIRouter.consoleCall); the rest as "console".
         if !request.path.hasPrefix(ConsoleRouter.prefix + "/api/call/") {
-            metrics.record(route: "console", status: response.status,
-                           seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            metrics.record(route: "console", status: response.status, since: started)
         }
         return response
     }

@@ -29,17 +29,17 @@ public struct Authenticator: Sendable {
             let how = access == .server ? "request.auth or header Authorization: Token <token>" : "header Authorization: Token <token>"
             throw APIError(.unauthorized, "\(field): a \(wanted) token is required (\(how))")
         }
+        // One indexed lookup by the secret's hash (hashes are unique across applications); a token of another
+        // application is refused as a wrong one.
+        let found = try store.credential(hash: Credentials.hash(secret))
         guard let code else {
-            guard access == .server, let owner = try store.token(hash: Credentials.hash(secret)), owner.kind == .api,
-                  let application = try store.application(owner.application) else {
+            guard access == .server, let (owner, application) = found, owner.kind == .api else {
                 throw APIError(.unauthorized, "\(field): not a valid \(wanted) token")
             }
             guard !owner.isRevoked else { throw APIError(.unauthorized, "\(field): this token was revoked") }
             return (application, owner.kind, owner.id)
         }
-        let application = try store.application(code)
-        let tokens = application == nil ? [] : try store.tokens(of: code)
-        guard let application, let token = Credentials.match(secret, in: tokens) else {
+        guard let (token, application) = found, token.application == code else {
             throw APIError(.unauthorized, "\(field): not a valid \(wanted) token for application \(code)")
         }
         if token.isRevoked {

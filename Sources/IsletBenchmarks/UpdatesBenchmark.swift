@@ -19,6 +19,9 @@ struct UpdatesBenchmark {
     var rate = 0
     /// An SQLite path or PostgreSQL URL (empty database); a fresh SQLite file in a temporary folder by default.
     var database: String?
+    /// Sent updates (each with its delivery record) written into the activities' history before the load, so
+    /// the load meets a database that has served for a while (issue 18: 10 million messages must not slow it).
+    var history = 0
 
     func run() throws {
         // One address and one token are the whole load here: E6's per-client limits would refuse most of it.
@@ -51,8 +54,9 @@ struct UpdatesBenchmark {
             }
         }
         guard failures.load(ordering: .relaxed) == 0 else { throw BenchError("\(failures.load(ordering: .relaxed)) set-up calls failed") }
-        try nginx.waitForRequests(activities, deadline: .now + .seconds(300))
+        try nginx.waitForRequests(activities, deadline: .now + .seconds(600))
         print(String(format: "set-up: %d activities started in %.1f s", activities, (ContinuousClock.now - started).seconds))
+        if history > 0 { try preloadHistory(world.server.configuration.location) }
 
         // 2. The load: each client cycles through its share of the activities.
         let before = nginx.requests()
@@ -134,6 +138,46 @@ struct UpdatesBenchmark {
     }
 
     private enum DeliveryLag { static let last = 300 }
+
+    /// `history` sent updates spread over the activities (each after its start, as if sent in this session), and
+    /// a delivery record each, written in SQL in transactions of about 250,000 messages.
+    private func preloadHistory(_ location: StorageLocation) throws {
+        let started = ContinuousClock.now
+        let storage = try Storage(location, for: .command)
+        let perActivity = max(1, history / activities)
+        let (first, last) = try storage.database.withConnection { (c) throws(StoreError) in
+            let row = try c.query("SELECT MIN(id) AS first, MAX(id) AS last FROM activities")[0]
+            return (row["first"].int ?? 0, row["last"].int ?? 0)
+        }
+        let step = Int64(max(1, 250_000 / perActivity))
+        var written = 0
+        for low in stride(from: first, through: last, by: Int(step)) {
+            written += try storage.database.write { (c) throws(StoreError) -> Int in
+                let before = try c.query("SELECT COALESCE(MAX(id), 0) AS id FROM messages")[0]["id"].int ?? 0
+                let added = try c.run("""
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+                    INSERT INTO messages (code, application, activity, event, payload, priority, state, due_at, created_at, finished_at, expires_at)
+                    SELECT 'HISTORY-' || s.id || '-' || n.i, s.application, s.activity, 'update', s.payload, 5, 'done', s.due_at, s.created_at,
+                           s.finished_at, s.expires_at
+                    FROM messages s CROSS JOIN n
+                    WHERE s.event = 'start' AND s.activity BETWEEN ?2 AND ?3
+                    ORDER BY s.activity, n.i
+                    """, [.int(Int64(perActivity)), .int(low), .int(low + step - 1)])
+                try c.run("""
+                    INSERT INTO deliveries (message, device, push_type, status, apns_id, attempts, at, state)
+                    SELECT m.id, ad.device, 'liveactivity', 200, 'HISTORY', 1, m.created_at, 'sent'
+                    FROM messages m JOIN activity_devices ad ON ad.activity = m.activity
+                    WHERE m.id > ?1
+                    """, [.int(before)])
+                return added
+            }
+        }
+        if case .postgresql = location {
+            try storage.database.withConnection { (c) throws(StoreError) in try c.execute("ANALYZE") }
+        }
+        print(String(format: "history: %d sent updates (%d an activity), each with its delivery record, written in %.1f s",
+                     written, perActivity, (ContinuousClock.now - started).seconds))
+    }
 
     /// The value of an unlabelled sample in exposition text.
     static func sample(_ text: String, _ name: String) -> Double? {

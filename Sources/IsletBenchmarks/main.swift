@@ -9,7 +9,7 @@ let usage = """
            islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
            islet-bench e2e [--devices N] [--clients N] [--probes N]
            islet-bench register --database PATH|URL[,PATH|URL...] [--devices N] [--clients N] [--threads N]
-           islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--database PATH|URL]
+           islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--history N] [--database PATH|URL]
            islet-bench cluster [--devices N] [--nodes N,N...] [--database URL]
 
     """
@@ -82,6 +82,7 @@ do {
         benchmark.seconds = number("--seconds", benchmark.seconds)
         if options["--rate"] != nil { benchmark.rate = number("--rate", 1) }
         benchmark.database = take("--database")
+        if options["--history"] != nil { benchmark.history = number("--history", 1) }
         if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
         try benchmark.run()
     case "cluster":

@@ -382,7 +382,23 @@ public enum MessageCode {
 
     public static func random() -> String {
         var generator = SystemRandomNumberGenerator()
-        func group(_ n: Int) -> String { String((0..<n).map { _ in alphabet.randomElement(using: &generator)! }) }
-        return "\(group(5))-\(group(8))-\(group(8))"
+        return random(using: &generator)
+    }
+
+    /// 21 characters from two draws of 12 base-36 digits each (36^12 < 2^64, uniform by rejection), not a
+    /// draw per character: each draw of the system generator is a system call.
+    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> String {
+        let range = UInt64(36 * 36 * 36 * 36) * UInt64(36 * 36 * 36 * 36) * UInt64(36 * 36 * 36 * 36)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(23)
+        for _ in 0..<2 {
+            var digits = UInt64.random(in: 0..<range, using: &generator)
+            for _ in 0..<12 where bytes.count < 23 {
+                if bytes.count == 5 || bytes.count == 14 { bytes.append(UInt8(ascii: "-")) }
+                bytes.append(UInt8(alphabet[Int(digits % 36)].asciiValue!))
+                digits /= 36
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

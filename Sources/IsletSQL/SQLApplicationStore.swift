@@ -65,23 +65,36 @@ public struct SQLApplicationStore: ApplicationStore {
 
     public func tokens(of application: ApplicationCode) throws(StoreError) -> [TokenRecord] {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query(Self.selectToken + " WHERE application = ? ORDER BY created_at, \(database.dialect.insertionOrder)", [.text(application.rawValue)]).compactMap(Self.token)
+            try c.query(Self.selectToken + " WHERE application = ? ORDER BY created_at, \(database.dialect.insertionOrder)", [.text(application.rawValue)]).compactMap { Self.token($0) }
         }
     }
 
     public func token(hash: [UInt8]) throws(StoreError) -> TokenRecord? {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query(Self.selectToken + " WHERE hash = ?", [.blob(hash)]).first.flatMap(Self.token)
+            try c.query(Self.selectToken + " WHERE hash = ?", [.blob(hash)]).first.flatMap { Self.token($0) }
+        }
+    }
+
+    public func credential(hash: [UInt8]) throws(StoreError) -> (token: TokenRecord, application: Application)? {
+        try database.withConnection { (c) throws(StoreError) in
+            try c.query("""
+                SELECT t.id, t.application, t.kind, t.hash, t.label, t.created_at AS token_created_at, t.revoked_at,
+                       a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, k.team_id, k.key_id, k.environment
+                FROM tokens t JOIN applications a ON a.code = t.application LEFT JOIN apns_keys k ON k.application = a.code
+                WHERE t.hash = ?
+                """, [.blob(hash)]).first.flatMap { row in
+                Self.token(row, createdAt: "token_created_at").map { ($0, Self.application(row)) }
+            }
         }
     }
 
     private static let selectToken = "SELECT id, application, kind, hash, label, created_at, revoked_at FROM tokens"
 
-    private static func token(_ row: SQLRow) -> TokenRecord? {
+    private static func token(_ row: SQLRow, createdAt: String = "created_at") -> TokenRecord? {
         guard let application = ApplicationCode(row["application"].text ?? ""), let kind = TokenKind(rawValue: row["kind"].text ?? "") else { return nil }
         return TokenRecord(
             id: row["id"].text ?? "", application: application, kind: kind, hash: row["hash"].blob ?? [], label: row["label"].text ?? "",
-            createdAt: row["created_at"].date ?? Date(timeIntervalSince1970: 0),
+            createdAt: row[createdAt].date ?? Date(timeIntervalSince1970: 0),
             revokedAt: row["revoked_at"].date)
     }
 

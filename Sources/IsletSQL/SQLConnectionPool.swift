@@ -8,6 +8,8 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var idle: [Connection] = []
+    /// The group commit's connection between groups, kept apart from the readers' when `keepsWriterApart`.
+    private var writer: Connection?
     private var open = 0
     private var waiting = 0
 
@@ -17,9 +19,14 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
     private let connect: @Sendable () throws(StoreError) -> Connection
     private let reusable: @Sendable (Connection) -> Bool
     private let writers = GroupCommit()
+    /// SQLite drops a connection's page cache whenever another connection changed the file: the one
+    /// connection that writes keeps its cache warm only if readers never write on it in between.
+    private let keepsWriterApart: Bool
 
     /// `connect` opens a new connection when none is idle; `reusable` says whether a used one may go back.
-    public init(maximumIdle: Int, maximumOpen: Int = .max, waitLimit: Duration = .seconds(10),
+    /// `keepsWriterApart`: the writes' connection goes back to them, not to the readers (unless every other
+    /// connection is in use).
+    public init(maximumIdle: Int, maximumOpen: Int = .max, waitLimit: Duration = .seconds(10), keepsWriterApart: Bool = false,
                 connect: @escaping @Sendable () throws(StoreError) -> Connection,
                 reusable: @escaping @Sendable (Connection) -> Bool = { _ in true }) {
         precondition(maximumOpen > 0, "a pool needs room for one connection")
@@ -28,6 +35,7 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
         self.waitLimit = waitLimit
         self.connect = connect
         self.reusable = reusable
+        self.keepsWriterApart = keepsWriterApart
     }
 
     /// A connection for one thread's use; give it back with `checkIn`.
@@ -44,8 +52,13 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
                 condition.unlock()
                 return reused
             }
-            if fresh, open >= maximumOpen, !idle.isEmpty {
-                idle.removeFirst()   // make room: the idle ones may have lost their server too
+            if !fresh, open >= maximumOpen, let reused = writer {
+                writer = nil   // every connection is in use: the writer's serves a reader rather than keep it waiting
+                condition.unlock()
+                return reused
+            }
+            if fresh, open >= maximumOpen, !idle.isEmpty || writer != nil {
+                if writer != nil { writer = nil } else { idle.removeFirst() }   // make room: the idle ones may have lost their server too
                 open -= 1
             }
             if open < maximumOpen {
@@ -106,19 +119,44 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
         try writers.write(body) { group in
             var retried = false
             while true {
-                let connection = try checkOut(fresh: retried)
+                let connection = try retried ? checkOut(fresh: true) : takeWriter() ?? checkOut()
                 var began = false
                 do {
                     try connection.transaction(rethrowing: { began = true; try group(connection) })
-                    checkIn(connection)
+                    keepWriter(connection)
                     return
                 } catch {
-                    checkIn(connection)   // dropped when it lost its server
+                    keepWriter(connection)   // dropped when it lost its server
                     guard !began, !retried, !reusable(connection) else { throw error }
                     retried = true
                 }
             }
         }
+    }
+}
+
+extension SQLConnectionPool {
+    /// The writers' connection left by the last group, if any (one group runs at a time).
+    private func takeWriter() -> Connection? {
+        condition.lock()
+        defer { condition.unlock() }
+        defer { writer = nil }
+        return writer
+    }
+
+    /// Keeps a group's connection for the next group; a dead one is dropped, and one more than the writer's
+    /// (after a retry on a fresh connection) goes back to the readers.
+    private func keepWriter(_ connection: Connection) {
+        guard keepsWriterApart, reusable(connection) else { return checkIn(connection) }
+        condition.lock()
+        if writer == nil {
+            writer = connection
+            condition.signal()
+            condition.unlock()
+            return
+        }
+        condition.unlock()
+        checkIn(connection)
     }
 }
 

@@ -392,6 +392,13 @@ public enum SQLMigrations {
             ) STRICT;
             CREATE INDEX activities_by_application ON activities (application, id);
             """),
+        // An activity's unfinished messages and its current start without reading its history: the claims'
+        // "oldest unfinished of its activity", an update's superseding and its session's start look here, not
+        // at every message the activity ever had (issue 18).
+        Migration(version: 19, name: "unfinished messages and starts by activity", sql: """
+            CREATE INDEX messages_unfinished ON messages (activity, id) WHERE state IN ('pending', 'sending');
+            CREATE INDEX messages_starts ON messages (activity, id) WHERE event = 'start';
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

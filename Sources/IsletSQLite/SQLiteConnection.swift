@@ -45,8 +45,15 @@ public final class SQLiteConnection: SQLConnection, @unchecked Sendable {
         return StoreError(.io, "\(context) (\(path)): \(message) (SQLite code \(sqlite3_extended_errcode(handle)), errno \(sqlite3_system_errno(handle)))")
     }
 
+    private static let transactionControl: Set<String> = ["BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "SAVEPOINT islet_write", "RELEASE islet_write"]
+
     /// Runs one or more statements without parameters or results (schema, pragmas).
     public func execute(_ sql: String) throws(StoreError) {
+        // BEGIN, COMMIT, SAVEPOINT and RELEASE run for every write: prepared once, not parsed each time.
+        if Self.transactionControl.contains(sql) {
+            _ = try step(sql, [], collect: false)
+            return
+        }
         var errorMessage: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
         if status != SQLITE_OK {

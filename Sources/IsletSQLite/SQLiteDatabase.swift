@@ -48,7 +48,7 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     private static func pool(_ path: String, maximumIdle: Int) -> SQLConnectionPool<SQLiteConnection> {
-        SQLConnectionPool(maximumIdle: maximumIdle, connect: { () throws(StoreError) in try SQLiteConnection(path: path) })
+        SQLConnectionPool(maximumIdle: maximumIdle, keepsWriterApart: true, connect: { () throws(StoreError) in try SQLiteConnection(path: path) })
     }
 
     public func withConnection<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {

@@ -114,6 +114,8 @@ public protocol ApplicationStore: Sendable {
     func tokens(of application: ApplicationCode) throws(StoreError) -> [TokenRecord]
     /// The token with this SHA-256 hash, in any application (hashes are unique).
     func token(hash: [UInt8]) throws(StoreError) -> TokenRecord?
+    /// The token with this SHA-256 hash and its application, read together (one lookup per API call).
+    func credential(hash: [UInt8]) throws(StoreError) -> (token: TokenRecord, application: Application)?
 
     func setAPNsKey(_ key: APNsSigningKey, for application: ApplicationCode) throws(StoreError)
     /// Sets the application's priority-10 update budget (A7); `.notFound` when there is no such application.

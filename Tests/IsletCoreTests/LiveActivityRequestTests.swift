@@ -18,6 +18,33 @@ struct LiveActivityRequestTests {
         if let warning { #expect(warning.hasPrefix("notifications[0].apns_priority: ") && warning.hasSuffix("(S6)")) }
     }
 
+    @Test func messageCodesKeepTheirShapeAndUseEveryCharacterEvenly() {
+        /// SplitMix64: a seeded generator, so the draws are the same on every run.
+        struct SplitMix: RandomNumberGenerator {
+            var state: UInt64
+            mutating func next() -> UInt64 {
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                return z ^ (z >> 31)
+            }
+        }
+        var generator = SplitMix(state: 42)
+        var counts: [Character: Int] = [:]
+        var codes = Set<String>()
+        for _ in 0..<1_000 {
+            let code = MessageCode.random(using: &generator)
+            #expect(code.wholeMatch(of: /[A-Z0-9]{5}-[A-Z0-9]{8}-[A-Z0-9]{8}/) != nil, "\(code)")
+            for character in code where character != "-" { counts[character, default: 0] += 1 }
+            codes.insert(code)
+        }
+        #expect(codes.count == 1_000)
+        // 21,000 characters over 36: about 583 each; a character drawn from a biased digit would stray far.
+        #expect(counts.count == 36)
+        #expect(counts.values.allSatisfy { (480...690).contains($0) }, "\(counts.sorted { $0.key < $1.key })")
+    }
+
     @Test func dryRunBesideOrInsideEveryNotification() throws {
         let request = try reader(#"{"dry_run": false}"#, path: "")
         let dry = try reader(#"{"dry_run": true}"#), wet = try reader(#"{}"#, path: "notifications[1]")

@@ -62,4 +62,38 @@ struct ConnectionPoolTests {
         let second = try pool.checkOut()
         #expect(second !== first, "a dropped connection is replaced by a new one")
     }
+
+    /// The connection a write ran on, as the pool gave it to the group.
+    private func writersConnection(_ pool: SQLConnectionPool<CountedConnection>) throws -> CountedConnection {
+        try pool.inWriteTransaction { connection in try #require(connection as? CountedConnection) }
+    }
+
+    @Test func writesKeepOneConnectionThatReadersDoNotTake() throws {
+        let pool = SQLConnectionPool<CountedConnection>(maximumIdle: 4, maximumOpen: 4, waitLimit: .milliseconds(50), keepsWriterApart: true,
+                                                        connect: { () throws(StoreError) in CountedConnection() })
+        let writer = try writersConnection(pool)
+        let reader = try pool.checkOut()
+        #expect(reader !== writer, "a reader gets a connection of its own while the writers' is free")
+        pool.checkIn(reader)
+        #expect(try writersConnection(pool) === writer, "the next group writes on the same connection")
+        #expect(try pool.checkOut() === reader, "and readers keep theirs")
+    }
+
+    @Test func theWritersConnectionServesAReaderRatherThanLetItWait() throws {
+        let pool = SQLConnectionPool<CountedConnection>(maximumIdle: 1, maximumOpen: 1, waitLimit: .milliseconds(50), keepsWriterApart: true,
+                                                        connect: { () throws(StoreError) in CountedConnection() })
+        let writer = try writersConnection(pool)
+        let reader = try pool.checkOut()   // the bound is 1: waiting would fail after 50 ms
+        #expect(reader === writer)
+        pool.checkIn(reader)
+        #expect(try writersConnection(pool) === writer, "back with the readers, it still serves the next write")
+    }
+
+    @Test func byDefaultTheWritersConnectionGoesBackToTheReaders() throws {
+        // PostgreSQL's pool: no cache to keep, and a server restart should cost one failed call, not one a kind.
+        let pool = SQLConnectionPool<CountedConnection>(maximumIdle: 4, maximumOpen: 4, waitLimit: .milliseconds(50),
+                                                        connect: { () throws(StoreError) in CountedConnection() })
+        let writer = try writersConnection(pool)
+        #expect(try pool.checkOut() === writer)
+    }
 }

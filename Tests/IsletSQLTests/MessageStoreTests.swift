@@ -226,4 +226,21 @@ struct DatabaseCopyCoverageTests {
         #expect(tables.count > 15, "the schema was read")
         #expect(Set(tables) == Set(DatabaseCopy.tables.map(\.name)).union(DatabaseCopy.notCopied))
     }
+
+    /// Issue 18: the claims' "oldest unfinished message of its activity" and a session's start are found through
+    /// partial indexes, not by reading every message the activity ever had (SQLite's plans; PostgreSQL's depend
+    /// on its statistics).
+    @Test func claimsAndSessionStartsDoNotReadAnActivitysHistory() throws {
+        let db = try Engine.sqlite.open()
+        let plan = { (sql: String, parameters: [SQLValue]) throws -> [String] in
+            try db.database.withConnection { (c) throws(StoreError) in
+                try c.query("EXPLAIN QUERY PLAN " + sql, parameters).compactMap { $0["detail"].text }
+            }
+        }
+        let claim = try plan("SELECT m.id FROM messages m WHERE \(SQLMessageStore.claimable) ORDER BY m.due_at, m.id LIMIT 10", [.int(0)])
+        #expect(claim.contains { $0.contains("USING INDEX messages_unfinished (activity=? AND id<?)") }, "\(claim)")
+        #expect(claim.contains { $0.hasPrefix("SCAN m USING INDEX messages_waiting") }, "waiting messages in due order: \(claim)")
+        let start = try plan("SELECT \(SQLMessageStore.currentStart(of: "?")) AS start", [.int(1)])
+        #expect(start.contains { $0.contains("USING INDEX messages_starts (activity=?)") }, "\(start)")
+    }
 }

@@ -105,6 +105,11 @@ public final class APNsClient: PushTransport, Sendable {
 
     /// Hands the pushes to the client's loop and returns at once; the outcomes fill `PendingOutcomes`.
     public func submit(_ pushes: [Push], deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant? = nil) -> PendingOutcomes {
+        submit(pushes, deadline: deadline, writeBy: writeBy, bulk: false)
+    }
+
+    /// `bulk`: a fan-out's page, which waits behind the pushes of small messages for a stream.
+    public func submit(_ pushes: [Push], deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant?, bulk: Bool) -> PendingOutcomes {
         let pending = PendingOutcomes(count: pushes.count)
         guard !pushes.isEmpty else { return pending }
         let state = self.state
@@ -115,7 +120,7 @@ public final class APNsClient: PushTransport, Sendable {
         }
         loop.execute {
             for (index, push) in pushes.enumerated() {
-                state.enqueue(push, deadline: pushDeadline, writeBy: writeBy) { pending.fulfil(index, $0) }
+                state.enqueue(push, deadline: pushDeadline, writeBy: writeBy, bulk: bulk) { pending.fulfil(index, $0) }
             }
         }
         return pending
@@ -158,12 +163,16 @@ final class PendingPush {
     let deadline: ContinuousClock.Instant
     /// Not written after this: the sender's claim on it may belong to another node by then.
     let writeBy: ContinuousClock.Instant?
+    /// Part of a fan-out's page: waits behind small messages' pushes for a stream.
+    let bulk: Bool
     private(set) var completed = false
 
-    init(push: Push, deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant? = nil, completion: @escaping (PushOutcome) -> Void) {
+    init(push: Push, deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant? = nil, bulk: Bool = false,
+         completion: @escaping (PushOutcome) -> Void) {
         self.push = push
         self.deadline = deadline
         self.writeBy = writeBy
+        self.bulk = bulk
         self.completion = completion
     }
 
@@ -216,9 +225,10 @@ final class ClientState: @unchecked Sendable {
         tokens = ProviderTokens(shared: configuration.sharedTokens, logger: logger)
     }
 
-    func enqueue(_ push: Push, deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant? = nil, completion: @escaping (PushOutcome) -> Void) {
+    func enqueue(_ push: Push, deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant? = nil, bulk: Bool = false,
+                 completion: @escaping (PushOutcome) -> Void) {
         loop.preconditionInLoop()
-        let pending = PendingPush(push: push, deadline: deadline, writeBy: writeBy, completion: completion)
+        let pending = PendingPush(push: push, deadline: deadline, writeBy: writeBy, bulk: bulk, completion: completion)
         guard !stopped else { return pending.complete(.notSent("the APNs client is shutting down")) }
         guard let key = signingKey(for: push.application) else {
             return pending.complete(PushOutcome(status: 403, reason: "NoAPNsKey"))

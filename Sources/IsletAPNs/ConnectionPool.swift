@@ -40,8 +40,9 @@ final class ConnectionPool: H2ConnectionDelegate {
     let port: Int
     unowned let state: ClientState
     private var members: [ObjectIdentifier: Member] = [:]
-    private var queue: [PendingPush] = []
-    private var queueHead = 0
+    /// Pushes waiting for a stream: those of small messages (an update to a few phones, a retry) go before
+    /// a fan-out's, which may be thousands deep (head-of-line: an update behind two fan-outs waited ~200 ms).
+    private var queue = WaitingPushes()
     private var failedConnects = 0
     private var reconnectTimer: Int?
     /// The one timer of this pool: deadlines, keep-alive PINGs, PING timeouts. Never more than one.
@@ -61,14 +62,14 @@ final class ConnectionPool: H2ConnectionDelegate {
     }
 
     var configuration: APNsClientConfiguration { state.configuration }
-    private var waiting: Int { queue.count - queueHead }
+    private var waiting: Int { queue.count }
     var connectionCount: Int { members.count }
     var queued: Int { waiting }
     var inFlight: Int { members.values.reduce(0) { $0 + $1.inFlight.count } }
 
     func enqueue(_ pending: PendingPush) {
         state.loop.preconditionInLoop()
-        queue.append(pending)
+        queue.add(pending)
         pumpSoon()
     }
 
@@ -105,26 +106,19 @@ final class ConnectionPool: H2ConnectionDelegate {
                 continue
             }
             var room = capacity(member, now: now)
-            while room > 0, waiting > 0 {
-                let pending = queue[queueHead]
-                queueHead += 1
+            while room > 0, let pending = queue.next() {
                 switch submit(pending, on: member) {
                 case .submitted: room -= 1
                 case .completed: break
                 case .connectionFull:
                     // nghttp2 refused a new stream (ids used up, or the session is ending): put it back
                     // first in line and move on to another connection.
-                    queueHead -= 1
-                    queue[queueHead] = pending
+                    queue.putBack(pending)
                     member.draining = true
                     if member.inFlight.isEmpty { member.connection.close(reason: "no more streams") }
                     room = 0
                 }
             }
-        }
-        if queueHead > 1024, queueHead * 2 > queue.count {
-            queue.removeFirst(queueHead)
-            queueHead = 0
         }
         let usable = members.values.filter { !$0.draining && !$0.connection.isClosed }
         let connecting = usable.contains { !$0.connection.isOpen }
@@ -194,10 +188,7 @@ final class ConnectionPool: H2ConnectionDelegate {
     }
 
     private func failQueued(_ outcome: PushOutcome) {
-        let failed = queue[queueHead...]
-        queue = []
-        queueHead = 0
-        for pending in failed { pending.complete(outcome) }
+        for pending in queue.removeAll() { pending.complete(outcome) }
     }
 
     /// A stream that ended without an answer: sent again when APNs provably did not process it,
@@ -208,7 +199,7 @@ final class ConnectionPool: H2ConnectionDelegate {
             if pending.resends > configuration.maximumResends {
                 pending.complete(.notSent("\(reason) \(pending.resends) times"))
             } else {
-                queue.append(pending)
+                queue.add(pending)
             }
         } else {
             pending.complete(.unknown(reason))
@@ -271,7 +262,7 @@ final class ConnectionPool: H2ConnectionDelegate {
             if !pending.renewedToken, let key = state.signingKey(for: pending.push.application), let token = pending.token,
                state.tokens.expire(token, for: key, now: state.now()) {
                 pending.renewedToken = true
-                queue.append(pending)
+                queue.add(pending)
             } else {
                 pending.complete(outcome)
             }
@@ -311,17 +302,9 @@ final class ConnectionPool: H2ConnectionDelegate {
     /// Fails pushes past their deadline, PINGs idle connections and closes those that do not answer.
     private func sweep() {
         let now = ContinuousClock.now
-        var kept: [PendingPush] = []
-        for pending in queue[queueHead...] {
-            if pending.deadline <= now {
-                let why = lastConnectError.isEmpty ? "no connection to APNs in time" : "no connection to APNs in time: \(lastConnectError)"
-                pending.complete(.notSent(why))
-            } else {
-                kept.append(pending)
-            }
+        for pending in queue.removeAll(where: { $0.deadline <= now }) {
+            pending.complete(.notSent(lastConnectError.isEmpty ? "no connection to APNs in time" : "no connection to APNs in time: \(lastConnectError)"))
         }
-        queue = kept
-        queueHead = 0
         for member in Array(members.values) {
             for (stream, flight) in member.inFlight where flight.pending.deadline <= now {
                 member.inFlight[stream] = nil
@@ -364,5 +347,52 @@ final class ConnectionPool: H2ConnectionDelegate {
         if let reconnectTimer { state.loop.cancelTimer(reconnectTimer) }
         sweepTimer = nil
         reconnectTimer = nil
+    }
+}
+
+/// The pool's waiting pushes in two lanes, each first in, first out: small messages' pushes, then bulk ones.
+struct WaitingPushes {
+    private var lanes: (small: [PendingPush], bulk: [PendingPush]) = ([], [])
+    /// Taken so far from the front of each lane (an index, so taking is O(1); compacted as it grows).
+    private var heads = (small: 0, bulk: 0)
+
+    var count: Int { lanes.small.count - heads.small + lanes.bulk.count - heads.bulk }
+
+    mutating func add(_ pending: PendingPush) {
+        if pending.bulk { lanes.bulk.append(pending) } else { lanes.small.append(pending) }
+    }
+
+    /// The next push to send: the small lane's first, else the bulk lane's.
+    mutating func next() -> PendingPush? {
+        if heads.small < lanes.small.count {
+            defer { heads.small += 1; if heads.small == lanes.small.count { lanes.small = []; heads.small = 0 } }
+            return lanes.small[heads.small]
+        }
+        guard heads.bulk < lanes.bulk.count else { return nil }
+        defer {
+            heads.bulk += 1
+            if heads.bulk > 1024, heads.bulk * 2 > lanes.bulk.count {
+                lanes.bulk.removeFirst(heads.bulk)
+                heads.bulk = 0
+            }
+        }
+        return lanes.bulk[heads.bulk]
+    }
+
+    /// A push `next()` gave that could not go: first in its lane again.
+    mutating func putBack(_ pending: PendingPush) {
+        if pending.bulk {
+            if heads.bulk > 0 { heads.bulk -= 1; lanes.bulk[heads.bulk] = pending } else { lanes.bulk.insert(pending, at: 0) }
+        } else {
+            if heads.small > 0 { heads.small -= 1; lanes.small[heads.small] = pending } else { lanes.small.insert(pending, at: 0) }
+        }
+    }
+
+    /// Takes out the waiting pushes that match, keeping the others in order.
+    mutating func removeAll(where matches: (PendingPush) -> Bool = { _ in true }) -> [PendingPush] {
+        let waiting = (small: lanes.small[heads.small...], bulk: lanes.bulk[heads.bulk...])
+        lanes = (waiting.small.filter { !matches($0) }, waiting.bulk.filter { !matches($0) })
+        heads = (0, 0)
+        return waiting.small.filter(matches) + waiting.bulk.filter(matches)
     }
 }

@@ -598,7 +598,7 @@ public final class DeliveryService: Sendable {
     func dispatch(_ batch: [(device: Int64, plan: PlannedDelivery)], cursor: Int64, dueAt: Date, lease: Int64) -> Flight {
         let (skips, pushes) = Self.split(batch)
         let deadline = ContinuousClock.now + configuration.sendTimeout
-        let outcomes = transport.submit(pushes.map(\.push), deadline: deadline, writeBy: leases.deadline(lease))
+        let outcomes = transport.submit(pushes.map(\.push), deadline: deadline, writeBy: leases.deadline(lease), bulk: true)
         metrics.recordLag(now().timeIntervalSince(dueAt), pushes: pushes.count)
         return Flight(cursor: cursor, skips: skips, pushes: pushes, outcomes: outcomes, deadline: deadline)
     }

@@ -181,9 +181,17 @@ public protocol PushTransport: Sendable {
     /// yet written by `writeBy` is not written at all (`.notSent`): its sender's claim on it may have passed to
     /// another node by then (issue 14).
     func submit(_ pushes: [Push], deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant?) -> PendingOutcomes
+    /// The same; `bulk` marks a fan-out's page, whose pushes a transport may send after those of small messages
+    /// submitted later (an update to one phone does not wait behind thousands of a start's pushes).
+    func submit(_ pushes: [Push], deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant?, bulk: Bool) -> PendingOutcomes
 }
 
 extension PushTransport {
+    /// A transport with one lane sends bulk pages like any other.
+    public func submit(_ pushes: [Push], deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant?, bulk: Bool) -> PendingOutcomes {
+        submit(pushes, deadline: deadline, writeBy: writeBy)
+    }
+
     /// Sends with a deadline two minutes away: for tools and tests that have no deadline of their own.
     public func send(_ pushes: [Push]) -> [PushOutcome] { send(pushes, deadline: .now + .seconds(120)) }
 

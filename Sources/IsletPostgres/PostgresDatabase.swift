@@ -57,8 +57,8 @@ public final class PostgresDatabase: SQLDatabase {
         try pool.withConnection { (connection) throws(StoreError) in try body(connection) }
     }
 
-    public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try pool.inWriteTransaction(body)
+    public func inWriteTransaction<T>(bulk: Bool, _ body: (any SQLConnection) throws -> T) throws -> T {
+        try pool.inWriteTransaction(bulk: bulk, body)
     }
 
     /// A plain READ COMMITTED transaction: claims lock their rows with SKIP LOCKED, not the writers' lock.

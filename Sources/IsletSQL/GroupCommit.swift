@@ -7,13 +7,22 @@ import IsletStore
 /// shared, the cost is paid once per group. Each request still sees its own outcome: an error rolls back
 /// its savepoint only, and the others commit. No thread of its own: the first writer to find no group
 /// committing leads the next one, running the others' bodies on its connection while they wait.
+///
+/// Bulk writes (a fan-out page's thousand records) run after the others of their group, and a group stops
+/// taking members once its bodies have run for `budget`: the rest lead the next group. So a small write (an
+/// API update, a claim) waits for at most the group committing and the small writes ahead of it, not for every
+/// page of every fan-out that happened to be waiting.
 public final class GroupCommit: @unchecked Sendable {
     /// One waiting write: its body (run by whichever thread leads its group) and what came of it.
     final class Job {
         let body: (any SQLConnection) throws -> Void
+        let bulk: Bool
         var error: (any Error)?
         var done = false
-        init(_ body: @escaping (any SQLConnection) throws -> Void) { self.body = body }
+        init(bulk: Bool = false, _ body: @escaping (any SQLConnection) throws -> Void) {
+            self.bulk = bulk
+            self.body = body
+        }
     }
 
     private let condition = NSCondition()
@@ -21,18 +30,29 @@ public final class GroupCommit: @unchecked Sendable {
     private var leading = false
     /// The thread running the current group: a write it started would wait for itself.
     private var leader: pthread_t?
+    /// Bodies run in one group for at most about this long (the one running when it passes finishes).
+    let budget: Duration
 
-    public init() {}
+    public init(budget: Duration = .milliseconds(10)) {
+        self.budget = budget
+    }
+
+    /// Writes waiting for a group (for tests).
+    public var waiting: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return pending.count
+    }
 
     /// Runs `body` in a write transaction shared with the writes waiting now; returns once it is committed
     /// (or rethrows what `body` threw, having rolled back only its own changes). `transaction` opens one
     /// transaction on a connection of the leader's and commits it.
-    public func write<T>(_ body: (any SQLConnection) throws -> T,
+    public func write<T>(bulk: Bool = false, _ body: (any SQLConnection) throws -> T,
                          transaction: (_ group: (any SQLConnection) throws -> Void) throws -> Void) throws -> T {
         var result: T?
         // `body` is only run before this call returns: the waiting below guarantees it.
         try withoutActuallyEscaping(body) { body in
-            let job = Job { connection in result = try body(connection) }
+            let job = Job(bulk: bulk) { connection in result = try body(connection) }
             condition.lock()
             precondition(!(leading && leader.map { pthread_equal($0, pthread_self()) != 0 } == true),
                          "a write inside a write would wait for itself")
@@ -44,12 +64,15 @@ public final class GroupCommit: @unchecked Sendable {
                 }
                 leading = true
                 leader = pthread_self()
-                let group = pending
+                // Small writes first, each kind in arrival order.
+                let group = pending.filter { !$0.bulk } + pending.filter(\.bulk)
                 pending = []
                 condition.unlock()
-                Self.run(group, transaction)
+                let ran = Self.run(group, budget: budget, transaction)
                 condition.lock()
-                for member in group { member.done = true }
+                for member in group[..<ran] { member.done = true }
+                // Members the budget left out lead the next group, ahead of writes that came since.
+                pending = Array(group[ran...]) + pending
                 leading = false
                 leader = nil
                 condition.broadcast()
@@ -61,16 +84,22 @@ public final class GroupCommit: @unchecked Sendable {
         return result
     }
 
-    /// One transaction for the group, a savepoint per member; a failed commit fails every member. A group
-    /// of one needs no savepoint (two round trips less on PostgreSQL): its error rolls back the transaction.
-    private static func run(_ group: [Job], _ transaction: ((any SQLConnection) throws -> Void) throws -> Void) {
+    /// One transaction for the first members of the group, a savepoint each, until their bodies have run for
+    /// `budget`; returns how many ran (at least one). A failed commit fails every member that ran. A group of one
+    /// needs no savepoint (two round trips less on PostgreSQL): its error rolls back the transaction.
+    private static func run(_ group: [Job], budget: Duration, _ transaction: ((any SQLConnection) throws -> Void) throws -> Void) -> Int {
         if group.count == 1, let only = group.first {
             do { try transaction { connection in try only.body(connection) } } catch { only.error = error }
-            return
+            return 1
         }
+        var ran = 0
         do {
             try transaction { connection in
+                ran = 0
+                let started = ContinuousClock.now
                 for job in group {
+                    if ran > 0 && ContinuousClock.now - started >= budget { break }
+                    ran += 1
                     try connection.execute("SAVEPOINT islet_write")
                     do {
                         try job.body(connection)
@@ -82,7 +111,10 @@ public final class GroupCommit: @unchecked Sendable {
                 }
             }
         } catch {
-            for job in group where job.error == nil { job.error = error }
+            // The transaction failed (at a savepoint or its commit): every member that ran fails with it.
+            ran = max(ran, 1)
+            for job in group[..<ran] where job.error == nil { job.error = error }
         }
+        return ran
     }
 }

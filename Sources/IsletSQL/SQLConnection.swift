@@ -116,8 +116,9 @@ public protocol SQLDatabase: Sendable {
     var dialect: SQLDialect { get }
     /// Runs `body` with a connection of its own, outside a transaction (each statement commits alone).
     func withConnection<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T
-    /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
-    func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T
+    /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown. `bulk`: a write
+    /// of many rows (a fan-out page's records) that the writes waiting beside it need not queue behind.
+    func inWriteTransaction<T>(bulk: Bool, _ body: (any SQLConnection) throws -> T) throws -> T
     /// Runs a claim in a transaction of its own. SQLite: a write transaction like any other. PostgreSQL: one
     /// that does not take the writers' lock, so the nodes' claims run at once, each skipping the rows another
     /// is claiming (`SQLDialect.skipLocked`) rather than queueing behind every write of the cluster.
@@ -125,6 +126,11 @@ public protocol SQLDatabase: Sendable {
 }
 
 extension SQLDatabase {
+    /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
+    public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        try inWriteTransaction(bulk: false, body)
+    }
+
     /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown.
     @discardableResult
     public func write<T>(rethrowing body: (any SQLConnection) throws -> T) throws -> T {
@@ -134,7 +140,13 @@ extension SQLDatabase {
     /// Runs `body` inside one write transaction.
     @discardableResult
     public func write<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        try onlyStoreErrors { try inWriteTransaction { (c) throws -> T in try body(c) } }
+        try write(bulk: false, body)
+    }
+
+    /// Runs `body` inside one write transaction (`bulk`: see `inWriteTransaction`).
+    @discardableResult
+    public func write<T>(bulk: Bool, _ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        try onlyStoreErrors { try inWriteTransaction(bulk: bulk) { (c) throws -> T in try body(c) } }
     }
 
     public func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {

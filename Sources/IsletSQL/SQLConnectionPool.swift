@@ -115,8 +115,8 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
     /// Runs `body` in a write transaction shared with the writes waiting at that moment. An idle connection
     /// whose server went away fails only when used: if it fails before the group's code ran, the group
     /// runs once more, on a new connection (the other idle ones may have lost their server too).
-    public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try writers.write(body) { group in
+    public func inWriteTransaction<T>(bulk: Bool = false, _ body: (any SQLConnection) throws -> T) throws -> T {
+        try writers.write(bulk: bulk, body) { group in
             var retried = false
             while true {
                 let connection = try retried ? checkOut(fresh: true) : takeWriter() ?? checkOut()

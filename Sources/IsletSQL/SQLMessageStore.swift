@@ -791,7 +791,8 @@ public struct SQLMessageStore: MessageStore {
     }
 
     public func recordBatch(_ result: BatchResult, of job: MessageJob, at date: Date) throws(StoreError) {
-        try database.write { (c) throws(StoreError) in
+        // A page of a fan-out: up to a thousand rows, which an update's write arriving beside it does not wait behind.
+        try database.write(bulk: true) { (c) throws(StoreError) in
             try hold(job.lease, c)
             try write(result, message: job.id, at: date, c)
             if let shard = job.shard {

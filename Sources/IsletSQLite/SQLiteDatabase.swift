@@ -55,8 +55,8 @@ public final class SQLiteDatabase: SQLDatabase {
         try pool.withConnection { (connection) throws(StoreError) in try body(connection) }
     }
 
-    public func inWriteTransaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try pool.inWriteTransaction(body)
+    public func inWriteTransaction<T>(bulk: Bool, _ body: (any SQLConnection) throws -> T) throws -> T {
+        try pool.inWriteTransaction(bulk: bulk, body)
     }
 
     /// Writes a consistent copy of the whole database to `destination` while the server keeps running

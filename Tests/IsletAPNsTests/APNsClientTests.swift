@@ -44,6 +44,26 @@ struct APNsClientTests {
         #expect(tokens.count == 1, "one provider token reused (A3)")
     }
 
+    /// A small message's push submitted after a fan-out's page waits for a stream ahead of that page, not behind it
+    /// (one stream here, so the order APNs sees is the order the pool hands pushes out).
+    @Test func aSmallMessagesPushGoesAheadOfAWaitingBulkPage() throws {
+        let fake = try FakeAPNs(files: files, key: key)
+        let client = try files.client(url: fake.url, now: nil) { $0.maximumStreams = 1; $0.connectionsPerPool = 1 }
+        defer { client.shutdown() }
+        let page = (0..<40).map { push($0) }
+        let update = push(1000)
+        let bulk = client.submit(page, deadline: .now + .seconds(30), writeBy: nil, bulk: true)
+        let small = client.submit([update], deadline: .now + .seconds(30), writeBy: nil, bulk: false)
+        #expect(small.wait(deadline: .now + .seconds(30)).map(\.status) == [200])
+        #expect(bulk.wait(deadline: .now + .seconds(30)).allSatisfy { $0.status == 200 })
+        let order = fake.processed.map(\.apnsID)
+        #expect(order.count == 41)
+        // At most the page's pushes already on the stream (or handed out in the same turn) go before it.
+        let position = try #require(order.firstIndex(of: update.apnsID))
+        #expect(position <= 2, "the update was number \(position) of 41")
+        #expect(order.filter { $0 != update.apnsID } == page.map(\.apnsID), "the page keeps its own order")
+    }
+
     /// Issue 14: a push handed over with a `writeBy` that has passed (its node's lease on it ran out, say
     /// while the process was paused) is not written at all, and says so; the others go as usual.
     @Test func aPushPastItsWriteByIsNeverWritten() throws {

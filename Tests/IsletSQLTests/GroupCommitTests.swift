@@ -71,4 +71,52 @@ struct GroupCommitTests {
         }
         #expect(count == 1)
     }
+
+    /// A connection that accepts every statement: the order and grouping of the bodies is what is tested.
+    final class NullConnection: SQLConnection, @unchecked Sendable {
+        func execute(_ sql: String) throws(StoreError) {}
+        func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int { 0 }
+        func query(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning) throws(StoreError) -> [SQLRow] { [] }
+        func inTransaction<T>(_ body: () throws -> T) throws -> T { try body() }
+    }
+
+    /// A small write (an API update) that arrives behind two fan-out pages runs before them in the next group;
+    /// with a budget spent by each body, every member commits in a transaction of its own.
+    @Test(arguments: [false, true]) func smallWritesGoFirstAndTheBudgetSplitsAGroup(tightBudget: Bool) throws {
+        let commit = GroupCommit(budget: tightBudget ? .zero : .seconds(600))
+        let order = Mutex<[String]>([])
+        let transactions = Atomic<Int>(0), finished = Atomic<Int>(0)
+        let release = DispatchSemaphore(value: 0)
+        let connection = NullConnection()
+        func write(_ name: String, bulk: Bool, holding: Bool = false) {
+            Thread {
+                try? commit.write(bulk: bulk, { _ in
+                    order.withLock { $0.append(name) }
+                    if holding { release.wait() }
+                }, transaction: { group in
+                    transactions.add(1, ordering: .relaxed)
+                    try group(connection)
+                })
+                finished.add(1, ordering: .relaxed)
+            }.start()
+        }
+        func waitFor(_ condition: () -> Bool) {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !condition() && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        }
+        write("leader", bulk: false, holding: true)
+        waitFor { order.withLock { $0 } == ["leader"] }
+        write("page 1", bulk: true)
+        waitFor { commit.waiting == 1 }
+        write("page 2", bulk: true)
+        waitFor { commit.waiting == 2 }
+        write("update", bulk: false)
+        waitFor { commit.waiting == 3 }
+        #expect(commit.waiting == 3, "three writes wait while the leader's group runs")
+        release.signal()
+        waitFor { finished.load(ordering: .relaxed) == 4 }
+        #expect(finished.load(ordering: .relaxed) == 4)
+        #expect(order.withLock { $0 } == ["leader", "update", "page 1", "page 2"])
+        #expect(transactions.load(ordering: .relaxed) == (tightBudget ? 4 : 2))
+    }
 }

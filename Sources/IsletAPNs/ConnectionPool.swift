@@ -352,47 +352,63 @@ final class ConnectionPool: H2ConnectionDelegate {
 
 /// The pool's waiting pushes in two lanes, each first in, first out: small messages' pushes, then bulk ones.
 struct WaitingPushes {
-    private var lanes: (small: [PendingPush], bulk: [PendingPush]) = ([], [])
-    /// Taken so far from the front of each lane (an index, so taking is O(1); compacted as it grows).
-    private var heads = (small: 0, bulk: 0)
+    /// One lane: taken from by an index (O(1)), compacted once most of it is taken.
+    private struct Lane {
+        var items: [PendingPush] = []
+        var head = 0
+        var count: Int { items.count - head }
 
-    var count: Int { lanes.small.count - heads.small + lanes.bulk.count - heads.bulk }
+        mutating func popFirst() -> PendingPush? {
+            guard head < items.count else { return nil }
+            defer {
+                head += 1
+                if head == items.count {
+                    items = []
+                    head = 0
+                } else if head > 1024, head * 2 > items.count {
+                    items.removeFirst(head)
+                    head = 0
+                }
+            }
+            return items[head]
+        }
+
+        mutating func pushFront(_ pending: PendingPush) {
+            if head > 0 {
+                head -= 1
+                items[head] = pending
+            } else {
+                items.insert(pending, at: 0)
+            }
+        }
+
+        mutating func removeAll(where matches: (PendingPush) -> Bool) -> [PendingPush] {
+            let waiting = items[head...]
+            items = waiting.filter { !matches($0) }
+            head = 0
+            return waiting.filter(matches)
+        }
+    }
+
+    private var small = Lane()
+    private var bulk = Lane()
+
+    var count: Int { small.count + bulk.count }
 
     mutating func add(_ pending: PendingPush) {
-        if pending.bulk { lanes.bulk.append(pending) } else { lanes.small.append(pending) }
+        if pending.bulk { bulk.items.append(pending) } else { small.items.append(pending) }
     }
 
     /// The next push to send: the small lane's first, else the bulk lane's.
-    mutating func next() -> PendingPush? {
-        if heads.small < lanes.small.count {
-            defer { heads.small += 1; if heads.small == lanes.small.count { lanes.small = []; heads.small = 0 } }
-            return lanes.small[heads.small]
-        }
-        guard heads.bulk < lanes.bulk.count else { return nil }
-        defer {
-            heads.bulk += 1
-            if heads.bulk > 1024, heads.bulk * 2 > lanes.bulk.count {
-                lanes.bulk.removeFirst(heads.bulk)
-                heads.bulk = 0
-            }
-        }
-        return lanes.bulk[heads.bulk]
-    }
+    mutating func next() -> PendingPush? { small.popFirst() ?? bulk.popFirst() }
 
     /// A push `next()` gave that could not go: first in its lane again.
     mutating func putBack(_ pending: PendingPush) {
-        if pending.bulk {
-            if heads.bulk > 0 { heads.bulk -= 1; lanes.bulk[heads.bulk] = pending } else { lanes.bulk.insert(pending, at: 0) }
-        } else {
-            if heads.small > 0 { heads.small -= 1; lanes.small[heads.small] = pending } else { lanes.small.insert(pending, at: 0) }
-        }
+        if pending.bulk { bulk.pushFront(pending) } else { small.pushFront(pending) }
     }
 
     /// Takes out the waiting pushes that match, keeping the others in order.
     mutating func removeAll(where matches: (PendingPush) -> Bool = { _ in true }) -> [PendingPush] {
-        let waiting = (small: lanes.small[heads.small...], bulk: lanes.bulk[heads.bulk...])
-        lanes = (waiting.small.filter { !matches($0) }, waiting.bulk.filter { !matches($0) })
-        heads = (0, 0)
-        return waiting.small.filter(matches) + waiting.bulk.filter(matches)
+        small.removeAll(where: matches) + bulk.removeAll(where: matches)
     }
 }

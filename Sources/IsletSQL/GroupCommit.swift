@@ -111,8 +111,9 @@ public final class GroupCommit: @unchecked Sendable {
                 }
             }
         } catch {
-            // The transaction failed (at a savepoint or its commit): every member that ran fails with it.
-            ran = max(ran, 1)
+            // The transaction failed: every member that ran fails with it; if none ran (it could not begin), the
+            // whole group fails at once, as before budgets, rather than each waiting writer trying in turn.
+            if ran == 0 { ran = group.count }
             for job in group[..<ran] where job.error == nil { job.error = error }
         }
         return ran

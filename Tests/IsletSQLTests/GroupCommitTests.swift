@@ -119,4 +119,42 @@ struct GroupCommitTests {
         #expect(order.withLock { $0 } == ["leader", "update", "page 1", "page 2"])
         #expect(transactions.load(ordering: .relaxed) == (tightBudget ? 4 : 2))
     }
+
+    /// A group whose transaction cannot begin (the database went away) fails all its members at once: none is
+    /// left to try again alone, each waiting out its own failure.
+    @Test func aTransactionThatCannotBeginFailsTheWholeGroup() throws {
+        let commit = GroupCommit(budget: .zero)
+        let transactions = Atomic<Int>(0), failed = Atomic<Int>(0), finished = Atomic<Int>(0)
+        let release = DispatchSemaphore(value: 0)
+        let connection = NullConnection()
+        func write(bulk: Bool, holding: Bool = false) {
+            Thread {
+                do {
+                    try commit.write(bulk: bulk, { _ in if holding { release.wait() } }, transaction: { group in
+                        // The first transaction (the leader's) begins; the next cannot.
+                        if transactions.add(1, ordering: .relaxed).newValue > 1 { throw Refused(n: 0) }
+                        try group(connection)
+                    })
+                } catch {
+                    failed.add(1, ordering: .relaxed)
+                }
+                finished.add(1, ordering: .relaxed)
+            }.start()
+        }
+        func waitFor(_ condition: () -> Bool) {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !condition() && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        }
+        write(bulk: false, holding: true)
+        waitFor { transactions.load(ordering: .relaxed) == 1 }
+        for n in 1...3 {
+            write(bulk: n == 2)
+            waitFor { commit.waiting == n }
+        }
+        #expect(commit.waiting == 3)
+        release.signal()
+        waitFor { finished.load(ordering: .relaxed) == 4 }
+        #expect(failed.load(ordering: .relaxed) == 3, "the three waiting writes fail together")
+        #expect(transactions.load(ordering: .relaxed) == 2, "one failed attempt for all three")
+    }
 }

@@ -159,9 +159,13 @@ final class ConnectionPool: H2ConnectionDelegate {
         return .submitted
     }
 
+    /// What `h2StreamClosed` reads of a response; APNs' other headers (and a stand-in's `server`, `date`...) are dropped unread.
+    static let headersRead = [":status", "retry-after", "apns-channel-id", "apns-unique-id"]
+
     private func openConnection() {
         do {
             let connection = try H2Connection.connect(loop: state.loop, host: host, port: port, tls: state.tls, delegate: self)
+            connection.keptHeaders = Self.headersRead
             members[ObjectIdentifier(connection)] = Member(connection)
         } catch {
             connectFailed("\(error)")

@@ -81,6 +81,18 @@ public final class H2Connection: LoopHandler, @unchecked Sendable {
     /// Bytes handed to TLS and the socket, since the connection opened. A stream whose frames all lie
     /// past this never left the process: the peer cannot have processed it.
     public private(set) var bytesWritten = 0
+    /// The names of the incoming headers kept (lowercase, as HTTP/2 sends them); nil keeps every one. A client
+    /// that reads a few headers of each response need not make strings of the others.
+    public var keptHeaders: [String]? {
+        didSet { keptHeaderBytes = keptHeaders?.map { Array($0.utf8) } }
+    }
+    private var keptHeaderBytes: [[UInt8]]?
+
+    fileprivate func keeps(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let keptHeaderBytes else { return true }
+        return keptHeaderBytes.contains { $0.count == name.count && $0.elementsEqual(name) }
+    }
+
     /// Opens a client connection to host:port; call on `loop`'s thread. Progress and failure reach `delegate`.
     public static func connect(loop: EventLoop, host: String, port: Int, tls: TLSContext,
                                delegate: any H2ConnectionDelegate) throws(TLSError) -> H2Connection {
@@ -470,8 +482,10 @@ private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, user
 }
 
 private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-    guard let frame else { return 0 }
-    connection(userData).header(stream: islet_h2_frame_stream(frame), name: text(name, nameLength), value: text(value, valueLength))
+    guard let frame, let name else { return 0 }
+    let target = connection(userData)
+    guard target.keeps(UnsafeBufferPointer(start: name, count: nameLength)) else { return 0 }
+    target.header(stream: islet_h2_frame_stream(frame), name: text(name, nameLength), value: text(value, valueLength))
     return 0
 }
 

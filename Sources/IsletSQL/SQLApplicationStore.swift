@@ -8,10 +8,19 @@ import IsletStore
 public struct SQLApplicationStore: ApplicationStore {
     let database: any SQLDatabase
     let masterKey: MasterKey?
+    /// Credentials looked up lately (every API call authenticates), shared by the copies of this store;
+    /// emptied by every change made through it.
+    let credentials = CredentialCache()
 
     public init(database: any SQLDatabase, masterKey: MasterKey? = nil) {
         self.database = database
         self.masterKey = masterKey
+    }
+
+    /// A write to applications, tokens or keys: the credentials cached before it are dropped once it ends.
+    private func changing<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        defer { credentials.invalidate() }
+        return try database.write(body)
     }
 
     public func hasNoApplications() throws(StoreError) -> Bool {
@@ -21,7 +30,7 @@ public struct SQLApplicationStore: ApplicationStore {
     }
 
     public func createApplication(_ application: Application, tokens: [TokenRecord], apnsKey: APNsSigningKey?) throws(StoreError) {
-        try database.write { (c) throws(StoreError) in
+        try changing { (c) throws(StoreError) in
             do throws(StoreError) {
                 try c.run("INSERT INTO applications (code, name, bundle_id, created_at) VALUES (?, ?, ?, ?)", [
                     .text(application.code.rawValue), .text(application.name), .text(application.bundleID),
@@ -48,7 +57,7 @@ public struct SQLApplicationStore: ApplicationStore {
     }
 
     public func addToken(_ token: TokenRecord) throws(StoreError) {
-        try database.write { (c) throws(StoreError) in
+        try changing { (c) throws(StoreError) in
             guard try !c.query("SELECT 1 FROM applications WHERE code = ?", [.text(token.application.rawValue)]).isEmpty else {
                 throw StoreError(.notFound, "application \(token.application) does not exist")
             }
@@ -57,7 +66,7 @@ public struct SQLApplicationStore: ApplicationStore {
     }
 
     public func revokeToken(application: ApplicationCode, id: String, at date: Date) throws(StoreError) -> Bool {
-        try database.write { (c) throws(StoreError) in
+        try changing { (c) throws(StoreError) in
             try c.run("UPDATE tokens SET revoked_at = ? WHERE application = ? AND id = ? AND revoked_at IS NULL",
                       [.int(Int64(date.timeIntervalSince1970)), .text(application.rawValue), .text(id)]) == 1
         }
@@ -76,6 +85,10 @@ public struct SQLApplicationStore: ApplicationStore {
     }
 
     public func credential(hash: [UInt8]) throws(StoreError) -> (token: TokenRecord, application: Application)? {
+        try credentials.value(for: hash) { () throws(StoreError) in try storedCredential(hash: hash) }
+    }
+
+    func storedCredential(hash: [UInt8]) throws(StoreError) -> (token: TokenRecord, application: Application)? {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("""
                 SELECT t.id, t.application, t.kind, t.hash, t.label, t.created_at AS token_created_at, t.revoked_at,
@@ -99,7 +112,7 @@ public struct SQLApplicationStore: ApplicationStore {
     }
 
     public func setAPNsKey(_ key: APNsSigningKey, for application: ApplicationCode) throws(StoreError) {
-        try database.write { (c) throws(StoreError) in
+        try changing { (c) throws(StoreError) in
             guard try !c.query("SELECT 1 FROM applications WHERE code = ?", [.text(application.rawValue)]).isEmpty else {
                 throw StoreError(.notFound, "application \(application) does not exist")
             }
@@ -108,7 +121,7 @@ public struct SQLApplicationStore: ApplicationStore {
     }
 
     public func setUpdateBudget(_ budget: UpdateBudget, for application: ApplicationCode) throws(StoreError) {
-        try database.write { (c) throws(StoreError) in
+        try changing { (c) throws(StoreError) in
             guard try c.run("UPDATE applications SET update_budget = ?, frequent_update_budget = ? WHERE code = ?",
                             [.int(Int64(budget.perHour)), .int(Int64(budget.frequentPerHour)), .text(application.rawValue)]) == 1 else {
                 throw StoreError(.notFound, "application \(application) does not exist")
@@ -145,7 +158,7 @@ public struct SQLApplicationStore: ApplicationStore {
     /// Re-seals every stored APNs key with `newKey` (or, with nil, stores them plain), in one transaction;
     /// keys are opened with this store's master key. Returns how many keys were rewritten.
     public func resealAPNsKeys(with newKey: MasterKey?) throws(StoreError) -> Int {
-        try database.write { (c) throws(StoreError) -> Int in
+        try changing { (c) throws(StoreError) -> Int in
             let keys = try storedKeys(c)
             for key in keys {
                 let pem = try open(key.stored, application: key.application)

@@ -59,8 +59,8 @@ struct AuthTests {
         }
     }
 
-    @Test func revokedTokenIs401AtOnceAndOthersKeepWorking() throws {
-        let admin = try running.admin()
+    @Test func aTokenRevokedThroughTheServerIs401AtOnceAndOthersKeepWorking() throws {
+        let admin = running.serverAdmin()
         let created = try admin.create(name: "Shop", bundleID: "com.example.shop")
         let code = created.application.code
         let second = try admin.issueToken(for: code, kind: .api, label: "ci")
@@ -70,6 +70,17 @@ struct AuthTests {
         #expect(revoked.status == 401)
         #expect(revoked.message == "auth: this token was revoked")
         #expect(try getApplication(code.rawValue, auth: second.secret).status == 200)
+    }
+
+    /// `islet app token revoke` beside a running server: its cached credential lives a second at most.
+    @Test func aTokenRevokedByTheCommandBesideTheServerIsRefusedWithinASecond() throws {
+        let command = try running.admin()
+        let created = try command.create(name: "Shop", bundleID: "com.example.shop")
+        let code = created.application.code
+        #expect(try getApplication(code.rawValue, auth: created.apiToken.secret).status == 200)
+        _ = try command.revokeToken(of: code, idOrSecret: created.apiToken.record.id)
+        #expect(try eventually(5) { try getApplication(code.rawValue, auth: created.apiToken.secret).status == 401 })
+        #expect(try getApplication(code.rawValue, auth: created.apiToken.secret).message == "auth: this token was revoked")
     }
 
     @Test func storesOnlyHashesOfTokens() throws {

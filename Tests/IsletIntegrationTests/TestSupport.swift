@@ -143,9 +143,15 @@ final class RunningServer {
         try server.start()
     }
 
-    /// What `islet app …` does from another process: its own handle on the same file.
+    /// What `islet app …` does from another process: its own handle on the same file. A change of an existing
+    /// token or application made so reaches the running server's cached credentials within a second.
     func admin() throws -> ApplicationAdmin {
         ApplicationAdmin(store: try Storage(StorageLocation(database)).applications(masterKey: nil))
+    }
+
+    /// A change made through the server's own store (as the console makes it): the next call sees it.
+    func serverAdmin() -> ApplicationAdmin {
+        ApplicationAdmin(store: server.store)
     }
 
     /// Stops without removing the database, to start another server on it.

@@ -79,7 +79,7 @@ struct UpdateBudgetAPITests {
     }
 
     @Test func aBudgetAbovePhonesIsThrottledByTheSimulatedPhoneAsItWouldBeInTheField() throws {
-        _ = try running.admin().setUpdateBudget(for: Self.app, perHour: 12, frequentPerHour: nil)
+        _ = try running.serverAdmin().setUpdateBudget(for: Self.app, perHour: 12, frequentPerHour: nil)
         let shown = try post("getApplication", [:]).json?.objectValue?["response"]?.objectValue?["application"]?.objectValue
         #expect(shown?["update_budget"] == ["per_hour": 12, "frequent_per_hour": 60])
         try startOnTwoPhones()
@@ -95,7 +95,7 @@ struct UpdateBudgetAPITests {
     }
 
     @Test func aNewSessionOfAnEndedActivityStartsWithAFreshBudget() throws {
-        _ = try running.admin().setUpdateBudget(for: Self.app, perHour: 1, frequentPerHour: 1)
+        _ = try running.serverAdmin().setUpdateBudget(for: Self.app, perHour: 1, frequentPerHour: 1)
         try startOnTwoPhones()
         #expect(try sendAndWait("updateLiveActivity", update(1)).warnings.isEmpty)
         #expect(try sendAndWait("updateLiveActivity", update(2)).warnings.count == 1, "the budget of 1 is used")

@@ -46,7 +46,7 @@ struct UpdatePacingAPITests {
 
     @Test func anUpdateSupersededBeforeItWentSpendsNoBudget() throws {
         let world = try started()
-        _ = try world.running.admin().setUpdateBudget(for: ApplicationCode(world.code)!, perHour: 3, frequentPerHour: nil)
+        _ = try world.running.serverAdmin().setUpdateBudget(for: ApplicationCode(world.code)!, perHour: 3, frequentPerHour: nil)
         func priority10(_ status: String) throws -> String {
             try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(["apns_priority": 10],
                 activity: ["content-state": ["status": .string(status), "estimatedTime": "1 min"]]))]]))[0]

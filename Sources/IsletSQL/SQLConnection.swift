@@ -113,6 +113,8 @@ extension SQLConnection {
     /// Writes many rows with multi-row statements: `statement(values)` is the statement around its `VALUES`
     /// list of `(?, ?, ...)` groups, one per row. Rows go in chunks of up to 64, each chunk's size a power of two,
     /// so a page of a thousand rows takes about twenty statements of at most seven shapes (each prepared once).
+    /// Rows are applied in order, also within a statement (SQLite decides an upsert row by row; PostgreSQL
+    /// refuses one statement that touches a row twice, and writes many rows with `rows(ofJSONArray:columns:)`).
     public func runRows(_ rows: [[SQLValue]], _ statement: (_ values: String) -> String) throws(StoreError) {
         guard let width = rows.first?.count else { return }
         let group = "(" + Array(repeating: "?", count: width).joined(separator: ", ") + ")"

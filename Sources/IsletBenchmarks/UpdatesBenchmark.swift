@@ -9,6 +9,8 @@ import Synchronization
 /// `islet-bench updates` (issue 18): the hot path. `activities` live activities with one phone each (the
 /// per-order pattern), then `updateLiveActivity` spread over them from `clients` keep-alive connections for
 /// `seconds` (as fast as they go, or paced at `rate` updates/s in all), nginx as APNs counting what arrives.
+/// With `event` `.start`, the phones are registered only and the load starts a new activity on one of them
+/// with each call (`startLiveActivity` to a named device: an order placed).
 /// Reports acceptance (rate, latency), how many updates reached nginx during the load and after, how long the
 /// queue took to drain, the delivery-lag histogram of `/metrics`, and getTags in the same run (the ceiling).
 struct UpdatesBenchmark {
@@ -22,19 +24,27 @@ struct UpdatesBenchmark {
     /// Sent updates (each with its delivery record) written into the activities' history before the load, so
     /// the load meets a database that has served for a while (issue 18: 10 million messages must not slow it).
     var history = 0
+    /// What the load sends: updates of the started activities, or starts of new ones.
+    var event = LiveActivityEvent.update
 
     func run() throws {
         // One address and one token are the whole load here: E6's per-client limits would refuse most of it.
+        let starts = event == .start
         let world = try NginxWorld(name: "updates", database: database) {
             $0.rateLimits = RateLimits(devicePerAddress: nil, devicePerToken: nil, serverPerToken: nil)
+            // Each phone gets a start every second or two here: A12 would hold most of them (nginx is no phone).
+            if starts { $0.pushToStartPacing = PushToStartPacing(perMinute: 0) }
         }
+        let method = starts ? "startLiveActivity" : "updateLiveActivity", noun = starts ? "starts" : "updates"
         defer { world.stop() }
         let nginx = world.nginx, port = world.port, app = world.app, auth = world.auth
-        print("Islet updates: \(activities) activities with one phone each, updateLiveActivity from \(clients) connections for \(seconds) s"
+        print("Islet \(noun): \(activities) " + (starts ? "phones, a startLiveActivity to one of them" : "activities with one phone each, updateLiveActivity")
+              + " from \(clients) connections for \(seconds) s"
               + (rate > 0 ? " at \(rate)/s" : " as fast as they go") + ", nginx \(nginx.version) as APNs, database \(world.server.configuration.location)")
         print("machine: \(ProcessInfo.processInfo.processorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB")
 
-        // 1. Each activity: a phone registers, reports its push-to-start token, is started, reports its update token.
+        // 1. Each activity: a phone registers, reports its push-to-start token, is started, reports its update token
+        //    (for starts: the phones register and report their push-to-start tokens only).
         var started = ContinuousClock.now
         let failures = Atomic<Int>(0)
         onThreads(4) { client in
@@ -48,14 +58,14 @@ struct UpdatesBenchmark {
                     ("startLiveActivity", #""notifications":[{"title":"Order","live_activity":{"event":"start","content-state":{"status":"placed"},"attributes-type":"OrderAttributes","attributes":{}},"live_activity_id":"\#(id)","devices":["\#(hwid)"]}]"#),
                     ("setActivityToken", #""hwid":"\#(hwid)","activity_id":"\#(id)","activity_token":"\#(String(repeating: spread, count: 3))""#),
                 ]
-                for (method, fields) in calls where (try? http.call(method, app, auth, fields))?.contains(#""status_code":200"#) != true {
+                for (method, fields) in calls.prefix(starts ? 2 : 4) where (try? http.call(method, app, auth, fields))?.contains(#""status_code":200"#) != true {
                     failures.add(1, ordering: .relaxed)
                 }
             }
         }
         guard failures.load(ordering: .relaxed) == 0 else { throw BenchError("\(failures.load(ordering: .relaxed)) set-up calls failed") }
-        try nginx.waitForRequests(activities, deadline: .now + .seconds(600))
-        print(String(format: "set-up: %d activities started in %.1f s", activities, (ContinuousClock.now - started).seconds))
+        if !starts { try nginx.waitForRequests(activities, deadline: .now + .seconds(600)) }
+        print(String(format: starts ? "set-up: %d phones registered in %.1f s" : "set-up: %d activities started in %.1f s", activities, (ContinuousClock.now - started).seconds))
         if history > 0 { try preloadHistory(world.server.configuration.location) }
 
         // 2. The load: each client cycles through its share of the activities.
@@ -82,10 +92,13 @@ struct UpdatesBenchmark {
                     let wait = next - ContinuousClock.now
                     if wait > .zero { Thread.sleep(forTimeInterval: wait.seconds) }
                 }
-                let id = "ORDER-\(own[n % own.count])"
+                let phone = own[n % own.count]
+                // A start: a new order on the phone, its own activity id; an update: the phone's order moves on.
+                let notification = starts
+                    ? #"{"title":"Order","live_activity":{"event":"start","content-state":{"status":"placed"},"attributes-type":"OrderAttributes","attributes":{}},"live_activity_id":"ORDER-\#(phone)-\#(n)","devices":["phone-\#(phone)"]}"#
+                    : #"{"live_activity":{"event":"update","content-state":{"status":"moving","n":\#(n)}},"live_activity_id":"ORDER-\#(phone)"}"#
                 let sent = ContinuousClock.now
-                let answer = try? http.call("updateLiveActivity", app, auth,
-                                            #""notifications":[{"live_activity":{"event":"update","content-state":{"status":"moving","n":\#(n)}},"live_activity_id":"\#(id)"}]"#)
+                let answer = try? http.call(method, app, auth, #""notifications":[\#(notification)]"#)
                 mine.append((ContinuousClock.now - sent).seconds * 1000)
                 if answer?.contains(#""status_code":200"#) == true { accepted.add(1, ordering: .relaxed) } else { failures.add(1, ordering: .relaxed) }
                 n += 1
@@ -116,25 +129,25 @@ struct UpdatesBenchmark {
         let sorted = latencies.withLock { $0 }.sorted()
         let total = accepted.load(ordering: .relaxed)
         let acceptance = Double(total) / loadTime
-        print(String(format: "updateLiveActivity: %d accepted in %.1f s: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
+        print(method + String(format: ": %d accepted in %.1f s: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
                      total, loadTime, acceptance, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0, failures.load(ordering: .relaxed)))
-        print(String(format: "getTags in the same run: %.0f reads/s; updates accepted / reads: %.2f", readRate, readRate > 0 ? acceptance / readRate : 0))
-        print("updates at nginx: \(duringLoad) during the load, \(arrived) once drained"
+        print(String(format: "getTags in the same run: %.0f reads/s; ", readRate) + noun + String(format: " accepted / reads: %.2f", readRate > 0 ? acceptance / readRate : 0))
+        print("\(noun) at nginx: \(duringLoad) during the load, \(arrived) once drained"
               + (drained.map { String(format: " (drained %.1f s after the load)", $0) } ?? " (NOT drained within 600 s)")
-              + "; the rest were superseded by a newer update of their activity before they were sent (latest state wins)")
-        // The updates' own lag: the histogram now less what the set-up's starts put in it.
+              + (starts ? "" : "; the rest were superseded by a newer update of their activity before they were sent (latest state wins)"))
+        // The load's own lag: the histogram now less what the set-up's starts put in it.
         let lag = zip(Self.histogram(metrics, "islet_delivery_lag_seconds"), lagBefore).map { (bound: $0.bound, count: $0.count - $1.count) }
         if let count = lag.last?.count, count > 0 {
             func quantile(_ q: Double) -> String {
                 let bound = lag.first { Double($0.count) >= q * Double(count) }?.bound ?? .infinity
                 return bound.isInfinite ? "> \(DeliveryLag.last)" : "≤ \(bound) s"
             }
-            print("delivery lag of the updates (accepted to push leaving Islet, \(count) pushes): p50 \(quantile(0.5)), p99 \(quantile(0.99))")
+            print("delivery lag of the \(noun) (accepted to push leaving Islet, \(count) pushes): p50 \(quantile(0.5)), p99 \(quantile(0.99))")
         }
         print("push outcomes: " + metrics.split(separator: "\n").filter { $0.hasPrefix("islet_pushes_total{") }.joined(separator: ", "))
         // How well the delivery batches: each claim is a write transaction, and so is its record.
         let claims = (Self.sample(metrics, "islet_cluster_claims_total") ?? 0) - claimsBefore
-        print(String(format: "delivery claims during the load and drain: %.0f, %.1f updates per claim", claims, claims > 0 ? Double(arrived) / claims : 0))
+        print(String(format: "delivery claims during the load and drain: %.0f, %.1f ", claims, claims > 0 ? Double(arrived) / claims : 0) + noun + " per claim")
     }
 
     private enum DeliveryLag { static let last = 300 }

@@ -1,4 +1,5 @@
 import Foundation
+import IsletCore
 
 // `islet-bench devices [--count N] [--database PATH]` and
 // `islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]`:
@@ -9,7 +10,7 @@ let usage = """
            islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
            islet-bench e2e [--devices N] [--clients N] [--probes N]
            islet-bench register --database PATH|URL[,PATH|URL...] [--devices N] [--clients N] [--threads N]
-           islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--history N] [--database PATH|URL]
+           islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--history N] [--event update|start] [--database PATH|URL]
            islet-bench cluster [--devices N] [--nodes N,N...] [--database URL]
 
     """
@@ -83,6 +84,10 @@ do {
         if options["--rate"] != nil { benchmark.rate = number("--rate", 1) }
         benchmark.database = take("--database")
         if options["--history"] != nil { benchmark.history = number("--history", 1) }
+        if let event = take("--event") {
+            guard let chosen = LiveActivityEvent(rawValue: event), chosen != .end else { fail("islet-bench: --event is update or start\n", code: 64) }
+            benchmark.event = chosen
+        }
         if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
         try benchmark.run()
     case "cluster":

@@ -413,6 +413,15 @@ public struct SQLDeviceStore: DeviceStore {
 
     public func targets(_ selection: TargetSelection, in application: ApplicationCode, attributesType: String?,
                         afterID: Int64, limit: Int) throws(StoreError) -> [Device] {
+        let (sql, parameters) = targetsQuery(selection, in: application, attributesType: attributesType, afterID: afterID, limit: limit)
+        return try database.withConnection { (c) throws(StoreError) in
+            try c.query(sql, parameters).map { Self.device($0, application) }
+        }
+    }
+
+    /// The query of `targets`, with its parameters.
+    func targetsQuery(_ selection: TargetSelection, in application: ApplicationCode, attributesType: String?,
+                      afterID: Int64, limit: Int) -> (sql: String, parameters: [SQLValue]) {
         let app = SQLValue.text(application.rawValue)
         var parameters: [SQLValue] = []
         var pushToStart = "NULL AS push_to_start"
@@ -426,18 +435,20 @@ public struct SQLDeviceStore: DeviceStore {
         }
         let (condition, conditionParameters) = sql(for: selection, app: app, after: afterID)
         parameters += [app, .int(afterID)] + conditionParameters + [.int(Int64(limit))]
-        // A filter's audience is registered devices; devices or users named outright come back even when
-        // unregistered, so a start can count them with their reason (S7).
-        let registered: String
-        if case .filter = selection { registered = "d.push_token IS NOT NULL AND " } else { registered = "" }
-        let sql = """
-            SELECT \(Self.deviceColumns), \(pushToStart) FROM devices d
-            WHERE d.application = ? AND \(registered)d.id > ? AND (\(condition))
-            ORDER BY d.id LIMIT ?
-            """
-        return try database.withConnection { (c) throws(StoreError) in
-            try c.query(sql, parameters).map { Self.device($0, application) }
+        // A filter's audience is registered devices, walked in id order; devices or users named outright come back
+        // even when unregistered, so a start can count them with their reason (S7), and are found through their
+        // list: walking the application's devices instead (SQLite's choice) read all of them for a start to one phone.
+        let registered: String, ownedBy: String
+        if case .filter = selection {
+            (registered, ownedBy) = ("d.push_token IS NOT NULL AND ", "d.application")
+        } else {
+            (registered, ownedBy) = ("", database.dialect.unindexed("d.application"))
         }
+        return ("""
+            SELECT \(Self.deviceColumns), \(pushToStart) FROM devices d
+            WHERE \(ownedBy) = ? AND \(registered)d.id > ? AND (\(condition))
+            ORDER BY d.id LIMIT ?
+            """, parameters)
     }
 
     /// The WHERE clause (over `devices d`) that picks a selection's devices, with its parameters.

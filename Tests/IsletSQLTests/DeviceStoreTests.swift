@@ -267,4 +267,23 @@ struct DeviceStoreTests {
         #expect(pushToStart.count == 50 && pushToStart.first?.token == String(format: "%080x", 59) && pushToStart.last?.token == String(format: "%080x", 10))
         #expect(report.history.last?.kind == .push && report.history.last?.token == token(1), "kept however old")
     }
+
+    /// Issue 18, point 4 (a start to one named phone, per order): named devices and users are found through their
+    /// list, not by walking every device of the application; a filter's page still walks them in id order.
+    @Test func namedDevicesAreFoundThroughTheirListNotByWalkingTheApplication() throws {
+        let s = try DeviceFixture(.sqlite)
+        let plan = { (selection: TargetSelection) throws -> [String] in
+            let (sql, parameters) = s.devices.targetsQuery(selection, in: shop, attributesType: "T", afterID: 0, limit: 1000)
+            return try s.db.database.withConnection { (c) throws(StoreError) in
+                try c.query("EXPLAIN QUERY PLAN " + sql, parameters).compactMap { $0["detail"].text }
+            }
+        }
+        for selection in [TargetSelection.devices(["h1", token(2)]), .users(["u1"])] {
+            let steps = try plan(selection)
+            #expect(steps.contains { $0.hasPrefix("SEARCH d USING INTEGER PRIMARY KEY") }, "\(selection): \(steps)")
+            #expect(!steps.contains { $0.contains("devices_by_application") }, "\(selection): \(steps)")
+        }
+        let filter = try plan(try s.filter([["Language", "EQ", "en"]]))
+        #expect(filter.contains { $0.contains("d USING") && $0.contains("devices_by_application") }, "\(filter)")
+    }
 }

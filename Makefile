@@ -75,6 +75,7 @@ bench:
 	.build/release/islet-bench register --devices 30000 --clients 16 --database 'var/bench-register.sqlite$(if $(BENCH_POSTGRES_URL),$(comma)$(BENCH_POSTGRES_URL))'
 	.build/release/islet-bench updates --activities 2000 --seconds 20
 	.build/release/islet-bench updates --activities 2000 --seconds 60 --rate 1000
+	.build/release/islet-bench updates --activities 2000 --seconds 20 --event start
 	.build/release/islet-bench cluster --devices $(BENCH_CLUSTER_DEVICES) --nodes 1,3$(if $(BENCH_POSTGRES_URL), --database '$(BENCH_POSTGRES_URL)')
 
 clean:

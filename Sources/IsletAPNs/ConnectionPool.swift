@@ -62,9 +62,8 @@ final class ConnectionPool: H2ConnectionDelegate {
     }
 
     var configuration: APNsClientConfiguration { state.configuration }
-    private var waiting: Int { queue.count }
     var connectionCount: Int { members.count }
-    var queued: Int { waiting }
+    var queued: Int { queue.count }
     var inFlight: Int { members.values.reduce(0) { $0 + $1.inFlight.count } }
 
     func enqueue(_ pending: PendingPush) {
@@ -99,7 +98,7 @@ final class ConnectionPool: H2ConnectionDelegate {
         pumpQueued = false
         guard !stopped else { return }
         let now = ContinuousClock.now
-        for member in members.values where waiting > 0 {
+        for member in members.values where queue.count > 0 {
             if member.connection.isOpen, !member.draining, member.pingSentAt == nil, needsCheck(member, now: now) {
                 member.pingSentAt = now
                 member.connection.ping()
@@ -123,7 +122,7 @@ final class ConnectionPool: H2ConnectionDelegate {
         let usable = members.values.filter { !$0.draining && !$0.connection.isClosed }
         let connecting = usable.contains { !$0.connection.isOpen }
         let saturated = usable.allSatisfy { $0.trusted && capacity($0, now: now) == 0 && $0.pingSentAt == nil }
-        if waiting > 0, reconnectTimer == nil, !connecting, usable.count < configuration.connectionsPerPool,
+        if queue.count > 0, reconnectTimer == nil, !connecting, usable.count < configuration.connectionsPerPool,
            usable.isEmpty || saturated {
             openConnection()
         }
@@ -295,7 +294,7 @@ final class ConnectionPool: H2ConnectionDelegate {
 
     /// Keeps exactly one sweep timer while there is anything to watch.
     private func armSweep() {
-        guard sweepTimer == nil, !members.isEmpty || waiting > 0 else { return }
+        guard sweepTimer == nil, !members.isEmpty || queue.count > 0 else { return }
         sweepTimer = state.loop.schedule(after: configuration.sweepInterval) { [weak self] in
             guard let self else { return }
             self.sweepTimer = nil
@@ -387,10 +386,13 @@ struct WaitingPushes {
         }
 
         mutating func removeAll(where matches: (PendingPush) -> Bool) -> [PendingPush] {
-            let waiting = items[head...]
-            items = waiting.filter { !matches($0) }
+            var taken: [PendingPush] = [], kept: [PendingPush] = []
+            for pending in items[head...] {
+                if matches(pending) { taken.append(pending) } else { kept.append(pending) }
+            }
+            items = kept
             head = 0
-            return waiting.filter(matches)
+            return taken
         }
     }
 

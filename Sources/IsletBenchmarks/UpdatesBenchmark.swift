@@ -55,7 +55,7 @@ struct UpdatesBenchmark {
                 let calls = [
                     ("registerDevice", #""hwid":"\#(hwid)","push_token":"\#(String(repeating: spread, count: 4))""#),
                     ("setActivityPushToStartToken", #""hwid":"\#(hwid)","activity_push_to_start_token":"\#(String(repeating: spread, count: 5))""#),
-                    ("startLiveActivity", #""notifications":[{"title":"Order","live_activity":{"event":"start","content-state":{"status":"placed"},"attributes-type":"OrderAttributes","attributes":{}},"live_activity_id":"\#(id)","devices":["\#(hwid)"]}]"#),
+                    ("startLiveActivity", #""notifications":[\#(Self.start(id, on: hwid))]"#),
                     ("setActivityToken", #""hwid":"\#(hwid)","activity_id":"\#(id)","activity_token":"\#(String(repeating: spread, count: 3))""#),
                 ]
                 for (method, fields) in calls.prefix(starts ? 2 : 4) where (try? http.call(method, app, auth, fields))?.contains(#""status_code":200"#) != true {
@@ -95,7 +95,7 @@ struct UpdatesBenchmark {
                 let phone = own[n % own.count]
                 // A start: a new order on the phone, its own activity id; an update: the phone's order moves on.
                 let notification = starts
-                    ? #"{"title":"Order","live_activity":{"event":"start","content-state":{"status":"placed"},"attributes-type":"OrderAttributes","attributes":{}},"live_activity_id":"ORDER-\#(phone)-\#(n)","devices":["phone-\#(phone)"]}"#
+                    ? Self.start("ORDER-\(phone)-\(n)", on: "phone-\(phone)")
                     : #"{"live_activity":{"event":"update","content-state":{"status":"moving","n":\#(n)}},"live_activity_id":"ORDER-\#(phone)"}"#
                 let sent = ContinuousClock.now
                 let answer = try? http.call(method, app, auth, #""notifications":[\#(notification)]"#)
@@ -151,6 +151,11 @@ struct UpdatesBenchmark {
     }
 
     private enum DeliveryLag { static let last = 300 }
+
+    /// A start of the activity `id` on the phone `hwid`: an order placed.
+    static func start(_ id: String, on hwid: String) -> String {
+        #"{"title":"Order","live_activity":{"event":"start","content-state":{"status":"placed"},"attributes-type":"OrderAttributes","attributes":{}},"live_activity_id":"\#(id)","devices":["\#(hwid)"]}"#
+    }
 
     /// `history` sent updates spread over the activities (each after its start, as if sent in this session), and
     /// a delivery record each, written in SQL in transactions of about 250,000 messages.

@@ -831,7 +831,7 @@ public struct SQLMessageStore: MessageStore {
                 ("state", .text), ("next_at", .integer), ("token", .text), ("copies", .integer), ("priority", .integer),
             ])
             try c.run("""
-                INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies, priority)
+                INSERT INTO deliveries \(Self.deliveryColumns)
                 SELECT ?1, r.device, r.push_type, r.status, r.reason, r.apns_id, r.attempts, ?2, r.state, r.next_at, r.token, r.copies, r.priority
                 FROM \(source) WHERE true
                 \(Self.upsertDelivery)

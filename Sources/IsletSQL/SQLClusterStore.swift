@@ -47,7 +47,7 @@ public struct SQLClusterStore: ClusterStore {
     public func renew(_ leases: Set<Int64>, of owner: NodeID, for duration: TimeInterval) throws(StoreError) -> LeaseRenewal {
         guard !leases.isEmpty else { return LeaseRenewal(renewed: [], gone: []) }
         let list = SQLValue.text(JSONValue.array(leases.sorted().map { .int($0) }).jsonText)
-        let mine = "owner = ?2 AND id IN (SELECT CAST(value AS BIGINT) FROM \(database.dialect.elements(ofJSONArray: "?1")))"
+        let mine = "owner = ?2 AND id \(database.dialect.isIn("CAST(value AS BIGINT)", of: "?1"))"
         return try database.inClaimTransaction { (c) throws(StoreError) -> LeaseRenewal in
             // Rows a write is deleting at this moment (a lease ending) are skipped: renewing them would wait for it.
             let renewed = Set(try c.query("""

@@ -492,15 +492,15 @@ public struct SQLMessageStore: MessageStore {
             guard !ids.isEmpty else { return [] }
             let leaseID = try newLease(lease, c)
             let idList = SQLValue.text(JSONValue.array(ids.map { .int($0) }).jsonText)
-            let inList = "(SELECT CAST(value AS BIGINT) FROM \(database.dialect.elements(ofJSONArray: "?1")))"
-            try c.run("UPDATE messages SET state = 'sending', claimed = 1, lease = ?2 WHERE id IN \(inList)", [idList, .int(leaseID)])
+            let inList = database.dialect.isIn("CAST(value AS BIGINT)", of: "?1")
+            try c.run("UPDATE messages SET state = 'sending', claimed = 1, lease = ?2 WHERE id \(inList)", [idList, .int(leaseID)])
             // A start's scheduled activity is active from its claim, as on the job path.
             try c.run("""
                 UPDATE activities SET state = 'active', updated_at = ?2, started_at = ?2
-                WHERE state = 'scheduled' AND id IN (SELECT activity FROM messages WHERE event = 'start' AND id IN \(inList))
+                WHERE state = 'scheduled' AND id IN (SELECT activity FROM messages WHERE event = 'start' AND id \(inList))
                 """, [idList, SQLValue.seconds(date)])
             var jobs: [MessageJob] = []
-            for row in try c.query("\(Self.selectJobs) WHERE m.id IN \(inList) ORDER BY m.due_at, m.id", [idList]) {
+            for row in try c.query("\(Self.selectJobs) WHERE m.id \(inList) ORDER BY m.due_at, m.id", [idList]) {
                 if var job = try Self.job(row, c) {
                     job.lease = leaseID
                     jobs.append(job)

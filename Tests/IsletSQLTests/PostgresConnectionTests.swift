@@ -93,6 +93,37 @@ struct PostgresConnectionTests {
         }
     }
 
+    /// A list of keys passed as a JSON parameter (a claim's message ids, a start's named devices) is looked up in the
+    /// key's index. PostgreSQL takes `json_array_elements_text` for 100 rows whatever the list holds; under
+    /// `IN (SELECT ...)` it hashed them and read the whole table until the table outgrew some 30,000 rows (a claim
+    /// of a few messages read all of `messages`). The form it replaces is planned here too, for contrast.
+    @Test func aJSONListOfKeysIsLookedUpInTheKeysIndex() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1)
+        let dialect = database.dialect
+        let list = SQLValue.text("[5, 17, 19000]")
+        try database.withConnection { (c) throws(StoreError) in
+            try c.execute("""
+                CREATE TABLE keyed (id BIGINT PRIMARY KEY, label TEXT NOT NULL) WITH (autovacuum_enabled = false);
+                INSERT INTO keyed SELECT n, 'row ' || n FROM generate_series(1, 20000) n;
+                ANALYZE keyed
+                """)
+            let plan = { (condition: String) throws(StoreError) -> String in
+                try c.query("EXPLAIN SELECT id FROM keyed WHERE id \(condition)", [list], planning: .eachRun)
+                    .compactMap { $0["QUERY PLAN"].text }.joined(separator: "\n")
+            }
+            let now = try plan(dialect.isIn("CAST(value AS BIGINT)", of: "?"))
+            #expect(now.contains("Index Cond: (id = ANY") && !now.contains("Seq Scan on keyed"), "\(now)")
+            let before = try plan("IN (SELECT CAST(value AS BIGINT) FROM \(dialect.elements(ofJSONArray: "?")))")
+            #expect(before.contains("Seq Scan on keyed"), "\(before)")
+            let found = try c.query("SELECT id FROM keyed WHERE id \(dialect.isIn("CAST(value AS BIGINT)", of: "?")) ORDER BY id", [list])
+            #expect(found.map { $0["id"].int } == [5, 17, 19000])
+            let labels = try c.query("SELECT id FROM keyed WHERE label \(dialect.isIn("lower(value)", of: "?")) ORDER BY id", [.text(#"["ROW 7", "row 8"]"#)])
+            #expect(labels.map { $0["id"].int } == [7, 8])
+        }
+    }
+
     /// Another node migrates the schema (a rolling upgrade): a statement this connection prepared before
     /// would fail ("cached plan must not change result type"); it is prepared again instead.
     @Test func aStatementPreparedBeforeATableChangedIsPreparedAgain() throws {

@@ -461,14 +461,14 @@ public struct SQLDeviceStore: DeviceStore {
             // Each entry is a HWID or a push token; tokens are compared lowercased (D4).
             let list = SQLValue.text(JSONValue.array(entries.map { .string($0) }).jsonText)
             return ("""
-                d.id IN (SELECT id FROM devices WHERE application = ? AND hwid IN (SELECT value FROM \(dialect.elements(ofJSONArray: "?")))
+                d.id IN (SELECT id FROM devices WHERE application = ? AND hwid IN \(dialect.list("value", of: "?", count: entries.count))
                          UNION SELECT id FROM devices
-                         WHERE push_token IN (SELECT lower(value) FROM \(dialect.elements(ofJSONArray: "?"))) AND \(dialect.unindexed("application")) = ?)
+                         WHERE push_token IN \(dialect.list("lower(value)", of: "?", count: entries.count)) AND \(dialect.unindexed("application")) = ?)
                 """, [app, list, list, app])
         case .users(let users):
             let list = SQLValue.text(JSONValue.array(users.map { .string($0) }).jsonText)
             return ("""
-                d.id IN (SELECT id FROM devices WHERE user_id IN (SELECT value FROM \(dialect.elements(ofJSONArray: "?")))
+                d.id IN (SELECT id FROM devices WHERE user_id IN \(dialect.list("value", of: "?", count: users.count))
                          AND \(dialect.unindexed("application")) = ?)
                 """, [list, app])
         case .filter(let filter):

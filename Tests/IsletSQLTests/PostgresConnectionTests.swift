@@ -124,6 +124,40 @@ struct PostgresConnectionTests {
         }
     }
 
+    /// A start's named devices (or users) come as a JSON list too, where a thousand names are as likely as one: a
+    /// LIMIT at the list's count (a power of two above it) gives PostgreSQL the estimate, so one name is probed in the
+    /// index and the list is never cut.
+    @Test func aNamedListIsPlannedForItsSize() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1)
+        let dialect = database.dialect
+        try database.withConnection { (c) throws(StoreError) in
+            try c.execute("""
+                CREATE TABLE named (id BIGINT PRIMARY KEY, hwid TEXT NOT NULL) WITH (autovacuum_enabled = false);
+                CREATE INDEX named_by_hwid ON named (hwid);
+                INSERT INTO named SELECT n, 'phone-' || n FROM generate_series(1, 20000) n;
+                ANALYZE named
+                """)
+            let one = SQLValue.text(#"["PHONE-7"]"#)
+            let plan = { (list: String) throws(StoreError) -> String in
+                try c.query("EXPLAIN SELECT id FROM named WHERE hwid IN \(list)", [one], planning: .eachRun)
+                    .compactMap { $0["QUERY PLAN"].text }.joined(separator: "\n")
+            }
+            let now = try plan(dialect.list("lower(value)", of: "?", count: 1))
+            #expect(now.contains("named_by_hwid") && !now.contains("Seq Scan on named"), "\(now)")
+            let before = try plan("(SELECT lower(value) FROM \(dialect.elements(ofJSONArray: "?")))")
+            #expect(before.contains("Seq Scan on named"), "\(before)")
+            #expect(dialect.list("value", of: "?", count: 1000).hasSuffix("LIMIT 1024)"))
+            #expect(dialect.list("value", of: "?", count: 1024).hasSuffix("LIMIT 1024)"))
+            #expect(dialect.list("value", of: "?", count: 1025).hasSuffix("LIMIT 2048)"))
+            let names = (1...1000).map { JSONValue.string("PHONE-\($0 * 20)") }
+            let found = try c.query("SELECT id FROM named WHERE hwid IN \(dialect.list("lower(value)", of: "?", count: names.count)) ORDER BY id",
+                                    [.text(JSONValue.array(names).jsonText)])
+            #expect(found.map { $0["id"].int } == (1...1000).map { Int64($0 * 20) }, "every name found, none cut")
+        }
+    }
+
     /// Another node migrates the schema (a rolling upgrade): a statement this connection prepared before
     /// would fail ("cached plan must not change result type"); it is prepared again instead.
     @Test func aStatementPreparedBeforeATableChangedIsPreparedAgain() throws {

@@ -72,12 +72,10 @@ struct ClusterTests {
 
         /// A node killed by SIGKILL in the middle of its write leaves a partial line, and the next node's append goes on
         /// from there: such a line ends with a whole push, from its last `{"node":`.
-        private static func parse(_ whole: String) -> Sent? {
-            var line = whole
-            if (try? JSONParser.parse(line)) == nil, let last = line.range(of: #"{"node":"#, options: .backwards), last.lowerBound != line.startIndex {
-                line = String(line[last.lowerBound...])
-            }
-            guard let object = try? JSONParser.parse(line).objectValue, let payload = object["payload"]?.stringValue,
+        private static func parse(_ line: String) -> Sent? {
+            let object = (try? JSONParser.parse(line).objectValue)
+                ?? line.range(of: #"{"node":"#, options: .backwards).flatMap { try? JSONParser.parse(String(line[$0.lowerBound...])).objectValue }
+            guard let object, let payload = object["payload"]?.stringValue,
                   let state = (try? JSONParser.parse(payload))?.objectValue?["aps"]?.objectValue?["content-state"]?.objectValue else { return nil }
             return Sent(node: object["node"]?.stringValue ?? "", token: object["token"]?.stringValue ?? "", apnsID: object["apns_id"]?.stringValue ?? "",
                         payload: payload, round: state["round"]?.intValue.map(Int.init), step: state["step"]?.intValue.map(Int.init))

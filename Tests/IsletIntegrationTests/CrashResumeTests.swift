@@ -140,8 +140,9 @@ struct CrashResumeTests {
                 // to answer before the kill: then that newer one reached the device.
                 var code = message.code
                 while let newer = details(code)?["superseded_by"]?.stringValue { code = newer }
-                #expect(details(code)?["counts"]?.objectValue?["sent"] == .int(1),
-                        "BURST_\(message.activity) step \(message.step) (\(message.code)), or what superseded it (\(code)), was delivered")
+                let final = details(code)
+                #expect(final?["counts"]?.objectValue?["sent"] == .int(1),
+                        "BURST_\(message.activity) step \(message.step) (\(message.code)), or what superseded it (\(code)), was delivered: \(final.map { JSONValue.object($0).jsonText } ?? "missing")")
             } else {
                 #expect(counts?["failed"] == .int(0), "BURST_\(message.activity) step \(message.step): sent or superseded, never failed: \(counts ?? [:])")
             }

@@ -194,6 +194,54 @@ struct MessageStoreTests {
         #expect(queue.jobsDue == 1 && queue.jobsScheduled == 0)
     }
 
+    /// Issue 14: on PostgreSQL a fan-out page's records commit outside the writers' lock, so a phone's token report
+    /// may commit before or after the record of a page read without its token. Either order ends the same: an
+    /// update the page skipped ("no update token yet") is caught up on the reported token, and a start whose
+    /// answer was lost is confirmed by the report (at once, or when its wait is due).
+    @Test(arguments: Engine.allCases, [true, false])
+    func aPagesRecordAndATokenReportEndTheSameInEitherOrder(_ engine: Engine, recordFirst: Bool) throws {
+        let f = try Fixture(engine)
+        try f.db.messages.acceptStarts([f.message("S1", .start, "ORDER_U", target: .devices(["h1"]))], in: shop, at: now, validateOnly: false)
+        try f.deliver(try #require(try f.claim()))
+        _ = try f.db.messages.acceptUpdates([f.message("U1", .update, "ORDER_U", step: 2)], in: shop, budget: .standard, pacing: .off,
+                                            at: now, validateOnly: false)
+        let update = try #require(try f.claim())
+        var skipped = BatchResult(cursor: 1)
+        skipped.records = [DeliveryRecord(device: 1, pushType: nil, status: 0, reason: "no update token yet", apnsID: nil, attempts: 0)]
+
+        try f.db.messages.acceptStarts([f.message("S2", .start, "ORDER_S", target: .devices(["h2"]))], in: shop, at: now, validateOnly: false)
+        let start = try #require(try f.claim())
+        var unanswered = BatchResult(cursor: 2)
+        unanswered.records = [DeliveryRecord(device: 2, pushType: "liveactivity", status: 0, reason: "connection lost before APNs answered",
+                                             apnsID: "S2-2", attempts: 1, state: .unconfirmed, nextAttemptAt: now.addingTimeInterval(60),
+                                             token: "start-token", uncertainCopies: 1)]
+
+        func record() throws {
+            try f.db.messages.recordBatch(skipped, of: update, at: now)
+            try f.db.messages.finish(update, at: now)
+            try f.db.messages.recordBatch(unanswered, of: start, at: now)
+            try f.db.messages.finish(start, at: now)
+        }
+        func report() throws {
+            #expect(try f.db.devices.setActivityToken(token(101), activityID: "ORDER_U", hwid: "h1", in: shop, at: now))
+            #expect(try f.db.devices.setActivityToken(token(102), activityID: "ORDER_S", hwid: "h2", in: shop, at: now))
+        }
+        if recordFirst { try record(); try report() } else { try report(); try record() }
+
+        let caughtUp = try #require(try f.db.messages.messageDetails(code: "U1", in: shop))
+        #expect(caughtUp.caughtUp == 1 && caughtUp.pending[.retrying] == 1, "the update goes to h1's reported token: \(caughtUp)")
+        let due = try f.db.messages.claimDueDeliveries(at: now.addingTimeInterval(61), limit: 10, excluding: [], lease: lease) { due, _ in
+            if due.event == .start {
+                #expect(due.tokenReportedSince, "the start's wait ends with the token it waited for")
+                return .settle(.sent, reason: "confirmed: the device reported its update token")
+            }
+            return .send
+        }
+        #expect(due.map(\.code) == ["U1"] && due.first?.token == token(101) && due.first?.catchUp == true)
+        let confirmed = try #require(try f.db.messages.messageDetails(code: "S2", in: shop))
+        #expect(confirmed.sent == 1 && confirmed.pending[.unconfirmed] == nil, "\(confirmed)")
+    }
+
     @Test(arguments: Engine.allCases) func schemasAreVersionedAndSimulatedDevicesKept(_ engine: Engine) throws {
         let f = try Fixture(engine)
         let schemas = f.db.schemas

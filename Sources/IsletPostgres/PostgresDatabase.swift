@@ -61,9 +61,8 @@ public final class PostgresDatabase: SQLDatabase {
         try pool.inWriteTransaction(bulk: bulk, body)
     }
 
-    /// A plain READ COMMITTED transaction: claims lock their rows with SKIP LOCKED, and records of claimed work
-    /// their lease's row, not the writers' lock. `bulk` changes nothing here: no group to order within.
-    public func inClaimTransaction<T>(bulk: Bool, _ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+    /// A plain READ COMMITTED transaction: claims lock their rows with SKIP LOCKED, not the writers' lock.
+    public func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         try pool.withConnection { (connection) throws(StoreError) -> T in
             do {
                 return try connection.transaction(opening: "BEGIN", { () throws -> T in try body(connection) })

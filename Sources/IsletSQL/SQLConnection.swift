@@ -144,13 +144,10 @@ public protocol SQLDatabase: Sendable {
     /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown. `bulk`: a write
     /// of many rows (a fan-out page's records) that the writes waiting beside it need not queue behind.
     func inWriteTransaction<T>(bulk: Bool, _ body: (any SQLConnection) throws -> T) throws -> T
-    /// Runs a claim, or the record of a claim's work, in a transaction of its own. SQLite: a write transaction
-    /// like any other (`bulk` as for `inWriteTransaction`). PostgreSQL: one that does not take the writers' lock,
-    /// so the nodes' claims run at once, each skipping the rows another is claiming (`SQLDialect.skipLocked`),
-    /// and a fan-out page's records commit beside the other pages' rather than queueing behind every write of
-    /// the cluster. Such a body writes only rows its lease owns, or upserts that stay right in either order,
-    /// and locks its lease's row first (`SQLMessageStore.hold`): fencing, not the writers' lock, orders it.
-    func inClaimTransaction<T>(bulk: Bool, _ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T
+    /// Runs a claim in a transaction of its own. SQLite: a write transaction like any other. PostgreSQL: one
+    /// that does not take the writers' lock, so the nodes' claims run at once, each skipping the rows another
+    /// is claiming (`SQLDialect.skipLocked`) rather than queueing behind every write of the cluster.
+    func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T
 }
 
 extension SQLDatabase {
@@ -177,13 +174,8 @@ extension SQLDatabase {
         try onlyStoreErrors { try inWriteTransaction(bulk: bulk) { (c) throws -> T in try body(c) } }
     }
 
-    public func inClaimTransaction<T>(bulk: Bool, _ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        try write(bulk: bulk, body)
-    }
-
-    /// A claim (not bulk): see `inClaimTransaction(bulk:_:)`.
     public func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        try inClaimTransaction(bulk: false, body)
+        try write(body)
     }
 
     /// The schema version the database is at (it is not migrated here).

@@ -791,11 +791,8 @@ public struct SQLMessageStore: MessageStore {
     }
 
     public func recordBatch(_ result: BatchResult, of job: MessageJob, at date: Date) throws(StoreError) {
-        // A page of a fan-out: up to a thousand rows, which an update's write arriving beside it does not wait behind;
-        // on PostgreSQL outside the writers' lock, so the pages of several shards and nodes commit at once (issue 14).
-        // Its rows are its claim's; a token report racing it is settled either way: the catch-up wins the delivery
-        // row (`upsertDelivery`), and an unconfirmed start is found confirmed when due (`DeliveryDecisions.verdict`).
-        try database.inClaimTransaction(bulk: true) { (c) throws(StoreError) in
+        // A page of a fan-out: up to a thousand rows, which an update's write arriving beside it does not wait behind.
+        try database.write(bulk: true) { (c) throws(StoreError) in
             try hold(job.lease, c)
             try write(result, message: job.id, at: date, c)
             if let shard = job.shard {

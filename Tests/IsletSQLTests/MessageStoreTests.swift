@@ -194,10 +194,11 @@ struct MessageStoreTests {
         #expect(queue.jobsDue == 1 && queue.jobsScheduled == 0)
     }
 
-    /// Issue 14: on PostgreSQL a fan-out page's records commit outside the writers' lock, so a phone's token report
-    /// may commit before or after the record of a page read without its token. Either order ends the same: an
-    /// update the page skipped ("no update token yet") is caught up on the reported token, and a start whose
-    /// answer was lost is confirmed by the report (at once, or when its wait is due).
+    /// Issue 10: a page is read, sent and then recorded; a phone's token report may land before or after that
+    /// record. Either order ends the same: an update the page skipped ("no update token yet") is caught up on the
+    /// reported token (a catch-up wins its delivery row over the page's older news), and a start whose answer
+    /// was lost is confirmed by the report, at once or when its wait is due (the claim reads that its device
+    /// runs the activity; `DeliveryDecisions.verdict` settles it, mirrored here).
     @Test(arguments: Engine.allCases, [true, false])
     func aPagesRecordAndATokenReportEndTheSameInEitherOrder(_ engine: Engine, recordFirst: Bool) throws {
         let f = try Fixture(engine)

@@ -920,7 +920,12 @@ public struct SQLMessageStore: MessageStore {
                 case .settle(let state, let reason):
                     try c.run("UPDATE deliveries SET state = ?, next_at = NULL, reason = ?, at = ?, status = CASE WHEN ? = 'sent' THEN 200 ELSE status END WHERE message = ? AND device = ?",
                               [.text(state.rawValue), .text(reason), SQLValue.seconds(date), .text(state.rawValue), row["message"], row["device"]])
-                    if state == .sent && due.event == .start { try Self.started(activity: due.activity, device: due.device, c) }
+                    // A start confirmed because its device runs the activity has that row already. Touching it would wait
+                    // for a token report of the phone holding it, which waits for the delivery row locked here: a
+                    // deadlock on PostgreSQL, where claims do not take the writers' lock.
+                    if state == .sent && due.event == .start && !due.tokenReportedSince {
+                        try Self.started(activity: due.activity, device: due.device, c)
+                    }
                 case .send:
                     // Every send of a start counts as a possible copy before it goes, so a crash cannot make a third;
                     // an answer that proves it did not land gives the count back (`DeliveryDecisions.record`).

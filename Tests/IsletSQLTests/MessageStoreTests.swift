@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import IsletCore
 @testable import IsletSQL
@@ -241,6 +242,45 @@ struct MessageStoreTests {
         #expect(due.map(\.code) == ["U1"] && due.first?.token == token(101) && due.first?.catchUp == true)
         let confirmed = try #require(try f.db.messages.messageDetails(code: "S2", in: shop))
         #expect(confirmed.sent == 1 && confirmed.pending[.unconfirmed] == nil, "\(confirmed)")
+    }
+
+    /// A start whose answer was lost is settled when its wait is due, its device having reported its token. The phone
+    /// may report again at that moment: the report holds the device's row of the activity, then confirms the start's
+    /// delivery row, which the claim has locked. The claim must not wait for that row (it has it already), or each
+    /// waits for the other. PostgreSQL only: there claims do not take the writers' lock; SQLite's never overlap.
+    @Test func aDueStartConfirmedByItsDeviceDoesNotWaitForTheDevicesNextReport() throws {
+        let f = try Fixture(.postgresql)
+        try f.db.messages.acceptStarts([f.message("S2", .start, "ORDER_S", target: .devices(["h2"]))], in: shop, at: now, validateOnly: false)
+        let start = try #require(try f.claim())
+        #expect(try f.db.devices.setActivityToken(token(102), activityID: "ORDER_S", hwid: "h2", in: shop, at: now))
+        var unanswered = BatchResult(cursor: 2)
+        unanswered.records = [DeliveryRecord(device: 2, pushType: "liveactivity", status: 0, reason: "connection lost before APNs answered",
+                                             apnsID: "S2-2", attempts: 1, state: .unconfirmed, nextAttemptAt: now.addingTimeInterval(60),
+                                             token: "start-token", uncertainCopies: 1)]
+        try f.db.messages.recordBatch(unanswered, of: start, at: now)
+        try f.db.messages.finish(start, at: now)
+
+        let settled = Mutex<Bool?>(nil)
+        let claim = Thread {
+            let due = try? f.db.messages.claimDueDeliveries(at: now.addingTimeInterval(61), limit: 10, excluding: [], lease: lease) { due, _ in
+                due.tokenReportedSince ? .settle(.sent, reason: "confirmed: the device reported its update token") : .send
+            }
+            settled.withLock { $0 = due?.isEmpty }
+        }
+        // The report, as `setActivityToken` writes it: the device's row of the activity, then the start's delivery.
+        try f.db.database.write(rethrowing: { c in
+            try c.run("UPDATE activity_devices SET state = 'active' WHERE device = 2")
+            claim.start()
+            // Under the 5 s after which the server ends a session idle in its transaction.
+            let deadline = Date().addingTimeInterval(4)
+            while settled.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            #expect(settled.withLock { $0 } == true, "the claim settled the start while the report held the device's row")
+            try c.run("UPDATE deliveries SET state = 'sent', reason = 'confirmed' WHERE device = 2 AND state IN ('unconfirmed', 'retrying')")
+        })
+        let deadline = Date().addingTimeInterval(10)
+        while !claim.isFinished && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        let details = try #require(try f.db.messages.messageDetails(code: "S2", in: shop))
+        #expect(details.sent == 1 && details.pending.isEmpty, "\(details)")
     }
 
     @Test(arguments: Engine.allCases) func schemasAreVersionedAndSimulatedDevicesKept(_ engine: Engine) throws {

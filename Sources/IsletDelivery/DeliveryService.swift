@@ -196,6 +196,10 @@ public final class DeliveryService: Sendable {
                 if try releaseScheduled() { continue }
                 if try sendDueBroadcasts() { continue }
                 sleepUntilWork(kicksSeen: kicks)
+            } catch let error as StoreError where error.code == .busy {
+                // A write held a row the claim needed: it goes on, and this worker looks again in a moment.
+                logger.debug("claim gave way to a write", ["error": .string("\(error)")])
+                pause(seconds: 0.05)
             } catch {
                 logger.error("delivery store failure", ["error": .string("\(error)")])
                 pause(seconds: 1)

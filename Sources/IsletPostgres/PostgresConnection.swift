@@ -297,6 +297,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         let state = Self.sqlState(result) ?? ""
         // Class 23: integrity constraint violation (a unique value taken).
         if state.hasPrefix("23") { throw StoreError(.conflict, message) }
+        // lock_not_available: a claim's lock_timeout ran out (`PostgresDatabase.inClaimTransaction`).
+        if state == "55P03" { throw StoreError(.busy, "a row was locked by another transaction: \(message)") }
         if PQstatus(handle) != CONNECTION_OK {
             throw StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(message)")
         }

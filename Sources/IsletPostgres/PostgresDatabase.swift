@@ -6,6 +6,8 @@ import Synchronization
 /// A pool of connections to one PostgreSQL database, migrated to the current schema on open.
 public final class PostgresDatabase: SQLDatabase {
     public let dialect = SQLDialect(.postgresql)
+    /// How long a claim waits for a row lock, in milliseconds (`inClaimTransaction`).
+    static let claimLockWait = 100
     /// The server and database, without the password: safe in logs and messages.
     public let origin: String
     /// Writers of this process join one group at a time (one transaction, one commit for the group) rather
@@ -61,11 +63,16 @@ public final class PostgresDatabase: SQLDatabase {
         try pool.inWriteTransaction(bulk: bulk, body)
     }
 
-    /// A plain READ COMMITTED transaction: claims lock their rows with SKIP LOCKED, not the writers' lock.
+    /// A plain READ COMMITTED transaction: claims lock their rows with SKIP LOCKED, not the writers' lock. A row
+    /// they must wait for (a scheduled start's activity, which a write under the writers' lock may hold while it
+    /// waits for a message this claim has locked) is waited for `claimLockWait` at most: then the claim gives up
+    /// with `.busy` and the write goes on, where waiting would deadlock for a second (PostgreSQL's
+    /// `deadlock_timeout`) with every writer of the cluster held up, and then fail one side, maybe an API call.
     public func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         try pool.withConnection { (connection) throws(StoreError) -> T in
             do {
-                return try connection.transaction(opening: "BEGIN", { () throws -> T in try body(connection) })
+                return try connection.transaction(opening: "BEGIN; SET LOCAL lock_timeout = '\(Self.claimLockWait)ms'",
+                                                  { () throws -> T in try body(connection) })
             } catch let error as StoreError {
                 throw error
             } catch {

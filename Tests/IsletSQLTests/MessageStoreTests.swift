@@ -283,6 +283,42 @@ struct MessageStoreTests {
         #expect(details.sent == 1 && details.pending.isEmpty, "\(details)")
     }
 
+    /// A claim of a scheduled start makes its activity active, so it waits for that row if a write holds it; the
+    /// write may be waiting for a message the claim has locked (a held update released into that activity, an
+    /// update of another activity in the same group). PostgreSQL only: its claims give way after a short wait
+    /// (`.busy`) rather than deadlock with the writers' lock held; SQLite's transactions never overlap.
+    @Test func aClaimGivesWayToAWriteHoldingItsActivity() throws {
+        let f = try Fixture(.postgresql)
+        let later = now.addingTimeInterval(60)
+        try f.db.messages.acceptStarts([f.message("L1", .start, "ORDER_L", due: later, target: .devices(["h1"]))], in: shop, at: now, validateOnly: false)
+        let outcome = Mutex<Result<[String], StoreError>?>(nil)
+        let claim = Thread {
+            do throws(StoreError) {
+                let jobs = try f.db.messages.claimSmallJobs(at: later, limit: 10, devicesAtMost: 64, excluding: [], lease: lease)
+                outcome.withLock { $0 = .success(jobs.map(\.code)) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+        }
+        try f.db.database.write(rethrowing: { c in
+            _ = try c.query("SELECT id FROM activities WHERE activity_id = 'ORDER_L' FOR UPDATE", [])
+            claim.start()
+            // Under the 5 s after which the server ends a session idle in its transaction.
+            let deadline = Date().addingTimeInterval(4)
+            while outcome.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            guard case .failure(let error)? = outcome.withLock({ $0 }) else {
+                Issue.record("the claim did not give way to the write holding its activity: \(String(describing: outcome.withLock { $0 }))")
+                return
+            }
+            #expect(error.code == .busy)
+        })
+        let deadline = Date().addingTimeInterval(10)
+        while !claim.isFinished && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        let jobs = try f.db.messages.claimSmallJobs(at: later, limit: 10, devicesAtMost: 64, excluding: [], lease: lease)
+        #expect(jobs.map(\.code) == ["L1"], "claimed once the write is done, nothing of the first attempt kept")
+        #expect(try f.db.messages.activity("ORDER_L", in: shop)?.state == .active)
+    }
+
     @Test(arguments: Engine.allCases) func schemasAreVersionedAndSimulatedDevicesKept(_ engine: Engine) throws {
         let f = try Fixture(engine)
         let schemas = f.db.schemas

@@ -156,8 +156,7 @@ struct ClusterStoreTests {
                 done.withLock { $0 = result }
             }
             renewal.start()
-            let deadline = Date().addingTimeInterval(5)
-            while done.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            waitUntil(seconds: 5) { done.withLock { $0 } != nil }
             throw RollBack()   // the lease being ended stays
             })
         } catch is RollBack {}
@@ -257,8 +256,7 @@ struct ClusterStoreTests {
             }
         }
         threads.forEach { $0.start() }
-        let deadline = Date().addingTimeInterval(30)
-        while !threads.allSatisfy(\.isFinished) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        waitUntil(seconds: 30) { threads.allSatisfy(\.isFinished) }
         let codes = claimed.withLock { $0 }
         #expect(codes.count == count && Set(codes).count == count, "each of \(count) claimed exactly once, got \(codes.count)")
     }
@@ -284,8 +282,7 @@ struct ClusterStoreTests {
             }
         }
         threads.forEach { $0.start() }
-        let deadline = Date().addingTimeInterval(30)
-        while !threads.allSatisfy(\.isFinished) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        waitUntil(seconds: 30) { threads.allSatisfy(\.isFinished) }
         let got = tokens.withLock { $0 }
         #expect(got.count == 3 && Set(got).count == 1, "one token for all three: \(got)")
         #expect(signed.withLock { $0 } == 2, "the old one, then exactly one new one")

@@ -63,3 +63,15 @@ final class EngineDatabase: Sendable {
     var broadcasts: SQLBroadcastStore { SQLBroadcastStore(database: database) }
     var console: SQLConsoleStore { SQLConsoleStore(database: database) }
 }
+
+/// Waits until `condition` holds, or `seconds` pass; whether it held. Tests wait on a condition with a deadline,
+/// never on a fixed sleep.
+@discardableResult
+func waitUntil(seconds: TimeInterval, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        guard Date() < deadline else { return false }
+        Thread.sleep(forTimeInterval: 0.01)
+    }
+    return true
+}

@@ -36,6 +36,15 @@ struct MessageStoreTests {
             try db.messages.claimNextJob(at: date, excluding: [], shardsExcluding: [], sharding: ShardPolicy(), leavingSmall: nil, lease: lease)
         }
 
+        /// A page of a start whose push to `device` went out and got no answer: it waits a minute for the device's token.
+        static func unansweredStart(device: Int64) -> BatchResult {
+            var page = BatchResult(cursor: device)
+            page.records = [DeliveryRecord(device: device, pushType: "liveactivity", status: 0, reason: "connection lost before APNs answered",
+                                           apnsID: "start-\(device)", attempts: 1, state: .unconfirmed, nextAttemptAt: now.addingTimeInterval(60),
+                                           token: "start-token", uncertainCopies: 1)]
+            return page
+        }
+
         /// Sends a claimed start to its targets in one batch, each answered 200.
         func deliver(_ job: MessageJob) throws {
             let targets = try db.devices.targets(job.target!, in: shop, attributesType: job.attributesType, afterID: job.cursor, limit: 100)
@@ -213,10 +222,7 @@ struct MessageStoreTests {
 
         try f.db.messages.acceptStarts([f.message("S2", .start, "ORDER_S", target: .devices(["h2"]))], in: shop, at: now, validateOnly: false)
         let start = try #require(try f.claim())
-        var unanswered = BatchResult(cursor: 2)
-        unanswered.records = [DeliveryRecord(device: 2, pushType: "liveactivity", status: 0, reason: "connection lost before APNs answered",
-                                             apnsID: "S2-2", attempts: 1, state: .unconfirmed, nextAttemptAt: now.addingTimeInterval(60),
-                                             token: "start-token", uncertainCopies: 1)]
+        let unanswered = Fixture.unansweredStart(device: 2)
 
         func record() throws {
             try f.db.messages.recordBatch(skipped, of: update, at: now)
@@ -253,10 +259,7 @@ struct MessageStoreTests {
         try f.db.messages.acceptStarts([f.message("S2", .start, "ORDER_S", target: .devices(["h2"]))], in: shop, at: now, validateOnly: false)
         let start = try #require(try f.claim())
         #expect(try f.db.devices.setActivityToken(token(102), activityID: "ORDER_S", hwid: "h2", in: shop, at: now))
-        var unanswered = BatchResult(cursor: 2)
-        unanswered.records = [DeliveryRecord(device: 2, pushType: "liveactivity", status: 0, reason: "connection lost before APNs answered",
-                                             apnsID: "S2-2", attempts: 1, state: .unconfirmed, nextAttemptAt: now.addingTimeInterval(60),
-                                             token: "start-token", uncertainCopies: 1)]
+        let unanswered = Fixture.unansweredStart(device: 2)
         try f.db.messages.recordBatch(unanswered, of: start, at: now)
         try f.db.messages.finish(start, at: now)
 
@@ -272,13 +275,11 @@ struct MessageStoreTests {
             try c.run("UPDATE activity_devices SET state = 'active' WHERE device = 2")
             claim.start()
             // Under the 5 s after which the server ends a session idle in its transaction.
-            let deadline = Date().addingTimeInterval(4)
-            while settled.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            waitUntil(seconds: 4) { settled.withLock { $0 } != nil }
             #expect(settled.withLock { $0 } == true, "the claim settled the start while the report held the device's row")
             try c.run("UPDATE deliveries SET state = 'sent', reason = 'confirmed' WHERE device = 2 AND state IN ('unconfirmed', 'retrying')")
         })
-        let deadline = Date().addingTimeInterval(10)
-        while !claim.isFinished && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        waitUntil(seconds: 10) { claim.isFinished }
         let details = try #require(try f.db.messages.messageDetails(code: "S2", in: shop))
         #expect(details.sent == 1 && details.pending.isEmpty, "\(details)")
     }
@@ -304,16 +305,14 @@ struct MessageStoreTests {
             _ = try c.query("SELECT id FROM activities WHERE activity_id = 'ORDER_L' FOR UPDATE", [])
             claim.start()
             // Under the 5 s after which the server ends a session idle in its transaction.
-            let deadline = Date().addingTimeInterval(4)
-            while outcome.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            waitUntil(seconds: 4) { outcome.withLock { $0 } != nil }
             guard case .failure(let error)? = outcome.withLock({ $0 }) else {
                 Issue.record("the claim did not give way to the write holding its activity: \(String(describing: outcome.withLock { $0 }))")
                 return
             }
             #expect(error.code == .busy)
         })
-        let deadline = Date().addingTimeInterval(10)
-        while !claim.isFinished && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        waitUntil(seconds: 10) { claim.isFinished }
         let jobs = try f.db.messages.claimSmallJobs(at: later, limit: 10, devicesAtMost: 64, excluding: [], lease: lease)
         #expect(jobs.map(\.code) == ["L1"], "claimed once the write is done, nothing of the first attempt kept")
         #expect(try f.db.messages.activity("ORDER_L", in: shop)?.state == .active)

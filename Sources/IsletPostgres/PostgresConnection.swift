@@ -16,6 +16,12 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// Translated SQL by the SQL the stores write.
     private var translations: [String: (sql: String, parameters: Int)] = [:]
     private let origin: String
+    /// Writes sent ahead in pipeline mode (`send`) whose answers are not read yet, in order: the SQL (for
+    /// messages) and the prepared statement's key (forgotten if the server no longer knows it).
+    private var unanswered: [(sql: String, key: String)] = []
+    /// At most this many writes wait unanswered: their answers are small, so the server never blocks writing
+    /// them while this side blocks sending (libpq's warning about pipelines on a blocking connection).
+    static let pipelineDepth = 64
 
     /// Every write transaction holds this advisory lock, with its schema's hash, to its commit: the writers
     /// of every process on one Islet database (a schema, `public` by default) are serialized, as SQLite's
@@ -52,9 +58,22 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     deinit { PQfinish(handle) }
 
     /// False once the server went away; the pool then drops the connection.
-    var isUsable: Bool { PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE }
+    var isUsable: Bool {
+        PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE && PQpipelineStatus(handle) == PQ_PIPELINE_OFF
+    }
 
     func execute(_ sql: String) throws(StoreError) {
+        if !unanswered.isEmpty {
+            // One statement (COMMIT, RELEASE) joins the writes sent ahead: one round trip for all of them. A
+            // rollback runs whatever they said (they are what it undoes), so it goes after their answers.
+            if !sql.contains(";") && !sql.hasPrefix("ROLLBACK") {
+                let result = try finishPipeline(with: { PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) }, sql: sql, key: "")
+                PQclear(result)
+                return
+            }
+            let failure = drainPipeline()
+            if let failure, !sql.hasPrefix("ROLLBACK") { throw failure }
+        }
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result, sql)
@@ -65,6 +84,37 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         let result = try perform(sql, parameters)
         defer { PQclear(result) }
         return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    /// Inside a transaction, a write whose answer nobody reads now goes out without waiting for it (libpq's
+    /// pipeline mode): the next statement that needs an answer, or `flush`, or the COMMIT, reads the answers
+    /// of all of them in one round trip, and throws the first error among them. The server runs them in
+    /// order, so later statements see them. Outside a transaction it runs at once, as `run`.
+    func send(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) {
+        guard !unanswered.isEmpty || PQtransactionStatus(handle) == PQTRANS_INTRANS else {
+            try run(sql, parameters)
+            return
+        }
+        try Self.checkStorable(parameters)
+        if unanswered.count >= Self.pipelineDepth { try flush() }
+        let statement = try prepared(sql, parameters, planning: .kept)
+        if unanswered.isEmpty && PQenterPipelineMode(handle) != 1 {
+            throw StoreError(.io, "PostgreSQL (\(origin)): cannot enter pipeline mode: \(Self.trimmed(PQerrorMessage(handle)))")
+        }
+        let sent = Self.withParameters(parameters) { values, lengths, formats in
+            PQsendQueryPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
+        }
+        guard sent == 1 else {
+            let failure = drainPipeline()
+            throw failure ?? StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))")
+        }
+        unanswered.append((sql, statement.key))
+    }
+
+    /// Waits for the answers of the writes sent ahead; throws the first error among them.
+    func flush() throws(StoreError) {
+        guard !unanswered.isEmpty else { return }
+        if let failure = drainPipeline() { throw failure }
     }
 
     func query(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning) throws(StoreError) -> [SQLRow] {
@@ -124,60 +174,28 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
 
     // MARK: - Statements
 
-    /// Prepares (once, for a plan kept) and runs `sql` with `parameters`; the caller clears the result.
+    /// Prepares (once, for a plan kept) and runs `sql` with `parameters`; the caller clears the result. Writes
+    /// sent ahead go in the same round trip, their errors first.
     private func perform(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning = .kept, retrying: Bool = false) throws(StoreError) -> OpaquePointer? {
-        let translated = translation(of: sql)
-        let types = parameters.map(Self.type)
-        let key = translated.sql + "\u{0}" + types.map(String.init).joined(separator: ",")
-        let name: String
-        if planning == .eachRun {
-            name = ""   // the unnamed statement: parsed and planned by this run, replaced by the next
-        } else if let known = statements[key] {
-            name = known
-        } else {
-            // Filter SQL varies with its conditions: keep the server's statements bounded by starting over.
-            if statements.count >= 256 {
-                try execute("DEALLOCATE ALL")
-                statements = [:]
-            }
-            prepared += 1
-            name = "islet_\(prepared)"
-            let result = PQprepare(handle, name, translated.sql, Int32(types.count), types)
-            defer { PQclear(result) }
-            try check(result, sql)
-            statements[key] = name
-        }
-        var buffers: [UnsafeMutablePointer<CChar>?] = []
-        var lengths: [Int32] = [], formats: [Int32] = []
-        defer { buffers.forEach { free($0) } }
-        for value in parameters {
-            switch value {
-            case .null:
-                buffers.append(nil); lengths.append(0); formats.append(0)
-            case .int(let v):
-                buffers.append(strdup(String(v))); lengths.append(0); formats.append(0)
-            case .double(let v):
-                buffers.append(strdup(String(v))); lengths.append(0); formats.append(0)
-            case .text(let v):
-                guard !v.utf8.contains(0) else {
-                    throw StoreError(.io, "PostgreSQL cannot store text with a NUL character")
+        try Self.checkStorable(parameters)
+        let statement = try prepared(sql, parameters, planning: planning)
+        if !unanswered.isEmpty {
+            return try finishPipeline(with: {
+                Self.withParameters(parameters) { values, lengths, formats in
+                    statement.name.isEmpty
+                        ? PQsendQueryParams(handle, statement.sql, Int32(parameters.count), statement.types, values, lengths, formats, 0)
+                        : PQsendQueryPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
                 }
-                buffers.append(strdup(v)); lengths.append(0); formats.append(0)
-            case .blob(let v):
-                let bytes = malloc(max(v.count, 1))!.assumingMemoryBound(to: CChar.self)
-                v.withUnsafeBytes { source in
-                    if let base = source.baseAddress { memcpy(bytes, base, v.count) }
-                }
-                buffers.append(bytes); lengths.append(Int32(v.count)); formats.append(1)
-            }
+            }, sql: sql, key: statement.key)
         }
-        let values = buffers.map { UnsafePointer($0) }
-        let result = name.isEmpty ? PQexecParams(handle, translated.sql, Int32(types.count), types, values, lengths, formats, 0)
-                                  : PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
+        let result = Self.withParameters(parameters) { values, lengths, formats in
+            statement.name.isEmpty ? PQexecParams(handle, statement.sql, Int32(parameters.count), statement.types, values, lengths, formats, 0)
+                                   : PQexecPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
+        }
         // Another process changed a table (a migration): the statement must be prepared again. Outside a
         // transaction the call goes again at once; inside one, the next call prepares it afresh.
         if Self.sqlState(result) == "0A000" {
-            statements[key] = nil
+            statements[statement.key] = nil
             if !retrying && PQtransactionStatus(handle) == PQTRANS_IDLE {
                 PQclear(result)
                 return try perform(sql, parameters, planning: planning, retrying: true)
@@ -190,6 +208,144 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             throw error
         }
         return result
+    }
+
+    /// The server's statement for `sql` with these parameters' types: prepared now if new (a plan kept), or the
+    /// unnamed one (`.eachRun`: parsed and planned by the run that uses it). Preparing waits for an answer, so
+    /// writes sent ahead are answered first.
+    private func prepared(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning)
+        throws(StoreError) -> (name: String, sql: String, types: [Oid], key: String) {
+        let translated = translation(of: sql)
+        let types = parameters.map(Self.type)
+        let key = translated.sql + "\u{0}" + types.map(String.init).joined(separator: ",")
+        if planning == .eachRun { return ("", translated.sql, types, key) }
+        if let known = statements[key] { return (known, translated.sql, types, key) }
+        try flush()
+        // Filter SQL varies with its conditions: keep the server's statements bounded by starting over.
+        if statements.count >= 256 {
+            try execute("DEALLOCATE ALL")
+            statements = [:]
+        }
+        prepared += 1
+        let name = "islet_\(prepared)"
+        let result = PQprepare(handle, name, translated.sql, Int32(types.count), types)
+        defer { PQclear(result) }
+        try check(result, sql)
+        statements[key] = name
+        return (name, translated.sql, types, key)
+    }
+
+    /// Refuses a text with a NUL character, which PostgreSQL cannot store.
+    private static func checkStorable(_ parameters: [SQLValue]) throws(StoreError) {
+        for case .text(let v) in parameters where v.utf8.contains(0) {
+            throw StoreError(.io, "PostgreSQL cannot store text with a NUL character")
+        }
+    }
+
+    /// `parameters` as libpq's arrays (text, binary for blobs) for the length of `body`.
+    private static func withParameters<R>(_ parameters: [SQLValue],
+                                          _ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) -> R) -> R {
+        var buffers: [UnsafeMutablePointer<CChar>?] = []
+        var lengths: [Int32] = [], formats: [Int32] = []
+        defer { buffers.forEach { free($0) } }
+        for value in parameters {
+            switch value {
+            case .null:
+                buffers.append(nil); lengths.append(0); formats.append(0)
+            case .int(let v):
+                buffers.append(strdup(String(v))); lengths.append(0); formats.append(0)
+            case .double(let v):
+                buffers.append(strdup(String(v))); lengths.append(0); formats.append(0)
+            case .text(let v):
+                buffers.append(strdup(v)); lengths.append(0); formats.append(0)
+            case .blob(let v):
+                let bytes = malloc(max(v.count, 1))!.assumingMemoryBound(to: CChar.self)
+                v.withUnsafeBytes { source in
+                    if let base = source.baseAddress { memcpy(bytes, base, v.count) }
+                }
+                buffers.append(bytes); lengths.append(Int32(v.count)); formats.append(1)
+            }
+        }
+        return body(buffers.map { UnsafePointer($0) }, lengths, formats)
+    }
+
+    // MARK: - Pipeline
+
+    /// Sends one more statement (`send` returns libpq's 1 on success) after the writes sent ahead, ends the
+    /// pipeline and returns that statement's result (the caller clears it); the first error of the writes
+    /// ahead wins over the statement's own (it did not run then).
+    private func finishPipeline(with send: () -> Int32, sql: String, key: String) throws(StoreError) -> OpaquePointer? {
+        guard send() == 1 else {
+            let failure = drainPipeline()
+            throw failure ?? StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))")
+        }
+        unanswered.append((sql, key))
+        var last: OpaquePointer?
+        if let failure = drainPipeline(keepingLast: &last) {
+            PQclear(last)
+            throw failure
+        }
+        guard let last else { throw StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))") }
+        if Self.sqlState(last) == "0A000" { statements[key] = nil }
+        do {
+            try check(last, sql)
+        } catch {
+            PQclear(last)
+            throw error
+        }
+        return last
+    }
+
+    private func drainPipeline() -> StoreError? {
+        var last: OpaquePointer?
+        return drainPipeline(keepingLast: &last, keep: false)
+    }
+
+    /// Ends the pipeline: a sync point, then the answer of each statement sent, in order, then the sync's. The
+    /// first error is returned; with `keep`, the last statement's result is left in `last` instead of checked
+    /// (when no error came before it). A lost connection leaves the pipeline as it is: `isUsable` is then false.
+    private func drainPipeline(keepingLast last: inout OpaquePointer?, keep: Bool = true) -> StoreError? {
+        let sent = unanswered
+        unanswered = []
+        guard PQpipelineSync(handle) == 1 else {
+            return StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))")
+        }
+        var failure: StoreError?
+        for (index, statement) in sent.enumerated() {
+            guard let result = PQgetResult(handle) else {
+                return failure ?? StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))")
+            }
+            // Each statement's answer is followed by a NULL.
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+            if keep && index == sent.count - 1 && failure == nil {
+                last = result
+                continue
+            }
+            if failure == nil {
+                do {
+                    try check(result, statement.sql)
+                } catch {
+                    failure = error
+                    if Self.sqlState(result) == "0A000" { statements[statement.key] = nil }
+                }
+            }
+            PQclear(result)
+        }
+        // The sync's own answer; then the connection can leave pipeline mode.
+        var nulls = 0
+        while nulls < 3 {
+            guard let result = PQgetResult(handle) else {
+                nulls += 1
+                continue
+            }
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        if PQexitPipelineMode(handle) != 1 && failure == nil {
+            failure = StoreError(.io, "PostgreSQL (\(origin)): cannot leave pipeline mode: \(Self.trimmed(PQerrorMessage(handle)))")
+        }
+        return failure
     }
 
     /// `?` and `?N` placeholders (as SQLite numbers them: a bare `?` is one more than the largest so far)

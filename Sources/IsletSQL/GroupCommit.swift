@@ -100,10 +100,14 @@ public final class GroupCommit: @unchecked Sendable {
                 for job in group {
                     if ran > 0 && ContinuousClock.now - started >= budget { break }
                     ran += 1
-                    try connection.execute("SAVEPOINT islet_write")
+                    // The savepoint goes with the body's first statement, the release with its last writes (one
+                    // round trip each way on PostgreSQL); the answers are read before the next member, so an error
+                    // is this member's.
+                    try connection.send("SAVEPOINT islet_write")
                     do {
                         try job.body(connection)
-                        try connection.execute("RELEASE islet_write")
+                        try connection.send("RELEASE islet_write")
+                        try connection.flush()
                     } catch {
                         job.error = error
                         try connection.execute("ROLLBACK TO islet_write; RELEASE islet_write")

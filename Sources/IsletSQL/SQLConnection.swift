@@ -90,6 +90,13 @@ public protocol SQLConnection: AnyObject {
     func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int
     /// Runs one query and returns all of its rows, its plan kept for the next run or made afresh (`planning`).
     func query(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning) throws(StoreError) -> [SQLRow]
+    /// Runs one write whose outcome the caller does not read. In a transaction an engine may send it on without
+    /// waiting for its answer (PostgreSQL's pipeline: one round trip for several writes); its error is then thrown
+    /// by the next statement of the transaction, by `flush`, or by the commit. So a write whose error the caller
+    /// handles itself (a conflict it expects) goes through `run`.
+    func send(_ sql: String, _ parameters: [SQLValue]) throws(StoreError)
+    /// Waits for the answers of the writes `send` sent on; throws the first error among them.
+    func flush() throws(StoreError)
     /// Runs `body` in a write transaction that no other writer of the database interleaves with (SQLite:
     /// BEGIN IMMEDIATE; PostgreSQL: an advisory lock held to the commit). Any error `body` throws rolls
     /// the transaction back and is rethrown as it is.
@@ -97,6 +104,12 @@ public protocol SQLConnection: AnyObject {
 }
 
 extension SQLConnection {
+    /// Engines that answer each statement at once run a sent write as `run` does.
+    public func send(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) { try run(sql, parameters) }
+    public func flush() throws(StoreError) {}
+
+    public func send(_ sql: String) throws(StoreError) { try send(sql, []) }
+
     public func transaction<T>(rethrowing body: () throws -> T) throws -> T { try inTransaction(body) }
 
     /// `transaction(rethrowing:)` for bodies that throw only `StoreError`.
@@ -129,7 +142,7 @@ extension SQLConnection {
                 precondition(row.count == width, "every row of one statement has the same columns")
                 parameters += row
             }
-            try run(statement(values), parameters)
+            try send(statement(values), parameters)
             start += size
         }
     }

@@ -41,6 +41,65 @@ struct GroupCommitTests {
         #expect(outcomes.filter { !$0.value }.keys.sorted() == Array(stride(from: 0, to: 40, by: 5)))
     }
 
+    /// A failing statement sent on without waiting for its answer (`send`, PostgreSQL's pipeline) fails its own
+    /// writer only: 39 writes queue behind a leader and run as one group (a savepoint each), every fifth sending a
+    /// duplicate key; their errors are read before the next member runs, so the others commit.
+    @Test(arguments: Engine.allCases) func aSentWriteThatFailsFailsOnlyItsWriter(_ engine: Engine) throws {
+        let db = try engine.open()
+        let database = db.database
+        try database.withConnection { (c) throws(StoreError) in
+            try c.run("INSERT INTO applications (code, name, bundle_id, created_at) VALUES ('GROUP-00004', 'g', 'com.example.g', 0)")
+            try c.run("INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00004', 'taken', 'AND', '[]', 0)")
+        }
+        let commit = GroupCommit(budget: .seconds(600))
+        let release = DispatchSemaphore(value: 0), leading = Atomic<Bool>(false), finished = Atomic<Int>(0)
+        let outcomes = Mutex<[Int: StoreError.Code?]>([:])
+        let transactions = Atomic<Int>(0)
+        func write(_ n: Int) {
+            Thread {
+                var outcome: StoreError.Code?
+                do {
+                    try commit.write(bulk: false, { c in
+                        if n == 0 {
+                            leading.store(true, ordering: .relaxed)
+                            release.wait()
+                        }
+                        let insert = "INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00004', ?, 'AND', '[]', 0)"
+                        try c.send(insert, [.text("f\(n)")])
+                        if n % 5 == 0 { try c.send(insert, [.text("taken")]) }
+                        try c.send("UPDATE applications SET name = ? WHERE code = 'GROUP-00004'", [.text("g\(n)")])
+                    }, transaction: { group in
+                        transactions.add(1, ordering: .relaxed)
+                        try database.inWriteTransaction { c in try group(c) }
+                    })
+                } catch let error as StoreError {
+                    outcome = error.code
+                } catch {
+                    outcome = .io
+                }
+                outcomes.withLock { $0[n] = outcome }
+                finished.add(1, ordering: .relaxed)
+            }.start()
+        }
+        write(0)
+        waitUntil(seconds: 30) { leading.load(ordering: .relaxed) }
+        for n in 1..<40 {
+            write(n)
+            waitUntil(seconds: 30) { commit.waiting == n }
+        }
+        #expect(commit.waiting == 39)
+        release.signal()
+        waitUntil(seconds: 60) { finished.load(ordering: .relaxed) == 40 }
+        let stored = try database.withConnection { (c) throws(StoreError) in
+            Set(try c.query("SELECT name FROM filters").compactMap { $0["name"].text })
+        }
+        let results = outcomes.withLock { $0 }
+        #expect(transactions.load(ordering: .relaxed) == 2, "the leader alone, then the 39 in one group")
+        #expect(stored == Set((0..<40).filter { $0 % 5 != 0 }.map { "f\($0)" } + ["taken"]))
+        #expect(results.filter { $0.value == StoreError.Code.conflict }.keys.sorted() == Array(stride(from: 0, to: 40, by: 5)))
+        #expect(results.filter { $0.value == nil }.count == 32)
+    }
+
     @Test(arguments: Engine.allCases) func aLoneWriteThatFailsLeavesNothing(_ engine: Engine) throws {
         let db = try engine.open()
         let database = db.database

@@ -5,6 +5,7 @@ import IsletPostgres
 import IsletSQL
 import IsletStore
 import IsletTestPeers
+import Synchronization
 
 /// What only the PostgreSQL engine has: a server at the other end of a connection.
 @Suite("PostgreSQL connections")
@@ -175,6 +176,85 @@ struct PostgresConnectionTests {
             return try c.run("INSERT INTO widgets (id, name) VALUES (1, 'a')")
         }
         #expect(try read() == ["id", "name"])
+    }
+
+    /// In a transaction, a write sent on (`send`) does not wait for its answer: here it waits for a row another
+    /// session holds, and `send` has returned while that session still holds it. The next statement that needs an
+    /// answer reads them all, in order: a count after 150 sends (past the pipeline's depth) sees every row.
+    @Test func writesSentInATransactionGoOnWithoutWaitingAndTheNextQuerySeesThem() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url)
+        try database.withConnection { (c) throws(StoreError) in
+            try c.execute("CREATE TABLE counters (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); INSERT INTO counters VALUES (1, 0)")
+        }
+        let holding = DispatchSemaphore(value: 0), sent = Atomic<Bool>(false), sentWhileHeld = Atomic<Bool>(false)
+        let holder = Thread {
+            try? database.withConnection { (c) throws(StoreError) in
+                try c.execute("BEGIN")
+                try c.run("UPDATE counters SET n = n + 100 WHERE id = 1")
+                holding.signal()
+                // Well inside the server's 5 s limit on an idle transaction.
+                _ = waitUntil(seconds: 3) { sent.load(ordering: .relaxed) }
+                sentWhileHeld.store(sent.load(ordering: .relaxed), ordering: .relaxed)
+                try c.execute("COMMIT")
+            }
+        }
+        holder.start()
+        holding.wait()
+        let (counted, n) = try database.write { (c) throws(StoreError) -> (Int64, Int64) in
+            try c.send("UPDATE counters SET n = n + 1 WHERE id = 1", [])
+            sent.store(true, ordering: .relaxed)
+            for id in 2...151 { try c.send("INSERT INTO counters VALUES (?, ?)", [.int(Int64(id)), .int(Int64(id))]) }
+            let count = try c.query("SELECT COUNT(*) AS count FROM counters")[0]["count"].int ?? 0
+            return (count, try c.query("SELECT n FROM counters WHERE id = 1")[0]["n"].int ?? 0)
+        }
+        let returnedWhileHeld = sentWhileHeld.load(ordering: .relaxed)
+        #expect(returnedWhileHeld, "send returned while the row it writes was still locked")
+        #expect(counted == 151 && n == 101, "the query after the sends saw all of them, in order after the other session's")
+    }
+
+    /// A sent write that fails fails the transaction's next statement (which does not run) with its own error, or
+    /// the commit when nothing follows it: the transaction keeps nothing, and the connection serves the next call.
+    @Test(arguments: [true, false]) func aSentWriteThatFailsFailsTheTransactionWithItsOwnError(queryAfter: Bool) throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1, maximumConnections: 1)
+        try database.withConnection { (c) throws(StoreError) in
+            try c.execute("CREATE TABLE names (name TEXT PRIMARY KEY); CREATE TABLE touched (n BIGINT)")
+        }
+        do {
+            try database.write { (c) throws(StoreError) in
+                try c.send("INSERT INTO names VALUES ('first')", [])
+                try c.send("INSERT INTO names VALUES ('first')", [])
+                if queryAfter { _ = try c.query("INSERT INTO touched VALUES (1) RETURNING n") }
+            }
+            Issue.record("a duplicate key cannot commit")
+        } catch {
+            #expect(error.code == .conflict && error.message.contains("duplicate key"), "\(error.message)")
+        }
+        let rows = try database.withConnection { (c) throws(StoreError) in
+            (try c.query("SELECT COUNT(*) AS n FROM names")[0]["n"].int, try c.query("SELECT COUNT(*) AS n FROM touched")[0]["n"].int)
+        }
+        #expect(rows.0 == 0 && rows.1 == 0, "nothing of the transaction was kept")
+        try database.write { (c) throws(StoreError) in try c.send("INSERT INTO names VALUES ('second')", []) }
+        #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT name FROM names").map { $0["name"].text } } == ["second"])
+    }
+
+    /// Outside a transaction each statement commits alone: a sent write is done when `send` returns.
+    @Test func aWriteSentOutsideATransactionIsDoneAtOnce() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url)
+        let other = try PostgresDatabase(url: created.url)
+        try database.withConnection { (c) throws(StoreError) in
+            try c.execute("CREATE TABLE names (name TEXT PRIMARY KEY)")
+            try c.send("INSERT INTO names VALUES ('alone')", [])
+            #expect(try other.withConnection { (o) throws(StoreError) in try o.query("SELECT name FROM names").count } == 1)
+            #expect {
+                try c.send("INSERT INTO names VALUES ('alone')", [])
+            } throws: { ($0 as? StoreError)?.code == .conflict }
+        }
     }
 
     @Test func passwordsAreHiddenWhereverTheURLPutsThem() {

@@ -18,7 +18,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     private let origin: String
     /// Writes sent ahead in pipeline mode (`send`) whose answers are not read yet, in order: the SQL (for
     /// messages) and the prepared statement's key (forgotten if the server no longer knows it).
-    private var unanswered: [(sql: String, key: String)] = []
+    private var unanswered: [Unanswered] = []
     /// At most this many writes wait unanswered: their answers are small, so the server never blocks writing
     /// them while this side blocks sending (libpq's warning about pipelines on a blocking connection).
     static let pipelineDepth = 64
@@ -67,12 +67,15 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             // One statement (COMMIT, RELEASE) joins the writes sent ahead: one round trip for all of them. A
             // rollback runs whatever they said (they are what it undoes), so it goes after their answers.
             if !sql.contains(";") && !sql.hasPrefix("ROLLBACK") {
-                let result = try finishPipeline(with: { PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) }, sql: sql, key: "")
-                PQclear(result)
+                try enqueue(sql, [], planning: .eachRun, wanted: false)
+                _ = try drainPipeline()
                 return
             }
-            let failure = drainPipeline()
-            if let failure, !sql.hasPrefix("ROLLBACK") { throw failure }
+            do {
+                _ = try drainPipeline()
+            } catch where !sql.hasPrefix("ROLLBACK") {
+                throw error
+            } catch {}
         }
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
@@ -95,31 +98,38 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             try run(sql, parameters)
             return
         }
-        try Self.checkStorable(parameters)
         if unanswered.count >= Self.pipelineDepth { try flush() }
-        let statement = try prepared(sql, parameters, planning: .kept)
-        if unanswered.isEmpty && PQenterPipelineMode(handle) != 1 {
-            throw StoreError(.io, "PostgreSQL (\(origin)): cannot enter pipeline mode: \(Self.trimmed(PQerrorMessage(handle)))")
-        }
-        let sent = Self.withParameters(parameters) { values, lengths, formats in
-            PQsendQueryPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
-        }
-        guard sent == 1 else {
-            let failure = drainPipeline()
-            throw failure ?? StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))")
-        }
-        unanswered.append((sql, statement.key))
+        try enqueue(sql, parameters, planning: .kept, wanted: false)
     }
 
     /// Waits for the answers of the writes sent ahead; throws the first error among them.
     func flush() throws(StoreError) {
         guard !unanswered.isEmpty else { return }
-        if let failure = drainPipeline() { throw failure }
+        _ = try drainPipeline()
+    }
+
+    /// In a transaction, the queries go out together, after the writes sent ahead: one round trip for all.
+    func queries(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]] {
+        guard !unanswered.isEmpty || PQtransactionStatus(handle) == PQTRANS_INTRANS else {
+            var rows: [[SQLRow]] = []
+            for statement in statements { rows.append(try query(statement.sql, statement.parameters, planning: statement.planning)) }
+            return rows
+        }
+        // Prepared first: preparing waits for an answer, which would end the pipeline between two of them.
+        for statement in statements { _ = try prepared(statement.sql, statement.parameters, planning: statement.planning) }
+        for statement in statements { try enqueue(statement.sql, statement.parameters, planning: statement.planning, wanted: true) }
+        let results = try drainPipeline()
+        defer { results.forEach { PQclear($0) } }
+        return results.map(rows(of:))
     }
 
     func query(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning) throws(StoreError) -> [SQLRow] {
         let result = try perform(sql, parameters, planning: planning)
         defer { PQclear(result) }
+        return rows(of: result)
+    }
+
+    private func rows(of result: OpaquePointer?) -> [SQLRow] {
         let rowCount = PQntuples(result), columnCount = PQnfields(result)
         let columns = SQLColumns((0..<columnCount).map { String(cString: PQfname(result, $0)) })
         let types = (0..<columnCount).map { PQftype(result, $0) }
@@ -180,13 +190,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         try Self.checkStorable(parameters)
         let statement = try prepared(sql, parameters, planning: planning)
         if !unanswered.isEmpty {
-            return try finishPipeline(with: {
-                Self.withParameters(parameters) { values, lengths, formats in
-                    statement.name.isEmpty
-                        ? PQsendQueryParams(handle, statement.sql, Int32(parameters.count), statement.types, values, lengths, formats, 0)
-                        : PQsendQueryPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
-                }
-            }, sql: sql, key: statement.key)
+            try enqueue(sql, parameters, planning: planning, wanted: true)
+            return try drainPipeline()[0]
         }
         let result = Self.withParameters(parameters) { values, lengths, formats in
             statement.name.isEmpty ? PQexecParams(handle, statement.sql, Int32(parameters.count), statement.types, values, lengths, formats, 0)
@@ -271,69 +276,68 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
 
     // MARK: - Pipeline
 
-    /// Sends one more statement (`send` returns libpq's 1 on success) after the writes sent ahead, ends the
-    /// pipeline and returns that statement's result (the caller clears it); the first error of the writes
-    /// ahead wins over the statement's own (it did not run then).
-    private func finishPipeline(with send: () -> Int32, sql: String, key: String) throws(StoreError) -> OpaquePointer? {
-        guard send() == 1 else {
-            let failure = drainPipeline()
-            throw failure ?? StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))")
-        }
-        unanswered.append((sql, key))
-        var last: OpaquePointer?
-        if let failure = drainPipeline(keepingLast: &last) {
-            PQclear(last)
-            throw failure
-        }
-        guard let last else { throw StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))") }
-        if Self.sqlState(last) == "0A000" { statements[key] = nil }
-        do {
-            try check(last, sql)
-        } catch {
-            PQclear(last)
-            throw error
-        }
-        return last
+    /// A statement sent in the pipeline: its SQL (for messages), its prepared statement's key (forgotten if the
+    /// server no longer knows it), and whether its caller reads its rows.
+    private struct Unanswered {
+        let sql: String
+        let key: String
+        let wanted: Bool
     }
 
-    private func drainPipeline() -> StoreError? {
-        var last: OpaquePointer?
-        return drainPipeline(keepingLast: &last, keep: false)
+    /// Sends `sql` into the pipeline, entering pipeline mode first if needed.
+    private func enqueue(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning, wanted: Bool) throws(StoreError) {
+        try Self.checkStorable(parameters)
+        let statement = try prepared(sql, parameters, planning: planning)
+        if unanswered.isEmpty && PQenterPipelineMode(handle) != 1 {
+            throw StoreError(.io, "PostgreSQL (\(origin)): cannot enter pipeline mode: \(Self.trimmed(PQerrorMessage(handle)))")
+        }
+        let sent = Self.withParameters(parameters) { values, lengths, formats in
+            statement.name.isEmpty
+                ? PQsendQueryParams(handle, statement.sql, Int32(parameters.count), statement.types, values, lengths, formats, 0)
+                : PQsendQueryPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
+        }
+        guard sent == 1 else {
+            let lost = lostConnection()
+            _ = try? drainPipeline()
+            throw lost
+        }
+        unanswered.append(Unanswered(sql: sql, key: statement.key, wanted: wanted))
     }
 
-    /// Ends the pipeline: a sync point, then the answer of each statement sent, in order, then the sync's. The
-    /// first error is returned; with `keep`, the last statement's result is left in `last` instead of checked
-    /// (when no error came before it). A lost connection leaves the pipeline as it is: `isUsable` is then false.
-    private func drainPipeline(keepingLast last: inout OpaquePointer?, keep: Bool = true) -> StoreError? {
+    /// Ends the pipeline: a sync point, then the answer of each statement sent, in order, then the sync's. Returns
+    /// the results of the statements whose rows are wanted, in order (the caller clears them), or throws the first
+    /// error (a statement after it did not run). A lost connection leaves the pipeline as it is: `isUsable` is
+    /// then false and the pool drops the connection.
+    private func drainPipeline() throws(StoreError) -> [OpaquePointer] {
         let sent = unanswered
         unanswered = []
-        guard PQpipelineSync(handle) == 1 else {
-            return StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))")
-        }
+        guard PQpipelineSync(handle) == 1 else { throw lostConnection() }
         var failure: StoreError?
-        for (index, statement) in sent.enumerated() {
+        var results: [OpaquePointer] = []
+        for statement in sent {
             guard let result = PQgetResult(handle) else {
-                return failure ?? StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))")
+                failure = failure ?? lostConnection()
+                break
             }
             // Each statement's answer is followed by a NULL.
             while let extra = PQgetResult(handle) { PQclear(extra) }
-            if keep && index == sent.count - 1 && failure == nil {
-                last = result
-                continue
-            }
             if failure == nil {
+                if Self.sqlState(result) == "0A000" { statements[statement.key] = nil }
                 do {
                     try check(result, statement.sql)
                 } catch {
                     failure = error
-                    if Self.sqlState(result) == "0A000" { statements[statement.key] = nil }
                 }
             }
-            PQclear(result)
+            if failure == nil && statement.wanted {
+                results.append(result)
+            } else {
+                PQclear(result)
+            }
         }
         // The sync's own answer; then the connection can leave pipeline mode.
         var nulls = 0
-        while nulls < 3 {
+        while nulls < 3 && PQstatus(handle) == CONNECTION_OK {
             guard let result = PQgetResult(handle) else {
                 nulls += 1
                 continue
@@ -345,7 +349,15 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         if PQexitPipelineMode(handle) != 1 && failure == nil {
             failure = StoreError(.io, "PostgreSQL (\(origin)): cannot leave pipeline mode: \(Self.trimmed(PQerrorMessage(handle)))")
         }
-        return failure
+        if let failure {
+            results.forEach { PQclear($0) }
+            throw failure
+        }
+        return results
+    }
+
+    private func lostConnection() -> StoreError {
+        StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(Self.trimmed(PQerrorMessage(handle)))")
     }
 
     /// `?` and `?N` placeholders (as SQLite numbers them: a bare `?` is one more than the largest so far)

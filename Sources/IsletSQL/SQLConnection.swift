@@ -80,6 +80,19 @@ public enum SQLPlanning: Sendable {
     case eachRun
 }
 
+/// One statement with its parameters, for `SQLConnection.queries`.
+public struct SQLStatement: Sendable {
+    public let sql: String
+    public let parameters: [SQLValue]
+    public let planning: SQLPlanning
+
+    public init(_ sql: String, _ parameters: [SQLValue] = [], planning: SQLPlanning = .kept) {
+        self.sql = sql
+        self.parameters = parameters
+        self.planning = planning
+    }
+}
+
 /// One connection of an engine. A connection is used by one thread at a time, the one that checked it
 /// out of its database's pool.
 public protocol SQLConnection: AnyObject {
@@ -97,6 +110,9 @@ public protocol SQLConnection: AnyObject {
     func send(_ sql: String, _ parameters: [SQLValue]) throws(StoreError)
     /// Waits for the answers of the writes `send` sent on; throws the first error among them.
     func flush() throws(StoreError)
+    /// Runs queries one after the other (each sees what the ones before it did) and returns each one's rows. In a
+    /// transaction an engine may send them together (PostgreSQL: one round trip, with the writes sent ahead).
+    func queries(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]]
     /// Runs `body` in a write transaction that no other writer of the database interleaves with (SQLite:
     /// BEGIN IMMEDIATE; PostgreSQL: an advisory lock held to the commit). Any error `body` throws rolls
     /// the transaction back and is rethrown as it is.
@@ -107,6 +123,12 @@ extension SQLConnection {
     /// Engines that answer each statement at once run a sent write as `run` does.
     public func send(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) { try run(sql, parameters) }
     public func flush() throws(StoreError) {}
+
+    public func queries(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]] {
+        var rows: [[SQLRow]] = []
+        for statement in statements { rows.append(try query(statement.sql, statement.parameters, planning: statement.planning)) }
+        return rows
+    }
 
     public func send(_ sql: String) throws(StoreError) { try send(sql, []) }
 

@@ -84,21 +84,30 @@ public struct SQLMessageStore: MessageStore {
     /// fan-out of one under way stops at its next batch; pushes of older updates and ends still owed
     /// to devices are settled as superseded. Starts are never superseded by an update: the device
     /// needs the start, and is caught up with the latest state when it reports its token.
-    private func supersedeOlder(than id: Int64, activity: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+    /// `id` nil: the activity's newest message, the one this transaction just inserted (the activity is locked).
+    /// `owed`: whether any push is owed at all, when the caller has read it (`owedPushesProbe`).
+    private func supersedeOlder(than id: Int64?, activity: Int64, owed: Bool? = nil, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        // ?1 goes unused then (typed, so both engines accept it).
+        let newest = id == nil ? "(SELECT MAX(n.id) FROM messages n WHERE n.activity = ?2)" : "?1"
         try c.send("""
-            UPDATE messages SET superseded_by = ?1, state = CASE WHEN state = 'pending' AND claimed = 0 THEN 'done' ELSE state END,
+            UPDATE messages SET superseded_by = \(newest), state = CASE WHEN state = 'pending' AND claimed = 0 THEN 'done' ELSE state END,
                 finished_at = CASE WHEN state = 'pending' AND claimed = 0 THEN ?3 ELSE finished_at END
-            WHERE activity = ?2 AND id < ?1 AND event = 'update' AND state IN ('pending', 'sending') AND superseded_by IS NULL
-            """, [.int(id), .int(activity), SQLValue.seconds(date)])
+            WHERE activity = ?2 AND id < \(newest) AND event = 'update' AND state IN ('pending', 'sending') AND superseded_by IS NULL
+            """, [.int(id ?? 0), .int(activity), SQLValue.seconds(date)])
         // Owed pushes are rare outside an outage: one probe of their index spares listing the activity's history.
-        guard try !c.query("SELECT 1 FROM deliveries WHERE state IN ('retrying', 'unconfirmed') LIMIT 1", [], planning: .eachRun).isEmpty else { return }
+        let anyOwed: Bool
+        if let owed { anyOwed = owed } else { anyOwed = try !c.query(Self.owedPushesProbe, [], planning: .eachRun).isEmpty }
+        guard anyOwed else { return }
         try c.send("""
             UPDATE deliveries \(database.dialect.indexedBy("deliveries_owed")) SET state = 'superseded', next_at = NULL, reason = 'a newer update or end of the activity went instead'
             WHERE state IN ('retrying', 'unconfirmed')
-              AND message IN (SELECT id FROM messages WHERE activity = ?2 AND id < ?1 AND event IN ('update', 'end'))
+              AND message IN (SELECT id FROM messages WHERE activity = ?2 AND id < \(newest) AND event IN ('update', 'end'))
               AND message NOT IN (SELECT end_message FROM activity_renewals WHERE activity = ?2 AND end_message IS NOT NULL)
-            """, [.int(id), .int(activity)])
+            """, [.int(id ?? 0), .int(activity)])
     }
+
+    /// Whether any push is owed (a retry or an unconfirmed start), anywhere: one row of a partial index.
+    static let owedPushesProbe = "SELECT 1 FROM deliveries WHERE state IN ('retrying', 'unconfirmed') LIMIT 1"
 
     @discardableResult
     public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget = .standard,
@@ -109,12 +118,12 @@ public struct SQLMessageStore: MessageStore {
             for (index, message) in messages.enumerated() {
                 // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14),
                 // and the activity's priority-10 count is read and written by one transaction at a time (A7).
-                var existing = try lockedActivity(message.activityID, application, heldDueBy: date, c)
+                var (existing, latest) = try lockedForUpdate(message.activityID, application, heldDueBy: date, c)
                 // A11: what was held for this activity and is due goes first, so a newer update never goes before it.
                 if let held = existing, held.heldDue,
                    try release(try c.query(Self.selectHeld + " WHERE s.activity = ? AND s.due_at <= ? ORDER BY s.due_at, s.id",
                                            [.int(held.record.id), Self.milliseconds(date)]), pacing: pacing, at: date, c) > 0 {
-                    existing = try lockedActivity(message.activityID, application, c)
+                    (existing, latest) = try lockedForUpdate(message.activityID, application, c)
                 }
                 if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
                     throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
@@ -128,7 +137,7 @@ public struct SQLMessageStore: MessageStore {
                                                    dueAt: message.dueAt, channel: channel.text.map(Self.decode(sessionChannel:))))
                 } else {
                     accepted.append(try enqueue(message, activity: activity, log: log, channel: channel, application: application, budget: budget,
-                                                pacing: pacing, at: date, c))
+                                                pacing: pacing, latest: latest, at: date, c))
                 }
             }
             try notifyNodes(c)
@@ -139,14 +148,12 @@ public struct SQLMessageStore: MessageStore {
     /// An accepted update or end into the queue: the activity takes its state, the budget (A7) and its turn
     /// (A9) are decided, and older updates not sent yet are superseded. The activity is locked by the caller.
     private func enqueue(_ message: NewMessage, activity: ActivityRecord, log stored: PriorityTenLog, channel: SQLValue, application: ApplicationCode,
-                         budget: UpdateBudget, pacing: UpdatePacing, at date: Date, _ c: any SQLConnection) throws(StoreError) -> AcceptedUpdate {
+                         budget: UpdateBudget, pacing: UpdatePacing, latest: LatestUpdate? = nil, at date: Date,
+                         _ c: any SQLConnection) throws(StoreError) -> AcceptedUpdate {
         // The session's latest update, locked so no claim takes it meanwhile (claims skip locked rows):
         // still waiting, it is superseded below, and this message takes its turn (A9) and its budget (A7).
-        let previous = try c.query("""
-            SELECT due_at, state, claimed, priority, priority_standard, priority_frequent FROM messages
-            WHERE activity = ?1 AND event = 'update' AND state != 'cancelled' AND id > COALESCE(\(Self.currentStart(of: "?1")), 0)
-            ORDER BY id DESC LIMIT 1 \(database.dialect.forUpdate)
-            """, [.int(activity.id)]).first
+        let previous: SQLRow?
+        if let latest { previous = latest.row } else { previous = try c.query(latestUpdate(of: "?1"), [.int(activity.id)]).first }
         let waiting = previous.map { $0["state"].text == "pending" && !$0["claimed"].bool } ?? false
         var log = stored
         if waiting, let previous { log = log.returning(Self.priorities(previous)) }
@@ -170,9 +177,11 @@ public struct SQLMessageStore: MessageStore {
             dueAt = pacing.dueAt(now: date, previous: UpdatePacing.Previous(
                 dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
         }
-        let id = try insert(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt,
-                            channel: channel, c)
-        try supersedeOlder(than: id, activity: activity.id, at: date, c)
+        // Its id is not read back: what it supersedes is older than the activity's newest message, itself.
+        let insertion = try insertion(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt,
+                                      channel: channel, c)
+        try c.send(insertion.sql, insertion.parameters)
+        try supersedeOlder(than: nil, activity: activity.id, owed: latest?.owedPushes, at: date, c)
         // An end ends the renewals too (A8).
         if message.event == .end { try c.send("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)]) }
         return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt, channel: channel.text.map(Self.decode(sessionChannel:)))
@@ -402,6 +411,14 @@ public struct SQLMessageStore: MessageStore {
     @discardableResult
     private func insert(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
                         budgeted: BudgetedPriority? = nil, dueAt: Date? = nil, channel: SQLValue? = nil, _ c: any SQLConnection) throws(StoreError) -> Int64 {
+        let insertion = try insertion(message, activity: activity, application: application, at: date, budgeted: budgeted, dueAt: dueAt,
+                                      channel: channel, c)
+        return try c.query(insertion.sql + " RETURNING id", insertion.parameters)[0]["id"].int ?? 0
+    }
+
+    /// The statement that inserts `message` (see `insert`), for a caller that needs no id back.
+    private func insertion(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
+                           budgeted: BudgetedPriority?, dueAt: Date?, channel: SQLValue?, _ c: any SQLConnection) throws(StoreError) -> SQLStatement {
         let lowered = budgeted.flatMap { $0 == BudgetedPriority(requested: message.priority) ? nil : $0 }
         let due = dueAt ?? message.dueAt, expires = message.expiresAt.addingTimeInterval(due.timeIntervalSince(message.dueAt))
         let column: SQLValue
@@ -414,17 +431,17 @@ public struct SQLMessageStore: MessageStore {
         } else {
             column = try Self.sessionChannel(activity, c).map { .text($0) } ?? .null
         }
-        return try c.query("""
+        return SQLStatement("""
             INSERT INTO messages (code, application, activity, event, target, attributes_type, payload, fallback_payload,
                                   priority, priority_standard, priority_frequent, state, due_at, created_at, expires_at, channel_ids)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING id
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)
             """, [
             .text(message.code), .text(application.rawValue), .int(activity), .text(message.event.rawValue),
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, Self.optional(message.attributesType),
             .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
             lowered.map { .int(Int64($0.standard)) } ?? .null, lowered.map { .int(Int64($0.frequent)) } ?? .null,
             Self.milliseconds(due), SQLValue.seconds(date), Self.milliseconds(expires), column,
-        ])[0]["id"].int ?? 0
+        ])
     }
 
     // MARK: - Jobs
@@ -493,9 +510,9 @@ public struct SQLMessageStore: MessageStore {
             let leaseID = try newLease(lease, c)
             let idList = SQLValue.text(JSONValue.array(ids.map { .int($0) }).jsonText)
             let inList = database.dialect.isIn("CAST(value AS BIGINT)", of: "?1")
-            try c.run("UPDATE messages SET state = 'sending', claimed = 1, lease = ?2 WHERE id \(inList)", [idList, .int(leaseID)])
+            try c.send("UPDATE messages SET state = 'sending', claimed = 1, lease = ?2 WHERE id \(inList)", [idList, .int(leaseID)])
             // A start's scheduled activity is active from its claim, as on the job path.
-            try c.run("""
+            try c.send("""
                 UPDATE activities SET state = 'active', updated_at = ?2, started_at = ?2
                 WHERE state = 'scheduled' AND id IN (SELECT activity FROM messages WHERE event = 'start' AND id \(inList))
                 """, [idList, SQLValue.seconds(date)])
@@ -1240,14 +1257,50 @@ public struct SQLMessageStore: MessageStore {
         }
     }
 
+    /// What `enqueue` reads besides the activity: its session's latest update (locked), and whether any push is owed.
+    struct LatestUpdate {
+        let row: SQLRow?
+        let owedPushes: Bool
+    }
+
+    /// The session's latest update of the activity `activity` (a column, a parameter or a subquery), locked.
+    func latestUpdate(of activity: String) -> String {
+        """
+        SELECT due_at, state, claimed, priority, priority_standard, priority_frequent FROM messages
+        WHERE activity = \(activity) AND event = 'update' AND state != 'cancelled' AND id > COALESCE(\(Self.currentStart(of: activity)), 0)
+        ORDER BY id DESC LIMIT 1 \(database.dialect.forUpdate)
+        """
+    }
+
+    /// `lockedActivity` with what an update reads next (`LatestUpdate`): one round trip on PostgreSQL, where the
+    /// three queries go together. The update is read by the activity's key, as its id is not known yet.
+    private func lockedForUpdate(_ activityID: String, _ application: ApplicationCode, heldDueBy: Date? = nil, _ c: any SQLConnection)
+        throws(StoreError) -> (activity: (record: ActivityRecord, log: PriorityTenLog, heldDue: Bool, channel: SQLValue)?, latest: LatestUpdate) {
+        let key: [SQLValue] = [.text(application.rawValue), .text(activityID)]
+        let read = try c.queries([
+            activityStatement(activityID, application, locking: true, heldDueBy: heldDueBy),
+            SQLStatement(latestUpdate(of: "(SELECT k.id FROM activities k WHERE k.application = ?1 AND k.activity_id = ?2)"), key),
+            SQLStatement(Self.owedPushesProbe, [], planning: .eachRun),
+        ])
+        let activity = read[0].first.map {
+            (Self.activity($0), PriorityTenLog(json: $0["priority_ten_log"].text), heldDueBy != nil && $0["held_due"].bool, $0["session_channel"])
+        }
+        return (activity, LatestUpdate(row: read[1].first, owedPushes: !read[2].isEmpty))
+    }
+
     private func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil,
                                _ c: any SQLConnection) throws(StoreError) -> SQLRow? {
+        let statement = activityStatement(activityID, application, locking: locking, heldDueBy: heldDueBy)
+        return try c.query(statement.sql, statement.parameters).first
+    }
+
+    private func activityStatement(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil) -> SQLStatement {
         let held = heldDueBy == nil ? "" : ", EXISTS (SELECT 1 FROM scheduled_updates s WHERE s.activity = activities.id AND s.due_at <= ?3) AS held_due"
         let channel = locking ? ", \(Self.sessionChannel(of: "activities.id")) AS session_channel" : ""
-        return try c.query("""
+        return SQLStatement("""
             SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at\(held)\(channel)
             FROM activities WHERE application = ?1 AND activity_id = ?2 \(locking ? database.dialect.forUpdate : "")
-            """, [.text(application.rawValue), .text(activityID)] + (heldDueBy.map { [Self.milliseconds($0)] } ?? [])).first
+            """, [.text(application.rawValue), .text(activityID)] + (heldDueBy.map { [Self.milliseconds($0)] } ?? []))
     }
 
     static func activity(_ row: SQLRow) -> ActivityRecord {

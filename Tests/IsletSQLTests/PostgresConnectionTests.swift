@@ -241,6 +241,37 @@ struct PostgresConnectionTests {
         #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT name FROM names").map { $0["name"].text } } == ["second"])
     }
 
+    /// Queries run together in a transaction come back each with its own rows, in order, each having seen the
+    /// writes sent before it and the queries before it; one that fails fails the call, and the transaction.
+    @Test func queriesTogetherSeeWhatCameBeforeThemAndFailAsOne() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1, maximumConnections: 1)
+        try database.withConnection { (c) throws(StoreError) in try c.execute("CREATE TABLE names (name TEXT PRIMARY KEY)") }
+        let read = try database.write { (c) throws(StoreError) -> [[SQLRow]] in
+            try c.send("INSERT INTO names VALUES ('a')", [])
+            return try c.queries([
+                SQLStatement("SELECT COUNT(*) AS n FROM names"),
+                SQLStatement("INSERT INTO names VALUES (?) RETURNING name", [.text("b")]),
+                SQLStatement("SELECT name FROM names ORDER BY name", planning: .eachRun),
+            ])
+        }
+        #expect(read.count == 3)
+        #expect(read[0].first?["n"].int == 1, "the first query saw the write sent before it")
+        #expect(read[1].first?["name"].text == "b")
+        #expect(read[2].map { $0["name"].text } == ["a", "b"], "the last saw the query before it")
+        do {
+            _ = try database.write { (c) throws(StoreError) -> [[SQLRow]] in
+                try c.queries([SQLStatement("INSERT INTO names VALUES ('c') RETURNING name"), SQLStatement("INSERT INTO names VALUES ('a') RETURNING name"),
+                               SQLStatement("SELECT 1 AS one")])
+            }
+            Issue.record("a duplicate key cannot commit")
+        } catch {
+            #expect(error.code == .conflict, "\(error.message)")
+        }
+        #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT name FROM names ORDER BY name").map { $0["name"].text } } == ["a", "b"])
+    }
+
     /// Outside a transaction each statement commits alone: a sent write is done when `send` returns.
     @Test func aWriteSentOutsideATransactionIsDoneAtOnce() throws {
         let created = try TestPostgres.createDatabase()

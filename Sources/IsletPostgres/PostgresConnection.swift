@@ -13,6 +13,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     private var statements: [String: String] = [:]
     /// Statements prepared on this connection so far: names are never reused.
     private var prepared = 0
+    /// How many times the statement cache started over (`DEALLOCATE ALL`).
+    private var cacheStartedOver = 0
     /// Translated SQL by the SQL the stores write.
     private var translations: [String: (sql: String, parameters: Int)] = [:]
     private let origin: String
@@ -105,6 +107,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// Waits for the answers of the writes sent ahead; throws the first error among them.
     func flush() throws(StoreError) {
         guard !unanswered.isEmpty else { return }
+        precondition(!unanswered.contains(where: \.wanted), "rows a caller waits for are read by that caller, not dropped by a flush")
         _ = try drainPipeline()
     }
 
@@ -115,8 +118,13 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             for statement in statements { rows.append(try query(statement.sql, statement.parameters, planning: statement.planning)) }
             return rows
         }
-        // Prepared first: preparing waits for an answer, which would end the pipeline between two of them.
-        for statement in statements { _ = try prepared(statement.sql, statement.parameters, planning: statement.planning) }
+        // Prepared first: preparing waits for an answer, which would end the pipeline between two of them. Again if
+        // the cache started over meanwhile (DEALLOCATE ALL), which dropped the ones prepared before.
+        var cacheStarts: Int
+        repeat {
+            cacheStarts = cacheStartedOver
+            for statement in statements { _ = try prepared(statement.sql, statement.parameters, planning: statement.planning) }
+        } while cacheStarts != cacheStartedOver
         for statement in statements { try enqueue(statement.sql, statement.parameters, planning: statement.planning, wanted: true) }
         let results = try drainPipeline()
         defer { results.forEach { PQclear($0) } }
@@ -230,6 +238,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         if statements.count >= 256 {
             try execute("DEALLOCATE ALL")
             statements = [:]
+            cacheStartedOver += 1
         }
         prepared += 1
         let name = "islet_\(prepared)"

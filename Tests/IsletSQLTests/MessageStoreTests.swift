@@ -366,5 +366,11 @@ struct DatabaseCopyCoverageTests {
         #expect(claim.contains { $0.hasPrefix("SCAN m USING INDEX messages_waiting") }, "waiting messages in due order: \(claim)")
         let start = try plan("SELECT \(SQLMessageStore.currentStart(of: "?")) AS start", [.int(1)])
         #expect(start.contains { $0.contains("USING INDEX messages_starts (activity=?)") }, "\(start)")
+        // An update reads its session's latest update by the activity's key (sent with the activity's own read).
+        let latest = try plan(db.messages.latestUpdate(of: "(SELECT k.id FROM activities k WHERE k.application = ?1 AND k.activity_id = ?2)"),
+                              [.text("APPLI-00001"), .text("order-1")])
+        #expect(latest.contains { $0.contains("USING INDEX messages_starts (activity=?)") }, "\(latest)")
+        #expect(latest.contains { $0.hasPrefix("SEARCH messages USING INDEX messages_by_activity (activity=? AND id>?)") }, "\(latest)")
+        #expect(!latest.contains { $0.hasPrefix("SCAN") }, "\(latest)")
     }
 }

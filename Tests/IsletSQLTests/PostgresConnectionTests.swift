@@ -272,6 +272,21 @@ struct PostgresConnectionTests {
         #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT name FROM names ORDER BY name").map { $0["name"].text } } == ["a", "b"])
     }
 
+    /// The statement cache starts over at 256 statements (DEALLOCATE ALL): when that happens while the statements
+    /// of one `queries` call are prepared, the ones prepared before it are prepared again, not sent by a dropped
+    /// name. Three new statements a call, 900 in all: the cache starts over in the middle of a call several times.
+    @Test func queriesSurviveTheStatementCacheStartingOver() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1, maximumConnections: 1)
+        for n in 0..<300 {
+            let read = try database.write { (c) throws(StoreError) -> [[SQLRow]] in
+                try c.queries([SQLStatement("SELECT \(n) AS a"), SQLStatement("SELECT \(n + 1000) AS b"), SQLStatement("SELECT \(n + 2000) AS c")])
+            }
+            #expect(read.map { $0.first?.values.first?.int } == [Int64(n), Int64(n + 1000), Int64(n + 2000)])
+        }
+    }
+
     /// Outside a transaction each statement commits alone: a sent write is done when `send` returns.
     @Test func aWriteSentOutsideATransactionIsDoneAtOnce() throws {
         let created = try TestPostgres.createDatabase()

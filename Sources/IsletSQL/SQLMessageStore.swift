@@ -23,17 +23,17 @@ public struct SQLMessageStore: MessageStore {
                 let startedAt = state == .active ? SQLValue.seconds(date) : .null
                 let activity: Int64
                 if let existing = try activityRow(message.activityID, application, locking: true, c) {
-                    let facts = ActivityRules.StartFacts(
-                        state: existing.state,
-                        hasMessages: try !c.query("SELECT 1 FROM messages WHERE activity = ? LIMIT 1", [.int(existing.id)]).isEmpty,
-                        unfinished: try !c.query("SELECT 1 FROM messages WHERE activity = ? AND state IN ('pending', 'sending') LIMIT 1",
-                                                 [.int(existing.id)]).isEmpty)
+                    let read = try c.queries([
+                        SQLStatement("SELECT 1 FROM messages WHERE activity = ? LIMIT 1", [.int(existing.id)]),
+                        SQLStatement("SELECT 1 FROM messages WHERE activity = ? AND state IN ('pending', 'sending') LIMIT 1", [.int(existing.id)]),
+                    ])
+                    let facts = ActivityRules.StartFacts(state: existing.state, hasMessages: !read[0].isEmpty, unfinished: !read[1].isEmpty)
                     if let refusal = ActivityRules.startRefusal(message.activityID, facts: facts) {
                         throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                     }
                     try Self.endSession(existing, at: date, c)
-                    if !message.renew { try c.run("DELETE FROM activity_renewals WHERE activity = ?", [.int(existing.id)]) }
-                    try c.run("""
+                    if !message.renew { try c.send("DELETE FROM activity_renewals WHERE activity = ?", [.int(existing.id)]) }
+                    try c.send("""
                         UPDATE activities SET state = ?, attributes_type = ?, name = ?, content_state = ?, updated_at = ?, schema_version = ?,
                             priority_ten_log = NULL, started_at = ?, dismiss_at = NULL
                         WHERE id = ?
@@ -51,6 +51,13 @@ public struct SQLMessageStore: MessageStore {
                               .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
                               message.schemaVersion.map { .int(Int64($0)) } ?? .null, startedAt])[0]["id"].int ?? 0
                 }
+                guard message.scheduledEnd != nil || message.renew else {
+                    // No id needed back: the insert goes with the next statements (one round trip on PostgreSQL).
+                    let insertion = try insertion(message, activity: activity, application: application, at: date, budgeted: nil, dueAt: nil,
+                                                  channel: nil, c)
+                    try c.send(insertion.sql, insertion.parameters)
+                    continue
+                }
                 let start = try insert(message, activity: activity, application: application, at: date, c)
                 if message.scheduledEnd != nil {
                     try schedule(message, event: .end, activity: activity, application: application, start: start, at: date, c)
@@ -65,11 +72,11 @@ public struct SQLMessageStore: MessageStore {
 
     /// A new session of an ended id: the old session's devices and update tokens are gone with it.
     private static func endSession(_ activity: ActivityRecord, at date: Date, _ c: any SQLConnection) throws(StoreError) {
-        try c.run("""
+        try c.send("""
             UPDATE activity_tokens SET token = NULL, updated_at = ?
             WHERE activity_id = ? AND device IN (SELECT device FROM activity_devices WHERE activity = ?)
             """, [SQLValue.seconds(date), .text(activity.activityID), .int(activity.id)])
-        try c.run("DELETE FROM activity_devices WHERE activity = ?", [.int(activity.id)])
+        try c.send("DELETE FROM activity_devices WHERE activity = ?", [.int(activity.id)])
     }
 
     /// A8: the session whose start is `start` is renewed shortly before its 8 hours.

@@ -24,6 +24,9 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// At most this many writes wait unanswered: their answers are small, so the server never blocks writing
     /// them while this side blocks sending (libpq's warning about pipelines on a blocking connection).
     static let pipelineDepth = 64
+    /// And at most about this many bytes of parameters: well under the 64 KB past which libpq sends on its own.
+    static let pipelineBytes = 32 * 1024
+    private var unansweredBytes = 0
 
     /// Every write transaction holds this advisory lock, with its schema's hash, to its commit: the writers
     /// of every process on one Islet database (a schema, `public` by default) are serialized, as SQLite's
@@ -69,8 +72,10 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             // One statement (COMMIT, RELEASE) joins the writes sent ahead: one round trip for all of them. A
             // rollback runs whatever they said (they are what it undoes), so it goes after their answers.
             if !sql.contains(";") && !sql.hasPrefix("ROLLBACK") {
-                try enqueue(sql, [], planning: .eachRun, wanted: false)
-                _ = try drainPipeline()
+                try enqueue(sql, [], planning: .eachRun, wanted: true)
+                let result = try drainPipeline()[0]
+                defer { PQclear(result) }
+                try checkCommitted(result, sql)
                 return
             }
             do {
@@ -82,6 +87,14 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result, sql)
+        try checkCommitted(result, sql)
+    }
+
+    /// A COMMIT of a transaction in which a statement failed succeeds as a ROLLBACK: an error a caller caught (or
+    /// one that surfaced at a statement whose caller caught it) must not pass for a commit.
+    private func checkCommitted(_ result: OpaquePointer?, _ sql: String) throws(StoreError) {
+        guard sql == "COMMIT", let result, String(cString: PQcmdStatus(result)) == "ROLLBACK" else { return }
+        throw StoreError(.io, "PostgreSQL (\(origin)): the transaction was rolled back at its commit, as a statement in it had failed; nothing of it was kept")
     }
 
     @discardableResult
@@ -100,8 +113,29 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             try run(sql, parameters)
             return
         }
+        // Large values go at once (with the writes ahead): libpq hands a pipeline to the server by itself past 64 KB,
+        // and statements the server holds without a sync do not count as idle in the transaction, so a process paused
+        // then would hold the writers' lock past `idle_in_transaction_session_timeout`.
+        let bytes = Self.size(of: parameters)
+        if unansweredBytes + bytes > Self.pipelineBytes {
+            try run(sql, parameters)
+            return
+        }
         if unanswered.count >= Self.pipelineDepth { try flush() }
         try enqueue(sql, parameters, planning: .kept, wanted: false)
+        unansweredBytes += bytes
+    }
+
+    /// Roughly what `parameters` take on the wire.
+    private static func size(of parameters: [SQLValue]) -> Int {
+        parameters.reduce(0) { total, value in
+            switch value {
+            case .null: total + 4
+            case .int, .double: total + 24
+            case .text(let text): total + text.utf8.count + 4
+            case .blob(let bytes): total + bytes.count + 4
+            }
+        }
     }
 
     /// Waits for the answers of the writes sent ahead; throws the first error among them.
@@ -113,6 +147,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
 
     /// In a transaction, the queries go out together, after the writes sent ahead: one round trip for all.
     func queries(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]] {
+        guard !statements.isEmpty else { return [] }
         guard !unanswered.isEmpty || PQtransactionStatus(handle) == PQTRANS_INTRANS else {
             var rows: [[SQLRow]] = []
             for statement in statements { rows.append(try query(statement.sql, statement.parameters, planning: statement.planning)) }
@@ -306,9 +341,19 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
                 : PQsendQueryPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
         }
         guard sent == 1 else {
-            let lost = lostConnection()
-            _ = try? drainPipeline()
-            throw lost
+            let failure = PQstatus(handle) == CONNECTION_OK
+                ? StoreError(.io, "PostgreSQL (\(origin)): cannot send \(sql.prefix(200)): \(Self.trimmed(PQerrorMessage(handle)))")
+                : lostConnection()
+            // What went ahead is answered first: its own error, if any, is the one that happened first.
+            let ahead: Result<[OpaquePointer], StoreError>
+            do { ahead = .success(try drainPipeline()) } catch { ahead = .failure(error) }
+            switch ahead {
+            case .success(let results):
+                results.forEach { PQclear($0) }
+                throw failure
+            case .failure(let error):
+                throw error
+            }
         }
         unanswered.append(Unanswered(sql: sql, key: statement.key, wanted: wanted))
     }
@@ -320,6 +365,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     private func drainPipeline() throws(StoreError) -> [OpaquePointer] {
         let sent = unanswered
         unanswered = []
+        unansweredBytes = 0
         guard PQpipelineSync(handle) == 1 else { throw lostConnection() }
         var failure: StoreError?
         var results: [OpaquePointer] = []

@@ -405,7 +405,11 @@ public struct SQLMessageStore: MessageStore {
         do {
             try database.write(rethrowing: { c in
                 try body(c)
-                if validateOnly { throw RollBack() }
+                // A dry run answers for the writes sent on too: their errors come before the rollback, which drops them.
+                if validateOnly {
+                    try c.flush()
+                    throw RollBack()
+                }
             })
         } catch is RollBack {
             return

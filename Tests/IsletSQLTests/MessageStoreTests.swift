@@ -104,6 +104,20 @@ struct MessageStoreTests {
         #expect(try f.db.messages.messageDetails(code: "U2", in: shop) == nil, "a dry run stores nothing")
     }
 
+    /// A dry run checks what the real call would: a write that would fail fails it too, also one PostgreSQL sends on
+    /// without waiting for its answer (here the message's insert, its code taken), before the dry run rolls back.
+    @Test(arguments: Engine.allCases) func aDryRunFailsWhereTheCallWouldFail(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        try f.db.messages.acceptStarts([f.message("ST", .start, "ORDER_D")], in: shop, at: now, validateOnly: false)
+        try f.db.messages.acceptUpdates([f.message("U1", .update, "ORDER_D")], in: shop, at: now, validateOnly: false)
+        for validateOnly in [true, false] {
+            #expect(performing: {
+                try f.db.messages.acceptUpdates([f.message("U1", .update, "ORDER_D")], in: shop, at: now, validateOnly: validateOnly)
+            }, throws: { ($0 as? StoreError)?.code == .conflict })
+        }
+        #expect(try f.db.messages.messageDetails(code: "U1", in: shop)?.supersededBy == nil, "nothing of either call was kept")
+    }
+
     @Test(arguments: Engine.allCases) func theLatestUpdateSupersedesOnesNotYetSent(_ engine: Engine) throws {
         let f = try Fixture(engine)
         try f.db.messages.acceptStarts([f.message("ST", .start, "ORDER_L")], in: shop, at: now, validateOnly: false)

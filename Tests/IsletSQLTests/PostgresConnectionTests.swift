@@ -287,6 +287,56 @@ struct PostgresConnectionTests {
         }
     }
 
+    /// PostgreSQL answers the COMMIT of a transaction in which a statement failed with a ROLLBACK: an error a caller
+    /// caught (or met at a later statement, as a sent write's error is) must not pass for a commit.
+    @Test func aTransactionWithACaughtErrorDoesNotPassForCommitted() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1, maximumConnections: 1)
+        try database.withConnection { (c) throws(StoreError) in try c.execute("CREATE TABLE names (name TEXT PRIMARY KEY); INSERT INTO names VALUES ('a')") }
+        do {
+            try database.write { (c) throws(StoreError) in
+                try c.run("INSERT INTO names VALUES ('b')")
+                do { try c.run("INSERT INTO names VALUES ('a')") } catch {}
+            }
+            Issue.record("a transaction with a failed statement cannot commit")
+        } catch {
+            #expect(error.code == .io && error.message.contains("rolled back at its commit"), "\(error.message)")
+        }
+        #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT name FROM names").map { $0["name"].text } } == ["a"])
+    }
+
+    /// A write with large values is not left in the pipeline: libpq would hand it to the server before the sync, and
+    /// the server does not count such a session as idle in its transaction (its 5 s limit would not end a paused
+    /// writer). Here it waits for the row it writes, which another session holds for a second.
+    @Test func aWriteWithLargeValuesIsAnsweredAtOnce() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url)
+        try database.withConnection { (c) throws(StoreError) in
+            try c.execute("CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL); INSERT INTO notes VALUES (1, '')")
+        }
+        let holding = DispatchSemaphore(value: 0), sent = Atomic<Bool>(false), sentWhileHeld = Atomic<Bool>(true)
+        Thread {
+            try? database.withConnection { (c) throws(StoreError) in
+                try c.execute("BEGIN")
+                try c.run("UPDATE notes SET body = 'held' WHERE id = 1")
+                holding.signal()
+                _ = waitUntil(seconds: 1) { sent.load(ordering: .relaxed) }
+                sentWhileHeld.store(sent.load(ordering: .relaxed), ordering: .relaxed)
+                try c.execute("COMMIT")
+            }
+        }.start()
+        holding.wait()
+        try database.write { (c) throws(StoreError) in
+            try c.send("UPDATE notes SET body = ? WHERE id = 1", [.text(String(repeating: "x", count: 40_000))])
+            sent.store(true, ordering: .relaxed)
+        }
+        let returnedWhileHeld = sentWhileHeld.load(ordering: .relaxed)
+        #expect(!returnedWhileHeld, "the large write waited for its row, as a statement run at once does")
+        #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT length(body) AS n FROM notes")[0]["n"].int } == 40_000)
+    }
+
     /// Outside a transaction each statement commits alone: a sent write is done when `send` returns.
     @Test func aWriteSentOutsideATransactionIsDoneAtOnce() throws {
         let created = try TestPostgres.createDatabase()

@@ -932,8 +932,8 @@ public struct SQLMessageStore: MessageStore {
             var leaseID: Int64?
             for row in rows {
                 guard let application = ApplicationCode(row["application"].text ?? ""), let token = row["token"].text else {
-                    try c.run("UPDATE deliveries SET state = 'failed', next_at = NULL, reason = 'no device token stored' WHERE message = ? AND device = ?",
-                              [row["message"], row["device"]])
+                    try c.send("UPDATE deliveries SET state = 'failed', next_at = NULL, reason = 'no device token stored' WHERE message = ? AND device = ?",
+                               [row["message"], row["device"]])
                     continue
                 }
                 let pushType = row["push_type"].text ?? "liveactivity"
@@ -951,8 +951,8 @@ public struct SQLMessageStore: MessageStore {
                 due.osVersion = row["os_version"].text
                 switch verdict(due, date) {
                 case .settle(let state, let reason):
-                    try c.run("UPDATE deliveries SET state = ?, next_at = NULL, reason = ?, at = ?, status = CASE WHEN ? = 'sent' THEN 200 ELSE status END WHERE message = ? AND device = ?",
-                              [.text(state.rawValue), .text(reason), SQLValue.seconds(date), .text(state.rawValue), row["message"], row["device"]])
+                    try c.send("UPDATE deliveries SET state = ?, next_at = NULL, reason = ?, at = ?, status = CASE WHEN ? = 'sent' THEN 200 ELSE status END WHERE message = ? AND device = ?",
+                               [.text(state.rawValue), .text(reason), SQLValue.seconds(date), .text(state.rawValue), row["message"], row["device"]])
                     // A start confirmed because its device runs the activity has that row already. Touching it would wait
                     // for a token report of the phone holding it, which waits for the delivery row locked here: a
                     // deadlock on PostgreSQL, where claims do not take the writers' lock.
@@ -964,8 +964,8 @@ public struct SQLMessageStore: MessageStore {
                     // an answer that proves it did not land gives the count back (`DeliveryDecisions.record`).
                     if leaseID == nil { leaseID = try newLease(lease, c) }
                     let held = leaseID ?? 0
-                    try c.run("UPDATE deliveries SET state = 'sending', next_at = NULL, copies = copies + ?, lease = ? WHERE message = ? AND device = ?",
-                              [.int(due.event == .start && due.pushType == "liveactivity" ? 1 : 0), .int(held), row["message"], row["device"]])
+                    try c.send("UPDATE deliveries SET state = 'sending', next_at = NULL, copies = copies + ?, lease = ? WHERE message = ? AND device = ?",
+                               [.int(due.event == .start && due.pushType == "liveactivity" ? 1 : 0), .int(held), row["message"], row["device"]])
                     due.lease = held
                     claimed.append(due)
                 }

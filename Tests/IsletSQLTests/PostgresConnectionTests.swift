@@ -188,29 +188,15 @@ struct PostgresConnectionTests {
         try database.withConnection { (c) throws(StoreError) in
             try c.execute("CREATE TABLE counters (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); INSERT INTO counters VALUES (1, 0)")
         }
-        let holding = DispatchSemaphore(value: 0), sent = Atomic<Bool>(false), sentWhileHeld = Atomic<Bool>(false)
-        let holder = Thread {
-            try? database.withConnection { (c) throws(StoreError) in
-                try c.execute("BEGIN")
-                try c.run("UPDATE counters SET n = n + 100 WHERE id = 1")
-                holding.signal()
-                // Well inside the server's 5 s limit on an idle transaction.
-                _ = waitUntil(seconds: 3) { sent.load(ordering: .relaxed) }
-                sentWhileHeld.store(sent.load(ordering: .relaxed), ordering: .relaxed)
-                try c.execute("COMMIT")
-            }
-        }
-        holder.start()
-        holding.wait()
+        let holder = RowHolder(database, lock: "UPDATE counters SET n = n + 100 WHERE id = 1", seconds: 3)
         let (counted, n) = try database.write { (c) throws(StoreError) -> (Int64, Int64) in
             try c.send("UPDATE counters SET n = n + 1 WHERE id = 1", [])
-            sent.store(true, ordering: .relaxed)
+            holder.signal()
             for id in 2...151 { try c.send("INSERT INTO counters VALUES (?, ?)", [.int(Int64(id)), .int(Int64(id))]) }
             let count = try c.query("SELECT COUNT(*) AS count FROM counters")[0]["count"].int ?? 0
             return (count, try c.query("SELECT n FROM counters WHERE id = 1")[0]["n"].int ?? 0)
         }
-        let returnedWhileHeld = sentWhileHeld.load(ordering: .relaxed)
-        #expect(returnedWhileHeld, "send returned while the row it writes was still locked")
+        #expect(holder.signalledWhileHeld, "send returned while the row it writes was still locked")
         #expect(counted == 151 && n == 101, "the query after the sends saw all of them, in order after the other session's")
     }
 
@@ -316,24 +302,12 @@ struct PostgresConnectionTests {
         try database.withConnection { (c) throws(StoreError) in
             try c.execute("CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL); INSERT INTO notes VALUES (1, '')")
         }
-        let holding = DispatchSemaphore(value: 0), sent = Atomic<Bool>(false), sentWhileHeld = Atomic<Bool>(true)
-        Thread {
-            try? database.withConnection { (c) throws(StoreError) in
-                try c.execute("BEGIN")
-                try c.run("UPDATE notes SET body = 'held' WHERE id = 1")
-                holding.signal()
-                _ = waitUntil(seconds: 1) { sent.load(ordering: .relaxed) }
-                sentWhileHeld.store(sent.load(ordering: .relaxed), ordering: .relaxed)
-                try c.execute("COMMIT")
-            }
-        }.start()
-        holding.wait()
+        let holder = RowHolder(database, lock: "UPDATE notes SET body = 'held' WHERE id = 1", seconds: 1)
         try database.write { (c) throws(StoreError) in
             try c.send("UPDATE notes SET body = ? WHERE id = 1", [.text(String(repeating: "x", count: 40_000))])
-            sent.store(true, ordering: .relaxed)
+            holder.signal()
         }
-        let returnedWhileHeld = sentWhileHeld.load(ordering: .relaxed)
-        #expect(!returnedWhileHeld, "the large write waited for its row, as a statement run at once does")
+        #expect(holder.wasReleased && !holder.signalledWhileHeld, "the large write waited for its row, as a statement run at once does")
         #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT length(body) AS n FROM notes")[0]["n"].int } == 40_000)
     }
 
@@ -372,4 +346,31 @@ struct PostgresConnectionTests {
         #expect(row["a"] == .int(7) && row["quoted"] == .text("?") && row["again"] == .text("x") && row["b"] == .blob([0, 1, 255]))
         #expect(row["what's?"] == .text("it's ?"), "quoted text, quoted names and comments keep their ? and apostrophes")
     }
+}
+
+/// Another session holds a row (`lock`, an UPDATE in a transaction of its own) until `signal()` or `seconds`
+/// pass (well inside the server's 5 s limit on an idle transaction), then commits.
+final class RowHolder: Sendable {
+    private let signalled = Atomic<Bool>(false), whileHeld = Atomic<Bool>(false), released = Atomic<Bool>(false)
+
+    init(_ database: PostgresDatabase, lock: String, seconds: Double) {
+        let holding = DispatchSemaphore(value: 0)
+        Thread { [self] in
+            try? database.withConnection { (c) throws(StoreError) in
+                try c.execute("BEGIN")
+                try c.run(lock)
+                holding.signal()
+                _ = waitUntil(seconds: seconds) { self.signalled.load(ordering: .relaxed) }
+                self.whileHeld.store(self.signalled.load(ordering: .relaxed), ordering: .relaxed)
+                try c.execute("COMMIT")
+                self.released.store(true, ordering: .relaxed)
+            }
+        }.start()
+        holding.wait()
+    }
+
+    func signal() { signalled.store(true, ordering: .relaxed) }
+    /// Whether `signal()` came while the row was still held.
+    var signalledWhileHeld: Bool { whileHeld.load(ordering: .relaxed) }
+    var wasReleased: Bool { released.load(ordering: .relaxed) }
 }

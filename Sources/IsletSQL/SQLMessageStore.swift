@@ -457,6 +457,12 @@ public struct SQLMessageStore: MessageStore {
 
     // MARK: - Jobs
 
+    /// What a claim takes on the messages it claims (PostgreSQL): a lock no other claim takes (they skip the rows),
+    /// that does not stop a write's foreign-key check (a delivery row, a catch-up, a shard naming the message: key
+    /// share locks), as a claim changes no key. FOR UPDATE made such a write wait, holding the writers' lock, for
+    /// the claim's commit.
+    var claimLock: String { database.dialect.skipLocked(of: "m", updatingKey: false) }
+
     public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,
                              sharding: ShardPolicy, leavingSmall: Int?, lease: ClaimLease) throws(StoreError) -> MessageJob? {
         // One transaction: the claim, its lease, the activity's id and the decoded target, so a failure leaves nothing claimed.
@@ -478,7 +484,7 @@ public struct SQLMessageStore: MessageStore {
             guard let id = try c.query("""
                 SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
                     \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND NOT \(Self.smallMessage(devicesAtMost: $0))" } ?? "")
-                ORDER BY m.due_at, m.id LIMIT 1 \(database.dialect.skipLocked(of: "m"))
+                ORDER BY m.due_at, m.id LIMIT 1 \(claimLock)
                 """, [Self.milliseconds(date)], planning: .eachRun).first?["id"].int else { return nil }
             let leaseID = try newLease(lease, c)
             try c.run("UPDATE messages SET state = 'sending', claimed = 1, lease = ? WHERE id = ?", [.int(leaseID), .int(id)])
@@ -515,7 +521,7 @@ public struct SQLMessageStore: MessageStore {
             let ids = try c.query("""
                 SELECT m.id FROM messages m
                 WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application")) AND \(Self.smallMessage(devicesAtMost: devicesAtMost))
-                ORDER BY m.due_at, m.id LIMIT ? \(database.dialect.skipLocked(of: "m"))
+                ORDER BY m.due_at, m.id LIMIT ? \(claimLock)
                 """, [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun).compactMap { $0["id"].int }
             guard !ids.isEmpty else { return [] }
             let leaseID = try newLease(lease, c)

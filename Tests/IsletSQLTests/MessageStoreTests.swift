@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import IsletCore
 @testable import IsletSQL
+import IsletPostgres
 import IsletStore
 
 private let shop = ApplicationCode("SHOPM-00001")!
@@ -330,6 +331,27 @@ struct MessageStoreTests {
         let jobs = try f.db.messages.claimSmallJobs(at: later, limit: 10, devicesAtMost: 64, excluding: [], lease: lease)
         #expect(jobs.map(\.code) == ["L1"], "claimed once the write is done, nothing of the first attempt kept")
         #expect(try f.db.messages.activity("ORDER_L", in: shop)?.state == .active)
+    }
+
+    /// A claim's lock on a message keeps other claims off it (they skip it) but not a write that names it: a delivery
+    /// row's foreign-key check (a catch-up, a page's record) takes a key-share lock, which FOR UPDATE refused, so that
+    /// write waited for the claim's commit while holding the writers' lock. PostgreSQL only: SQLite claims no rows.
+    @Test func aClaimedMessageKeepsOtherClaimsOffButNotAWriteThatNamesIt() throws {
+        let f = try Fixture(.postgresql)
+        try f.db.messages.acceptStarts([f.message("K1", .start, "ORDER_K")], in: shop, at: now, validateOnly: false)
+        let (message, device) = try f.db.database.withConnection { (c) throws(StoreError) in
+            (try c.query("SELECT id FROM messages WHERE code = 'K1'")[0]["id"].int ?? 0, try c.query("SELECT MIN(id) AS id FROM devices")[0]["id"].int ?? 0)
+        }
+        let lock = "SELECT m.id FROM messages m WHERE m.id = \(message) \(f.db.messages.claimLock)"
+        let claim = RowHolder(try #require(f.db.database as? PostgresDatabase), lock: lock, seconds: 3)
+        let other = try f.db.database.inClaimTransaction { (c) throws(StoreError) in try c.query(lock, []) }
+        #expect(other.isEmpty, "another claim skips the message")
+        try f.db.database.write { (c) throws(StoreError) in
+            try c.run("INSERT INTO deliveries (message, device, status, attempts, at, state) VALUES (?, ?, 0, 0, 0, 'retrying')",
+                      [.int(message), .int(device)])
+        }
+        claim.signal()
+        #expect(claim.signalledWhileHeld, "the write naming the message went through while the claim held it")
     }
 
     @Test(arguments: Engine.allCases) func schemasAreVersionedAndSimulatedDevicesKept(_ engine: Engine) throws {

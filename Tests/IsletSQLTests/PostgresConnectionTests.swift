@@ -370,7 +370,10 @@ final class RowHolder: Sendable {
     }
 
     func signal() { signalled.store(true, ordering: .relaxed) }
-    /// Whether `signal()` came while the row was still held.
-    var signalledWhileHeld: Bool { whileHeld.load(ordering: .relaxed) }
+    /// Whether `signal()` came while the row was still held (known once the other session let go of it).
+    var signalledWhileHeld: Bool {
+        waitUntil(seconds: 10) { released.load(ordering: .relaxed) }
+        return whileHeld.load(ordering: .relaxed)
+    }
     var wasReleased: Bool { released.load(ordering: .relaxed) }
 }

@@ -24,8 +24,9 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// At most this many writes wait unanswered: their answers are small, so the server never blocks writing
     /// them while this side blocks sending (libpq's warning about pipelines on a blocking connection).
     static let pipelineDepth = 64
-    /// And at most about this many bytes of parameters: well under the 64 KB past which libpq sends on its own.
-    static let pipelineBytes = 32 * 1024
+    /// And at most about this many bytes on the wire: libpq hands its buffer to the server by itself once it holds
+    /// 8 KB, and statements the server holds without a sync do not count as idle in the transaction.
+    static let pipelineBytes = 6 * 1024
     private var unansweredBytes = 0
 
     /// Every write transaction holds this advisory lock, with its schema's hash, to its commit: the writers
@@ -79,7 +80,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
                 return
             }
             do {
-                _ = try drainPipeline()
+                try drainPipeline().forEach { PQclear($0) }
             } catch where !sql.hasPrefix("ROLLBACK") {
                 throw error
             } catch {}
@@ -113,9 +114,10 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             try run(sql, parameters)
             return
         }
-        // Large values go at once (with the writes ahead): libpq hands a pipeline to the server by itself past 64 KB,
-        // and statements the server holds without a sync do not count as idle in the transaction, so a process paused
-        // then would hold the writers' lock past `idle_in_transaction_session_timeout`.
+        // Writes that would fill libpq's buffer go at once (with the writes ahead): past 8 KB libpq hands the pipeline
+        // to the server before its sync, and the server does not count a session whose statements wait for a sync as
+        // idle in its transaction, so a process paused then would hold the writers' lock past
+        // `idle_in_transaction_session_timeout`. Held back until the sync, they are never on the server alone.
         let bytes = Self.size(of: parameters)
         if unansweredBytes + bytes > Self.pipelineBytes {
             try run(sql, parameters)
@@ -126,14 +128,15 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         unansweredBytes += bytes
     }
 
-    /// Roughly what `parameters` take on the wire.
+    /// A generous estimate of what a prepared statement run with `parameters` takes on the wire: its Bind, Describe
+    /// and Execute messages (names, lengths, format codes) and the values.
     private static func size(of parameters: [SQLValue]) -> Int {
-        parameters.reduce(0) { total, value in
+        parameters.reduce(64) { total, value in
             switch value {
-            case .null: total + 4
-            case .int, .double: total + 24
-            case .text(let text): total + text.utf8.count + 4
-            case .blob(let bytes): total + bytes.count + 4
+            case .null: total + 8
+            case .int, .double: total + 32
+            case .text(let text): total + text.utf8.count + 8
+            case .blob(let bytes): total + bytes.count + 8
             }
         }
     }
@@ -142,7 +145,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     func flush() throws(StoreError) {
         guard !unanswered.isEmpty else { return }
         precondition(!unanswered.contains(where: \.wanted), "rows a caller waits for are read by that caller, not dropped by a flush")
-        _ = try drainPipeline()
+        try drainPipeline().forEach { PQclear($0) }
     }
 
     /// In a transaction, the queries go out together, after the writes sent ahead: one round trip for all.
@@ -160,6 +163,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             cacheStarts = cacheStartedOver
             for statement in statements { _ = try prepared(statement.sql, statement.parameters, planning: statement.planning) }
         } while cacheStarts != cacheStartedOver
+        // Refused values are refused before any statement goes: none is left in the pipeline unread.
+        for statement in statements { try Self.checkStorable(statement.parameters) }
         for statement in statements { try enqueue(statement.sql, statement.parameters, planning: statement.planning, wanted: true) }
         let results = try drainPipeline()
         defer { results.forEach { PQclear($0) } }

@@ -292,9 +292,9 @@ struct PostgresConnectionTests {
         #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT name FROM names").map { $0["name"].text } } == ["a"])
     }
 
-    /// A write with large values is not left in the pipeline: libpq would hand it to the server before the sync, and
-    /// the server does not count such a session as idle in its transaction (its 5 s limit would not end a paused
-    /// writer). Here it waits for the row it writes, which another session holds for a second.
+    /// A write with large values is not left in the pipeline: past 8 KB libpq would hand it to the server before the
+    /// sync, and the server does not count such a session as idle in its transaction (its 5 s limit would not end a
+    /// paused writer). Here 10 KB: it waits for the row it writes, which another session holds for a second.
     @Test func aWriteWithLargeValuesIsAnsweredAtOnce() throws {
         let created = try TestPostgres.createDatabase()
         defer { created.drop() }
@@ -304,11 +304,36 @@ struct PostgresConnectionTests {
         }
         let holder = RowHolder(database, lock: "UPDATE notes SET body = 'held' WHERE id = 1", seconds: 1)
         try database.write { (c) throws(StoreError) in
-            try c.send("UPDATE notes SET body = ? WHERE id = 1", [.text(String(repeating: "x", count: 40_000))])
+            try c.send("UPDATE notes SET body = ? WHERE id = 1", [.text(String(repeating: "x", count: 10_000))])
             holder.signal()
         }
-        #expect(holder.wasReleased && !holder.signalledWhileHeld, "the large write waited for its row, as a statement run at once does")
-        #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT length(body) AS n FROM notes")[0]["n"].int } == 40_000)
+        #expect(!holder.signalledWhileHeld && holder.wasReleased, "the large write waited for its row, as a statement run at once does")
+        #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT length(body) AS n FROM notes")[0]["n"].int } == 10_000)
+    }
+
+    /// Many small writes sent on, 20 KB in all: none reaches the server before the sync. libpq hands its buffer over
+    /// by itself past 8 KB, so writes that would fill it go at once, with the ones ahead. Seen from another session,
+    /// the writer's backend is idle in its transaction (its 5 s limit then applies), never left running statements
+    /// that wait for a sync.
+    @Test func writesSentOnNeverReachTheServerWithoutTheirSync() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url)
+        let observer = try PostgresDatabase(url: created.url)
+        try database.withConnection { (c) throws(StoreError) in try c.execute("CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL)") }
+        let states = try database.write { (c) throws(StoreError) -> Set<String> in
+            let pid = try c.query("SELECT pg_backend_pid() AS pid")[0]["pid"]
+            var states: Set<String> = []
+            for id in 1...50 {
+                try c.send("INSERT INTO notes VALUES (?, ?)", [.int(Int64(id)), .text(String(repeating: "n", count: 400))])
+                states.insert(try observer.withConnection { (o) throws(StoreError) in
+                    try o.query("SELECT state FROM pg_stat_activity WHERE pid = ?", [pid], planning: .eachRun).first?["state"].text ?? "gone"
+                })
+            }
+            return states
+        }
+        #expect(states == ["idle in transaction"], "\(states)")
+        #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT COUNT(*) AS n FROM notes")[0]["n"].int } == 50)
     }
 
     /// Outside a transaction each statement commits alone: a sent write is done when `send` returns.

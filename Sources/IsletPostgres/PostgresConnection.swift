@@ -151,11 +151,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// In a transaction, the queries go out together, after the writes sent ahead: one round trip for all.
     func queries(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]] {
         guard !statements.isEmpty else { return [] }
-        guard !unanswered.isEmpty || PQtransactionStatus(handle) == PQTRANS_INTRANS else {
-            var rows: [[SQLRow]] = []
-            for statement in statements { rows.append(try query(statement.sql, statement.parameters, planning: statement.planning)) }
-            return rows
-        }
+        guard !unanswered.isEmpty || PQtransactionStatus(handle) == PQTRANS_INTRANS else { return try queriesOneByOne(statements) }
         // Prepared first: preparing waits for an answer, which would end the pipeline between two of them. Again if
         // the cache started over meanwhile (DEALLOCATE ALL), which dropped the ones prepared before.
         var cacheStarts: Int
@@ -235,12 +231,12 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// Prepares (once, for a plan kept) and runs `sql` with `parameters`; the caller clears the result. Writes
     /// sent ahead go in the same round trip, their errors first.
     private func perform(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning = .kept, retrying: Bool = false) throws(StoreError) -> OpaquePointer? {
-        try Self.checkStorable(parameters)
-        let statement = try prepared(sql, parameters, planning: planning)
         if !unanswered.isEmpty {
             try enqueue(sql, parameters, planning: planning, wanted: true)
             return try drainPipeline()[0]
         }
+        try Self.checkStorable(parameters)
+        let statement = try prepared(sql, parameters, planning: planning)
         let result = Self.withParameters(parameters) { values, lengths, formats in
             statement.name.isEmpty ? PQexecParams(handle, statement.sql, Int32(parameters.count), statement.types, values, lengths, formats, 0)
                                    : PQexecPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
@@ -350,15 +346,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
                 ? StoreError(.io, "PostgreSQL (\(origin)): cannot send \(sql.prefix(200)): \(Self.trimmed(PQerrorMessage(handle)))")
                 : lostConnection()
             // What went ahead is answered first: its own error, if any, is the one that happened first.
-            let ahead: Result<[OpaquePointer], StoreError>
-            do { ahead = .success(try drainPipeline()) } catch { ahead = .failure(error) }
-            switch ahead {
-            case .success(let results):
-                results.forEach { PQclear($0) }
-                throw failure
-            case .failure(let error):
-                throw error
-            }
+            try drainPipeline().forEach { PQclear($0) }
+            throw failure
         }
         unanswered.append(Unanswered(sql: sql, key: statement.key, wanted: wanted))
     }

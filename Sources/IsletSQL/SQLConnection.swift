@@ -124,13 +124,17 @@ extension SQLConnection {
     public func send(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) { try run(sql, parameters) }
     public func flush() throws(StoreError) {}
 
-    public func queries(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]] {
+    public func queries(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]] { try queriesOneByOne(statements) }
+
+    /// `queries` as separate round trips.
+    public func queriesOneByOne(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]] {
         var rows: [[SQLRow]] = []
         for statement in statements { rows.append(try query(statement.sql, statement.parameters, planning: statement.planning)) }
         return rows
     }
 
     public func send(_ sql: String) throws(StoreError) { try send(sql, []) }
+    public func send(_ statement: SQLStatement) throws(StoreError) { try send(statement.sql, statement.parameters) }
 
     public func transaction<T>(rethrowing body: () throws -> T) throws -> T { try inTransaction(body) }
 

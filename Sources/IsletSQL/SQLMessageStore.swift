@@ -53,9 +53,8 @@ public struct SQLMessageStore: MessageStore {
                 }
                 guard message.scheduledEnd != nil || message.renew else {
                     // No id needed back: the insert goes with the next statements (one round trip on PostgreSQL).
-                    let insertion = try insertion(message, activity: activity, application: application, at: date, budgeted: nil, dueAt: nil,
-                                                  channel: nil, c)
-                    try c.send(insertion.sql, insertion.parameters)
+                    try c.send(try insertion(message, activity: activity, application: application, at: date, budgeted: nil, dueAt: nil,
+                                             channel: nil, c))
                     continue
                 }
                 let start = try insert(message, activity: activity, application: application, at: date, c)
@@ -185,9 +184,8 @@ public struct SQLMessageStore: MessageStore {
                 dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
         }
         // Its id is not read back: what it supersedes is older than the activity's newest message, itself.
-        let insertion = try insertion(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt,
-                                      channel: channel, c)
-        try c.send(insertion.sql, insertion.parameters)
+        try c.send(try insertion(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt,
+                                 channel: channel, c))
         try supersedeOlder(than: nil, activity: activity.id, owed: latest?.owedPushes, at: date, c)
         // An end ends the renewals too (A8).
         if message.event == .end { try c.send("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)]) }
@@ -1264,14 +1262,18 @@ public struct SQLMessageStore: MessageStore {
         try activityQuery(activityID, application, locking: locking, c).map(Self.activity)
     }
 
-    /// The activity locked to the commit, with its priority-10 updates of the last hour (A7), the channel
-    /// column of its current start (X5: its updates and ends copy it), and with `heldDueBy`, whether it has
-    /// held updates due by then (A11), read in the same statement.
-    private func lockedActivity(_ activityID: String, _ application: ApplicationCode, heldDueBy: Date? = nil, _ c: any SQLConnection)
-        throws(StoreError) -> (record: ActivityRecord, log: PriorityTenLog, heldDue: Bool, channel: SQLValue)? {
-        try activityQuery(activityID, application, locking: true, heldDueBy: heldDueBy, c).map {
-            (Self.activity($0), PriorityTenLog(json: $0["priority_ten_log"].text), heldDueBy != nil && $0["held_due"].bool, $0["session_channel"])
-        }
+    /// The activity locked to the commit, with its priority-10 updates of the last hour (A7) and the channel
+    /// column of its current start (X5: its updates and ends copy it).
+    private func lockedActivity(_ activityID: String, _ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> LockedActivity? {
+        try activityQuery(activityID, application, locking: true, c).map { Self.locked($0, heldDueBy: nil) }
+    }
+
+    typealias LockedActivity = (record: ActivityRecord, log: PriorityTenLog, heldDue: Bool, channel: SQLValue)
+
+    /// A row of `activityStatement(locking: true)` as `LockedActivity`; with `heldDueBy`, whether it has held updates
+    /// due by then (A11), read in the same statement.
+    private static func locked(_ row: SQLRow, heldDueBy: Date?) -> LockedActivity {
+        (activity(row), PriorityTenLog(json: row["priority_ten_log"].text), heldDueBy != nil && row["held_due"].bool, row["session_channel"])
     }
 
     /// What `enqueue` reads besides the activity: its session's latest update (locked), and whether any push is owed.
@@ -1292,17 +1294,14 @@ public struct SQLMessageStore: MessageStore {
     /// `lockedActivity` with what an update reads next (`LatestUpdate`): one round trip on PostgreSQL, where the
     /// three queries go together. The update is read by the activity's key, as its id is not known yet.
     private func lockedForUpdate(_ activityID: String, _ application: ApplicationCode, heldDueBy: Date? = nil, _ c: any SQLConnection)
-        throws(StoreError) -> (activity: (record: ActivityRecord, log: PriorityTenLog, heldDue: Bool, channel: SQLValue)?, latest: LatestUpdate) {
+        throws(StoreError) -> (activity: LockedActivity?, latest: LatestUpdate) {
         let key: [SQLValue] = [.text(application.rawValue), .text(activityID)]
         let read = try c.queries([
             activityStatement(activityID, application, locking: true, heldDueBy: heldDueBy),
             SQLStatement(latestUpdate(of: "(SELECT k.id FROM activities k WHERE k.application = ?1 AND k.activity_id = ?2)"), key),
             SQLStatement(Self.owedPushesProbe, [], planning: .eachRun),
         ])
-        let activity = read[0].first.map {
-            (Self.activity($0), PriorityTenLog(json: $0["priority_ten_log"].text), heldDueBy != nil && $0["held_due"].bool, $0["session_channel"])
-        }
-        return (activity, LatestUpdate(row: read[1].first, owedPushes: !read[2].isEmpty))
+        return (read[0].first.map { Self.locked($0, heldDueBy: heldDueBy) }, LatestUpdate(row: read[1].first, owedPushes: !read[2].isEmpty))
     }
 
     private func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil,

@@ -9,8 +9,15 @@ import IsletStore
 /// `PostgresDatabase`'s pool; it is never shared while in use.
 final class PostgresConnection: SQLConnection, @unchecked Sendable {
     private let handle: OpaquePointer
-    /// Statement names by SQL text and parameter types (PostgreSQL fixes the types when preparing).
-    private var statements: [String: String] = [:]
+    /// Prepared statements by SQL text and parameter types (PostgreSQL fixes the types when preparing).
+    private var statements: [String: Prepared] = [:]
+    /// A statement prepared on the server: its name, and for `.fresh` planning when it is prepared again.
+    private struct Prepared {
+        let name: String
+        let replanAt: ContinuousClock.Instant?
+    }
+    /// How old a `.fresh` statement's plan may be before the statement is prepared (and planned) again.
+    private let replanInterval: Duration
     /// Statements prepared on this connection so far: names are never reused.
     private var prepared = 0
     /// How many times the statement cache started over (`DEALLOCATE ALL`).
@@ -39,8 +46,9 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
 
     /// Connects to `url` (`postgresql://user:password@host:port/database?sslmode=…`); `origin` names the
     /// server in messages, without the password.
-    init(url: String, origin: String) throws(StoreError) {
+    init(url: String, origin: String, replanInterval: Duration = PostgresDatabase.replanInterval) throws(StoreError) {
         self.origin = origin
+        self.replanInterval = replanInterval
         // URL values win over these defaults, which come before it.
         let keywords = ["connect_timeout", "application_name", "dbname"]
         let values = ["5", "islet", url]
@@ -73,7 +81,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             // One statement (COMMIT, RELEASE) joins the writes sent ahead: one round trip for all of them. A
             // rollback runs whatever they said (they are what it undoes), so it goes after their answers.
             if !sql.contains(";") && !sql.hasPrefix("ROLLBACK") {
-                try enqueue(sql, [], planning: .eachRun, wanted: true)
+                try enqueue(sql, [], planning: nil, wanted: true)
                 let result = try drainPipeline()[0]
                 defer { PQclear(result) }
                 try checkCommitted(result, sql)
@@ -232,6 +240,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// sent ahead go in the same round trip, their errors first.
     private func perform(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning = .kept, retrying: Bool = false) throws(StoreError) -> OpaquePointer? {
         if !unanswered.isEmpty {
+            // An old plan is made again before the pipeline goes on (preparing answers the writes ahead first).
+            if planning == .fresh { _ = try prepared(sql, parameters, planning: planning) }
             try enqueue(sql, parameters, planning: planning, wanted: true)
             return try drainPipeline()[0]
         }
@@ -259,16 +269,23 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         return result
     }
 
-    /// The server's statement for `sql` with these parameters' types: prepared now if new (a plan kept), or the
-    /// unnamed one (`.eachRun`: parsed and planned by the run that uses it). Preparing waits for an answer, so
-    /// writes sent ahead are answered first.
-    private func prepared(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning)
+    /// The server's statement for `sql` with these parameters' types, prepared now if new: kept for good
+    /// (`.kept`), prepared again once its plan is `replanInterval` old (`.fresh`, unless `replanning` is false: a
+    /// statement in a pipeline cannot wait for a new one), or the unnamed statement (nil: planned by its run).
+    /// Preparing waits for an answer, so writes sent ahead are answered first.
+    private func prepared(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning?, replanning: Bool = true)
         throws(StoreError) -> (name: String, sql: String, types: [Oid], key: String) {
         let translated = translation(of: sql)
         let types = parameters.map(Self.type)
         let key = translated.sql + "\u{0}" + types.map(String.init).joined(separator: ",")
-        if planning == .eachRun { return ("", translated.sql, types, key) }
-        if let known = statements[key] { return (known, translated.sql, types, key) }
+        guard let planning else { return ("", translated.sql, types, key) }
+        let now = ContinuousClock.now
+        if let known = statements[key] {
+            guard replanning, let replanAt = known.replanAt, now >= replanAt else { return (known.name, translated.sql, types, key) }
+            try flush()
+            try execute("DEALLOCATE \(known.name)")
+            statements[key] = nil
+        }
         try flush()
         // Filter SQL varies with its conditions: keep the server's statements bounded by starting over.
         if statements.count >= 256 {
@@ -281,7 +298,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         let result = PQprepare(handle, name, translated.sql, Int32(types.count), types)
         defer { PQclear(result) }
         try check(result, sql)
-        statements[key] = name
+        statements[key] = Prepared(name: name, replanAt: planning == .fresh ? now + replanInterval : nil)
         return (name, translated.sql, types, key)
     }
 
@@ -330,9 +347,9 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     }
 
     /// Sends `sql` into the pipeline, entering pipeline mode first if needed.
-    private func enqueue(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning, wanted: Bool) throws(StoreError) {
+    private func enqueue(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning?, wanted: Bool) throws(StoreError) {
         try Self.checkStorable(parameters)
-        let statement = try prepared(sql, parameters, planning: planning)
+        let statement = try prepared(sql, parameters, planning: planning, replanning: false)
         if unanswered.isEmpty && PQenterPipelineMode(handle) != 1 {
             throw StoreError(.io, "PostgreSQL (\(origin)): cannot enter pipeline mode: \(Self.trimmed(PQerrorMessage(handle)))")
         }

@@ -8,6 +8,9 @@ public final class PostgresDatabase: SQLDatabase {
     public let dialect = SQLDialect(.postgresql)
     /// How long a claim waits for a row lock, in milliseconds (`inClaimTransaction`).
     static let claimLockWait = 100
+    /// How old a `.fresh` query's plan may be: a second's stale plan is harmless, and planning at every run cost
+    /// PostgreSQL more than running the queries.
+    public static let replanInterval: Duration = .seconds(1)
     /// The server and database, without the password: safe in logs and messages.
     public let origin: String
     /// Writers of this process join one group at a time (one transaction, one commit for the group) rather
@@ -23,14 +26,15 @@ public final class PostgresDatabase: SQLDatabase {
     /// Opens the database at `url` and applies pending migrations (none with `migrate: false`, for
     /// commands that only inspect it). `migrateUpTo` stops at an older version; only migration tests use it.
     /// At most `maximumConnections` are open at once (each is a server process): more concurrent callers wait
-    /// for one, instead of opening and closing connections under load.
+    /// for one, instead of opening and closing connections under load. `.fresh` queries are planned again once
+    /// their plan is `replanInterval` old.
     public init(url: String, maximumIdleConnections: Int = 16, maximumConnections: Int = 16, migrate: Bool = true,
-                migrateUpTo: Int? = nil) throws(StoreError) {
+                migrateUpTo: Int? = nil, replanInterval: Duration = PostgresDatabase.replanInterval) throws(StoreError) {
         let origin = Self.redacted(url)
         self.origin = origin
         let reconnect = Reconnect()
         pool = SQLConnectionPool(maximumIdle: maximumIdleConnections, maximumOpen: maximumConnections,
-                                 connect: { () throws(StoreError) in try reconnect.attempt { () throws(StoreError) in try PostgresConnection(url: url, origin: origin) } },
+                                 connect: { () throws(StoreError) in try reconnect.attempt { () throws(StoreError) in try PostgresConnection(url: url, origin: origin, replanInterval: replanInterval) } },
                                  reusable: { $0.isUsable })
         let connection = try pool.checkOut()
         if migrate {

@@ -39,7 +39,7 @@ public struct SQLBroadcastStore: BroadcastStore {
         // A read first: idle workers look often, and most looks find nothing.
         guard try database.withConnection({ (c) throws(StoreError) in
             try !c.query("SELECT 1 FROM broadcasts WHERE state IN ('pending', 'sending', 'retrying') AND next_at <= ? LIMIT 1", [now],
-                         planning: .eachRun).isEmpty
+                         planning: .fresh).isEmpty
         }) else { return [] }
         return try database.inClaimTransaction { (c) throws(StoreError) -> [DueBroadcast] in
             let rows = try c.query("""
@@ -48,7 +48,7 @@ public struct SQLBroadcastStore: BroadcastStore {
                                AND n.id > b.id AND n.apns_channel_id = b.apns_channel_id AND n.state NOT IN ('failed', 'expired')) AS newer
                 FROM broadcasts b
                 WHERE state IN ('pending', 'sending', 'retrying') AND next_at <= ? ORDER BY next_at, id LIMIT ? \(database.dialect.skipLocked(of: "b"))
-                """, [now, .int(Int64(limit))], planning: .eachRun)
+                """, [now, .int(Int64(limit))], planning: .fresh)
             var due: [DueBroadcast] = []
             for row in rows {
                 guard let id = row["id"].int, let application = ApplicationCode(row["application"].text ?? "") else { continue }
@@ -90,7 +90,7 @@ public struct SQLBroadcastStore: BroadcastStore {
     public func nextBroadcastDue() throws(StoreError) -> Date? {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("SELECT MIN(next_at) AS due FROM broadcasts WHERE state IN ('pending', 'sending', 'retrying')", [],
-                        planning: .eachRun)[0]["due"].int.map { Self.date(milliseconds: $0) }
+                        planning: .fresh)[0]["due"].int.map { Self.date(milliseconds: $0) }
         }
     }
 

@@ -79,7 +79,7 @@ public struct SQLClusterStore: ClusterStore {
             try c.query("""
                 SELECT EXISTS (SELECT 1 FROM leases l WHERE \(deadLease)) OR \(Self.unleased("messages", claimed: "claimed = 1"))
                     OR \(Self.unleased("message_shards", claimed: "claimed = 1")) OR \(Self.unleased("deliveries", claimed: "state = 'sending'")) AS needed
-                """, [], planning: .eachRun)[0]["needed"].bool
+                """, [], planning: .fresh)[0]["needed"].bool
         }
         guard needed else { return RescueReport() }
         return try database.write { (c) throws(StoreError) -> RescueReport in

@@ -69,15 +69,17 @@ public struct SQLRow: Sendable {
     public subscript(name: String) -> SQLValue { values[columns.position(name)] }
 }
 
-/// Whether a query's plan is kept for its next run or made afresh each time.
+/// Whether a query's plan is kept for good or made afresh every second.
 public enum SQLPlanning: Sendable {
     /// Prepared once per connection, planned once: most statements, whose best plan does not change.
     case kept
-    /// Planned at each run, from the tables as they are then. For the queries that find rare rows through a
-    /// partial index of a table that grows fast (due deliveries among millions sent, unclaimed jobs): a plan
-    /// made while the table was empty scans it whole, and PostgreSQL keeps a prepared plan until the table's
-    /// next ANALYZE (in a million-push fan-out, each idle worker's poll read the whole table: up to 47 ms a poll).
-    case eachRun
+    /// Planned from the tables as they are, a second ago at most (PostgreSQL prepares it again once its plan is
+    /// that old). For the queries that find rare rows through a partial index of a table that grows fast (due
+    /// deliveries among millions sent, unclaimed jobs): a plan made while the table was empty scans it whole, and
+    /// PostgreSQL keeps a prepared plan until the table's next ANALYZE (in a million-push fan-out, each idle
+    /// worker's poll read the whole table: up to 47 ms a poll). Planning them at every run cost more than
+    /// running them: the owed-push probe of every update, and each worker's polls.
+    case fresh
 }
 
 /// One statement with its parameters, for `SQLConnection.queries`.

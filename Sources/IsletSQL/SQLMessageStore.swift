@@ -102,7 +102,7 @@ public struct SQLMessageStore: MessageStore {
             """, [.int(id ?? 0), .int(activity), SQLValue.seconds(date)])
         // Owed pushes are rare outside an outage: one probe of their index spares listing the activity's history.
         let anyOwed: Bool
-        if let owed { anyOwed = owed } else { anyOwed = try !c.query(Self.owedPushesProbe, [], planning: .eachRun).isEmpty }
+        if let owed { anyOwed = owed } else { anyOwed = try !c.query(Self.owedPushesProbe, [], planning: .fresh).isEmpty }
         guard anyOwed else { return }
         try c.send("""
             UPDATE deliveries \(database.dialect.indexedBy("deliveries_owed")) SET state = 'superseded', next_at = NULL, reason = 'a newer update or end of the activity went instead'
@@ -214,16 +214,16 @@ public struct SQLMessageStore: MessageStore {
         let due = try database.withConnection { (c) throws(StoreError) in
             try !c.query("""
                 SELECT 1 FROM scheduled_updates WHERE due_at <= ?1 UNION ALL SELECT 1 FROM activity_renewals WHERE due_at <= ?1 LIMIT 1
-                """, [Self.milliseconds(date)], planning: .eachRun).isEmpty
+                """, [Self.milliseconds(date)], planning: .fresh).isEmpty
         }
         guard due else { return 0 }
         return try database.write { (c) throws(StoreError) -> Int in
             let released = try release(try c.query(Self.selectHeld + " WHERE s.due_at <= ? ORDER BY s.due_at, s.id LIMIT ?",
-                                                   [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun), pacing: pacing, at: date, c)
+                                                   [Self.milliseconds(date), .int(Int64(limit))], planning: .fresh), pacing: pacing, at: date, c)
                 + renew(try c.query("""
                     SELECT a.activity_id, a.application FROM activity_renewals r
                     JOIN activities a ON a.id = r.activity WHERE r.due_at <= ? ORDER BY r.due_at, r.activity LIMIT ?
-                    """, [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun), at: date, c)
+                    """, [Self.milliseconds(date), .int(Int64(limit))], planning: .fresh), at: date, c)
             if released > 0 { try notifyNodes(c) }
             return released
         }
@@ -470,7 +470,7 @@ public struct SQLMessageStore: MessageStore {
                 SELECT s.message, s.shard, s.up_to, s.cursor FROM message_shards s JOIN messages m ON m.id = s.message
                 WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
                 ORDER BY m.due_at, s.message, s.shard LIMIT 1 \(database.dialect.skipLocked(of: "s"))
-                """, [], planning: .eachRun).first, let message = shard["message"].int, let number = shard["shard"].int {
+                """, [], planning: .fresh).first, let message = shard["message"].int, let number = shard["shard"].int {
                 let leaseID = try newLease(lease, c)
                 try c.run("UPDATE message_shards SET state = 'sending', claimed = 1, lease = ? WHERE message = ? AND shard = ?",
                           [.int(leaseID), .int(message), .int(number)])
@@ -483,7 +483,7 @@ public struct SQLMessageStore: MessageStore {
                 SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
                     \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND NOT \(Self.smallMessage(devicesAtMost: $0))" } ?? "")
                 ORDER BY m.due_at, m.id LIMIT 1 \(claimLock)
-                """, [Self.milliseconds(date)], planning: .eachRun).first?["id"].int else { return nil }
+                """, [Self.milliseconds(date)], planning: .fresh).first?["id"].int else { return nil }
             let leaseID = try newLease(lease, c)
             try c.run("UPDATE messages SET state = 'sending', claimed = 1, lease = ? WHERE id = ?", [.int(leaseID), .int(id)])
             guard var job = try loadJob(id, at: date, c) else { return nil }
@@ -520,7 +520,7 @@ public struct SQLMessageStore: MessageStore {
                 SELECT m.id FROM messages m
                 WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application")) AND \(Self.smallMessage(devicesAtMost: devicesAtMost))
                 ORDER BY m.due_at, m.id LIMIT ? \(claimLock)
-                """, [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun).compactMap { $0["id"].int }
+                """, [Self.milliseconds(date), .int(Int64(limit))], planning: .fresh).compactMap { $0["id"].int }
             guard !ids.isEmpty else { return [] }
             let leaseID = try newLease(lease, c)
             let idList = SQLValue.text(JSONValue.array(ids.map { .int($0) }).jsonText)
@@ -725,20 +725,20 @@ public struct SQLMessageStore: MessageStore {
                   AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
                   AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
                   \(Self.notIn(excluding, column: "m.application")) \(Self.fanOutsNotIn(shardsExcluding))
-                """, [], planning: .eachRun)[0]["due"].int
+                """, [], planning: .fresh)[0]["due"].int
             let shard = try c.query("""
                 SELECT MIN(m.due_at) AS due FROM message_shards s JOIN messages m ON m.id = s.message
                 WHERE s.state != 'done' AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
-                """, [], planning: .eachRun)[0]["due"].int
+                """, [], planning: .fresh)[0]["due"].int
             // A11 and A8: held updates join the queue, and renewals are taken, when due.
             let held = try c.query("""
                 SELECT MIN(due) AS due FROM (SELECT MIN(due_at) AS due FROM scheduled_updates UNION ALL SELECT MIN(due_at) FROM activity_renewals) x
-                """, [], planning: .eachRun)[0]["due"].int
+                """, [], planning: .fresh)[0]["due"].int
             // Applications at their share of workers are left out: their due work must not wake idle workers.
             let delivery = try c.query(excluding.isEmpty ? "SELECT MIN(next_at) AS due FROM deliveries WHERE state IN ('retrying', 'unconfirmed')" : """
                 SELECT MIN(d.next_at) AS due FROM deliveries d JOIN messages m ON m.id = d.message
                 WHERE d.state IN ('retrying', 'unconfirmed') \(Self.notIn(excluding, column: "m.application"))
-                """, [], planning: .eachRun)[0]["due"].int
+                """, [], planning: .fresh)[0]["due"].int
             return [job, shard, delivery, held].compactMap { $0 }.min().map { Self.date(milliseconds: $0) }
         }
     }
@@ -911,10 +911,10 @@ public struct SQLMessageStore: MessageStore {
                                    verdict: (DueDelivery, Date) -> DueVerdict) throws(StoreError) -> [DueDelivery] {
         try database.inClaimTransaction { (c) throws(StoreError) -> [DueDelivery] in
             // Workers look here whenever they find no job, and pushes are rarely owed outside an outage: a probe of
-            // the owed pushes' index first. (PostgreSQL plans the claim below at each run, five joins: about ten
-            // times the probe's cost, and a fifth of the server's CPU under a load of small updates.)
+            // the owed pushes' index first. (The claim below joins five tables: planned afresh, about ten times the
+            // probe's cost, and once a fifth of PostgreSQL's CPU under a load of small updates.)
             guard try !c.query("SELECT 1 FROM deliveries WHERE state IN ('retrying', 'unconfirmed') AND next_at <= ? LIMIT 1",
-                               [Self.milliseconds(date)], planning: .eachRun).isEmpty else { return [] }
+                               [Self.milliseconds(date)], planning: .fresh).isEmpty else { return [] }
             let rows = try c.query("""
                 SELECT d.message, m.code, m.application, m.event, m.activity, d.device, dev.sandbox, dev.os_version, m.channel_ids, d.state,
                        COALESCE(d.push_type, 'liveactivity') AS push_type, d.token, m.payload, m.fallback_payload,
@@ -931,7 +931,7 @@ public struct SQLMessageStore: MessageStore {
                 JOIN devices dev ON dev.id = d.device
                 WHERE d.state IN ('retrying', 'unconfirmed') AND d.next_at <= ? \(Self.notIn(excluding, column: "m.application"))
                 ORDER BY d.next_at LIMIT ? \(database.dialect.skipLocked(of: "d"))
-                """, [Self.milliseconds(date), .int(Int64(limit))], planning: .eachRun)
+                """, [Self.milliseconds(date), .int(Int64(limit))], planning: .fresh)
             var claimed: [DueDelivery] = []
             var leaseID: Int64?
             for row in rows {
@@ -1299,7 +1299,7 @@ public struct SQLMessageStore: MessageStore {
         let read = try c.queries([
             activityStatement(activityID, application, locking: true, heldDueBy: heldDueBy),
             SQLStatement(latestUpdate(of: "(SELECT k.id FROM activities k WHERE k.application = ?1 AND k.activity_id = ?2)"), key),
-            SQLStatement(Self.owedPushesProbe, [], planning: .eachRun),
+            SQLStatement(Self.owedPushesProbe, [], planning: .fresh),
         ])
         return (read[0].first.map { Self.locked($0, heldDueBy: heldDueBy) }, LatestUpdate(row: read[1].first, owedPushes: !read[2].isEmpty))
     }

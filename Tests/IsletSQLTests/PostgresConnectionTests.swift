@@ -64,14 +64,17 @@ struct PostgresConnectionTests {
     }
 
     /// A prepared query keeps the plan made at its first run: on a table known empty (ANALYZE after retention
-    /// emptied it), a scan of the whole table (`cost=0.00`), kept as the table grows to millions of rows until
-    /// its next ANALYZE. A query planned at each run is not prepared, so it is planned from the table as it is:
-    /// through the partial index once the table is large. (That the kept plan stays a scan is PostgreSQL's
-    /// doing, and the server may drop it early, so it is not asserted here: see BENCHMARKS.md.)
-    @Test func aQueryPlannedAtEachRunIsNotPreparedAndSeesTheTableAsItIs() throws {
+    /// emptied it), a scan of the whole table, kept as the table grows to millions of rows until its next
+    /// ANALYZE. A `.fresh` query is prepared again once its plan is `replanInterval` old (the old statement
+    /// deallocated), so it is planned from the table as it is: through the partial index once the table is large.
+    /// Until then its plan is reused, not made at each run. (That a kept plan stays a scan is PostgreSQL's doing,
+    /// and the server may drop it early, so it is not asserted here: see BENCHMARKS.md.)
+    @Test(arguments: [true, false])
+    func aFreshQueryIsPreparedAgainOnceItsPlanIsOld(old: Bool) throws {
         let created = try TestPostgres.createDatabase()
         defer { created.drop() }
-        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1)
+        // Zero: every run finds the plan old. An hour: no run does, within this test.
+        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1, replanInterval: old ? .zero : .seconds(3600))
         try database.withConnection { (c) throws(StoreError) in
             try c.execute("""
                 CREATE TABLE jobs (id BIGINT PRIMARY KEY, state TEXT NOT NULL, due BIGINT NOT NULL) WITH (autovacuum_enabled = false);
@@ -79,18 +82,25 @@ struct PostgresConnectionTests {
                 ANALYZE jobs
                 """)
             let sql = "SELECT MIN(due) AS due FROM jobs WHERE state = 'waiting'"
-            let prepared = { () throws(StoreError) -> [String] in
-                try c.query("SELECT statement FROM pg_prepared_statements", [], planning: .eachRun).compactMap { $0["statement"].text }
+            let prepared = { () throws(StoreError) -> [SQLRow] in
+                try c.query("SELECT name, generic_plans FROM pg_prepared_statements WHERE statement = ?", [.text(sql)], planning: .kept)
             }
-            #expect(try c.query(sql, [], planning: .eachRun)[0]["due"] == .null)
+            #expect(try c.query(sql, [], planning: .fresh)[0]["due"] == .null)
+            let first = try prepared()
+            #expect(first.count == 1, "prepared, not planned at each run")
             try c.run("INSERT INTO jobs SELECT n, CASE WHEN n % 10000 = 0 THEN 'waiting' ELSE 'sent' END, n FROM generate_series(1, 100000) n")
-            #expect(try c.query(sql, [], planning: .eachRun)[0]["due"].int == 10000)
-            #expect(try !prepared().contains(sql), "a query planned at each run is not prepared")
-            let plan = try c.query("EXPLAIN " + sql, [], planning: .eachRun).compactMap { $0["QUERY PLAN"].text }.joined(separator: "\n")
-            #expect(plan.contains("jobs_waiting"), "planned now, the query reads the partial index: \(plan)")
-            // The same query kept: prepared on this connection, and answered the same.
-            #expect(try c.query(sql, [], planning: .kept)[0]["due"].int == 10000)
-            #expect(try prepared().contains(sql))
+            #expect(try c.query(sql, [], planning: .fresh)[0]["due"].int == 10000)
+            let second = try prepared()
+            #expect(second.count == 1, "the old statement is deallocated: \(second)")
+            guard first.count == 1, second.count == 1 else { return }
+            if old {
+                #expect(second[0]["name"] != first[0]["name"] && second[0]["generic_plans"].int == 1, "prepared and planned again")
+                let name = second[0]["name"].text ?? ""
+                let plan = try c.query("EXPLAIN EXECUTE \(name)", [], planning: .kept).compactMap { $0["QUERY PLAN"].text }.joined(separator: "\n")
+                #expect(plan.contains("jobs_waiting"), "planned from the table as it is, the query reads the partial index: \(plan)")
+            } else {
+                #expect(second[0]["name"] == first[0]["name"] && second[0]["generic_plans"].int == 2, "the plan is reused")
+            }
         }
     }
 
@@ -111,7 +121,7 @@ struct PostgresConnectionTests {
                 ANALYZE keyed
                 """)
             let plan = { (condition: String) throws(StoreError) -> String in
-                try c.query("EXPLAIN SELECT id FROM keyed WHERE id \(condition)", [list], planning: .eachRun)
+                try c.query("EXPLAIN SELECT id FROM keyed WHERE id \(condition)", [list], planning: .fresh)
                     .compactMap { $0["QUERY PLAN"].text }.joined(separator: "\n")
             }
             let now = try plan(dialect.isIn("CAST(value AS BIGINT)", of: "?"))
@@ -142,7 +152,7 @@ struct PostgresConnectionTests {
                 """)
             let one = SQLValue.text(#"["PHONE-7"]"#)
             let plan = { (list: String) throws(StoreError) -> String in
-                try c.query("EXPLAIN SELECT id FROM named WHERE hwid IN \(list)", [one], planning: .eachRun)
+                try c.query("EXPLAIN SELECT id FROM named WHERE hwid IN \(list)", [one], planning: .fresh)
                     .compactMap { $0["QUERY PLAN"].text }.joined(separator: "\n")
             }
             let now = try plan(dialect.list("lower(value)", of: "?", count: 1))
@@ -239,7 +249,7 @@ struct PostgresConnectionTests {
             return try c.queries([
                 SQLStatement("SELECT COUNT(*) AS n FROM names"),
                 SQLStatement("INSERT INTO names VALUES (?) RETURNING name", [.text("b")]),
-                SQLStatement("SELECT name FROM names ORDER BY name", planning: .eachRun),
+                SQLStatement("SELECT name FROM names ORDER BY name", planning: .fresh),
             ])
         }
         #expect(read.count == 3)
@@ -256,6 +266,34 @@ struct PostgresConnectionTests {
             #expect(error.code == .conflict, "\(error.message)")
         }
         #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT name FROM names ORDER BY name").map { $0["name"].text } } == ["a", "b"])
+    }
+
+    /// A `.fresh` query whose plan is old is prepared again even when writes were sent ahead of it, alone or among
+    /// queries: the writes are answered first, the query sees them, and the old statement is deallocated.
+    @Test func aFreshQueryPreparedAgainAfterWritesSentAheadSeesThem() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1, maximumConnections: 1, replanInterval: .zero)
+        try database.withConnection { (c) throws(StoreError) in try c.execute("CREATE TABLE names (name TEXT PRIMARY KEY)") }
+        let count = "SELECT COUNT(*) AS n FROM names", alone = "SELECT COUNT(*) AS alone FROM names"
+        var names: [String] = []
+        for round in 1...3 {
+            let seen = try database.write { (c) throws(StoreError) -> (alone: Int64?, together: Int64?, last: String?) in
+                try c.send("INSERT INTO names VALUES (?)", [.text("a\(round)")])
+                let single = try c.query(alone, [], planning: .fresh)[0]["alone"].int
+                try c.send("INSERT INTO names VALUES (?)", [.text("b\(round)")])
+                let together = try c.queries([SQLStatement(count, planning: .fresh),
+                                              SQLStatement("SELECT MAX(name) AS last FROM names", planning: .fresh)])
+                return (single, together[0].first?["n"].int, together[1].first?["last"].text)
+            }
+            #expect(seen.alone == Int64(2 * round - 1) && seen.together == Int64(2 * round) && seen.last == "b\(round)", "round \(round): \(seen)")
+            let prepared = try database.withConnection { (c) throws(StoreError) in
+                try c.query("SELECT name, statement FROM pg_prepared_statements WHERE statement IN (?, ?)", [.text(count), .text(alone)])
+            }
+            #expect(prepared.count == 2, "each old statement was deallocated: \(prepared)")
+            names += prepared.filter { $0["statement"].text == alone }.compactMap { $0["name"].text }
+        }
+        #expect(Set(names).count == 3, "the query after the writes was prepared again each time: \(names)")
     }
 
     /// The statement cache starts over at 256 statements (DEALLOCATE ALL): when that happens while the statements
@@ -327,7 +365,7 @@ struct PostgresConnectionTests {
             for id in 1...50 {
                 try c.send("INSERT INTO notes VALUES (?, ?)", [.int(Int64(id)), .text(String(repeating: "n", count: 400))])
                 states.insert(try observer.withConnection { (o) throws(StoreError) in
-                    try o.query("SELECT state FROM pg_stat_activity WHERE pid = ?", [pid], planning: .eachRun).first?["state"].text ?? "gone"
+                    try o.query("SELECT state FROM pg_stat_activity WHERE pid = ?", [pid], planning: .fresh).first?["state"].text ?? "gone"
                 })
             }
             return states

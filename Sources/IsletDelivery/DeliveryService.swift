@@ -342,6 +342,8 @@ public final class DeliveryService: Sendable {
     /// Sleeps until a kick, the next due job or delivery, or the idle poll. Durations are measured on
     /// `now`, the service's clock, but waited on the wall clock, so a test clock that stands still never spins.
     private func sleepUntilWork(kicksSeen kicks: Int, atMost limit: Double? = nil) {
+        // Work came while this worker looked: it looks again without reading when the next is due.
+        if state.withLock({ $0.kicks }) != kicks { return }
         var wait = limit ?? configuration.idlePoll.timeInterval
         // At least 5 ms: a job that is due but not claimable (another worker, a busy application) must not make this spin.
         let (saturated, shardsFull) = busyApplications()

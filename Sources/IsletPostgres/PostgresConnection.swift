@@ -277,7 +277,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         throws(StoreError) -> (name: String, sql: String, types: [Oid], key: String) {
         let translated = translation(of: sql)
         let types = parameters.map(Self.type)
-        let key = translated.sql + "\u{0}" + types.map(String.init).joined(separator: ",")
+        // The planning is part of the key: a query kept for good and the same query fresh are two statements.
+        let key = translated.sql + "\u{0}" + types.map(String.init).joined(separator: ",") + (planning == .fresh ? "\u{0}fresh" : "")
         guard let planning else { return ("", translated.sql, types, key) }
         let now = ContinuousClock.now
         if let known = statements[key] {

@@ -287,6 +287,11 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             try execute("DEALLOCATE \(known.name)")
             statements[key] = nil
         }
+        // The workers' queries name the applications they leave out, so their SQL varies: past `freshStatements`
+        // prepared, a fresh query is planned by its run, and does not push kept statements out of the cache.
+        if planning == .fresh, statements.values.count(where: { $0.replanAt != nil }) >= PostgresDatabase.freshStatements {
+            return ("", translated.sql, types, key)
+        }
         try flush()
         // Filter SQL varies with its conditions: keep the server's statements bounded by starting over.
         if statements.count >= 256 {

@@ -11,6 +11,8 @@ public final class PostgresDatabase: SQLDatabase {
     /// How old a `.fresh` query's plan may be: a second's stale plan is harmless, and planning at every run cost
     /// PostgreSQL more than running the queries.
     public static let replanInterval: Duration = .seconds(1)
+    /// At most this many `.fresh` statements are prepared on a connection at once; more are planned by their run.
+    public static let freshStatements = 32
     /// The server and database, without the password: safe in logs and messages.
     public let origin: String
     /// Writers of this process join one group at a time (one transaction, one commit for the group) rather

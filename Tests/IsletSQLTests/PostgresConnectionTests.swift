@@ -274,6 +274,29 @@ struct PostgresConnectionTests {
         #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT name FROM names ORDER BY name").map { $0["name"].text } } == ["a", "b"])
     }
 
+    /// Fresh queries whose SQL varies (the workers name the applications they leave out) are prepared up to a
+    /// bound; past it they are planned by their run, answered the same, and the kept statements stay prepared.
+    @Test func freshQueriesPastTheirBoundArePlannedByTheirRun() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url, maximumIdleConnections: 1, maximumConnections: 1)
+        let counts = try database.withConnection { (c) throws(StoreError) -> (answers: [Int64?], prepared: Int64?, kept: Bool) in
+            try c.execute("CREATE TABLE apps (code TEXT PRIMARY KEY); INSERT INTO apps SELECT 'app-' || n FROM generate_series(1, 100) n")
+            let kept = "SELECT COUNT(*) AS n FROM apps"
+            _ = try c.query(kept, [], planning: .kept)
+            var answers: [Int64?] = []
+            for n in 1...(PostgresDatabase.freshStatements + 8) {
+                answers.append(try c.query("SELECT COUNT(*) AS n FROM apps WHERE code NOT IN ('app-\(n)')", [], planning: .fresh)[0]["n"].int)
+            }
+            let prepared = try c.query("SELECT COUNT(*) AS n FROM pg_prepared_statements WHERE statement LIKE 'SELECT COUNT(*) AS n FROM apps WHERE%'", [], planning: .kept)[0]["n"].int
+            let stillKept = try c.query("SELECT COUNT(*) AS n FROM pg_prepared_statements WHERE statement = ?", [.text(kept)], planning: .kept)[0]["n"].int == 1
+            return (answers, prepared, stillKept)
+        }
+        #expect(counts.answers.allSatisfy { $0 == 99 }, "\(counts.answers)")
+        #expect(counts.prepared == Int64(PostgresDatabase.freshStatements), "prepared up to the bound, no more")
+        #expect(counts.kept, "the kept statement was not pushed out")
+    }
+
     /// A `.fresh` query whose plan is old is prepared again even when writes were sent ahead of it, alone or among
     /// queries: the writes are answered first, the query sees them, and the old statement is deallocated.
     @Test func aFreshQueryPreparedAgainAfterWritesSentAheadSeesThem() throws {

@@ -11,8 +11,17 @@ public final class SQLiteConnection: SQLConnection, @unchecked Sendable {
     private var statements: [String: (statement: OpaquePointer, columns: SQLColumns)] = [:]
     private let path: String
 
+    /// How much of a transaction's savepoint journal SQLite keeps in memory before it spills to a temporary file.
+    /// A group commit gives each member a savepoint, and every page a member changes goes into that journal; at
+    /// SQLite's default (64 KiB) a group of a few updates spilled, so each commit created, wrote and unlinked a file.
+    static let statementJournalInMemory: Int32 = 16 << 20
+
+    /// SQLite's process-wide settings, made once before the first connection opens.
+    private static let configured: Int32 = islet_sqlite3_config_statement_journal_spill(statementJournalInMemory)
+
     init(path: String) throws(StoreError) {
         self.path = path
+        assert(Self.configured == SQLITE_OK, "SQLite was set up before its settings were made")
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)

@@ -41,6 +41,36 @@ struct GroupCommitTests {
         #expect(outcomes.filter { !$0.value }.keys.sorted() == Array(stride(from: 0, to: 40, by: 5)))
     }
 
+    /// SQLite: the pages a group's savepoints change are journalled in memory, not in a temporary file made and
+    /// unlinked at every commit (SQLite's default spills past 64 KiB: a group of a few updates did).
+    @Test func aSavepointJournalStaysInMemoryOnSQLite() throws {
+        let db = try Engine.sqlite.open()
+        let database = db.database
+        try database.withConnection { (c) throws(StoreError) in
+            try c.execute("CREATE TABLE journal_probe (id INTEGER PRIMARY KEY, v TEXT)")
+            try c.run("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) INSERT INTO journal_probe SELECT i, printf('%.1000c', 'x') FROM n")
+        }
+        var made: Set<String> = [], changed = 0
+        try database.write { (c) throws(StoreError) in
+            let before = Self.sqliteTemporaryFiles()
+            try c.execute("SAVEPOINT probe")
+            // About 400 KB of pages that existed before the transaction, each journalled by the savepoint.
+            changed = try c.run("UPDATE journal_probe SET v = v || 'y'")
+            made = Self.sqliteTemporaryFiles().subtracting(before)
+            try c.execute("RELEASE probe")
+        }
+        #expect(changed == 400)
+        #expect(made.isEmpty, "a savepoint journal spilled to \(made)")
+    }
+
+    /// The temporary files SQLite has open in this process (named `etilqs_…`, unlinked once open).
+    static func sqliteTemporaryFiles() -> Set<String> {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return Set(fds.compactMap { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")).flatMap { $0.contains("/etilqs_") ? "\(fd) \($0)" : nil }
+        })
+    }
+
     /// A failing statement sent on without waiting for its answer (`send`, PostgreSQL's pipeline) fails its own
     /// writer only: 39 writes queue behind a leader and run as one group (a savepoint each), every fifth sending a
     /// duplicate key; their errors are read before the next member runs, so the others commit.

@@ -92,14 +92,18 @@ public struct SQLMessageStore: MessageStore {
     /// needs the start, and is caught up with the latest state when it reports its token.
     /// `id` nil: the activity's newest message, the one this transaction just inserted (the activity is locked).
     /// `owed`: whether any push is owed at all, when the caller has read it (`owedPushesProbe`).
-    private func supersedeOlder(than id: Int64?, activity: Int64, owed: Bool? = nil, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+    /// `unfinishedUpdates`: false when the caller knows no older update can be pending or sending.
+    private func supersedeOlder(than id: Int64?, activity: Int64, owed: Bool? = nil, unfinishedUpdates: Bool = true, at date: Date,
+                                _ c: any SQLConnection) throws(StoreError) {
         // ?1 goes unused then (typed, so both engines accept it).
         let newest = id == nil ? "(SELECT MAX(n.id) FROM messages n WHERE n.activity = ?2)" : "?1"
-        try c.send("""
-            UPDATE messages SET superseded_by = \(newest), state = CASE WHEN state = 'pending' AND claimed = 0 THEN 'done' ELSE state END,
-                finished_at = CASE WHEN state = 'pending' AND claimed = 0 THEN ?3 ELSE finished_at END
-            WHERE activity = ?2 AND id < \(newest) AND event = 'update' AND state IN ('pending', 'sending') AND superseded_by IS NULL
-            """, [.int(id ?? 0), .int(activity), SQLValue.seconds(date)])
+        if unfinishedUpdates {
+            try c.send("""
+                UPDATE messages SET superseded_by = \(newest), state = CASE WHEN state = 'pending' AND claimed = 0 THEN 'done' ELSE state END,
+                    finished_at = CASE WHEN state = 'pending' AND claimed = 0 THEN ?3 ELSE finished_at END
+                WHERE activity = ?2 AND id < \(newest) AND event = 'update' AND state IN ('pending', 'sending') AND superseded_by IS NULL
+                """, [.int(id ?? 0), .int(activity), SQLValue.seconds(date)])
+        }
         // Owed pushes are rare outside an outage: one probe of their index spares listing the activity's history.
         let anyOwed: Bool
         if let owed { anyOwed = owed } else { anyOwed = try !c.query(Self.owedPushesProbe, [], planning: .fresh).isEmpty }
@@ -186,7 +190,10 @@ public struct SQLMessageStore: MessageStore {
         // Its id is not read back: what it supersedes is older than the activity's newest message, itself.
         try c.send(try insertion(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt,
                                  channel: channel, c))
-        try supersedeOlder(than: nil, activity: activity.id, owed: latest?.owedPushes, at: date, c)
+        // A message is claimed only once every older one of its activity has finished: when the session's latest
+        // update is done, so is every update before it, and there is nothing to supersede but owed pushes.
+        try supersedeOlder(than: nil, activity: activity.id, owed: latest?.owedPushes,
+                           unfinishedUpdates: previous.map { $0["state"].text != "done" } ?? true, at: date, c)
         // An end ends the renewals too (A8).
         if message.event == .end { try c.send("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)]) }
         return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt, channel: channel.text.map(Self.decode(sessionChannel:)))
@@ -516,21 +523,25 @@ public struct SQLMessageStore: MessageStore {
         return try database.inClaimTransaction { (c) throws(StoreError) -> [MessageJob] in
             // `claimable` lets only the oldest unfinished message of an activity through, so one claim never
             // holds two of the same activity. Small: no device past the first `devicesAtMost` (an index probe).
-            let ids = try c.query("""
-                SELECT m.id FROM messages m
+            let claimed = try c.query("""
+                SELECT m.id, m.event FROM messages m
                 WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application")) AND \(Self.smallMessage(devicesAtMost: devicesAtMost))
                 ORDER BY m.due_at, m.id LIMIT ? \(claimLock)
-                """, [Self.milliseconds(date), .int(Int64(limit))], planning: .fresh).compactMap { $0["id"].int }
+                """, [Self.milliseconds(date), .int(Int64(limit))], planning: .fresh)
+            let ids = claimed.compactMap { $0["id"].int }
             guard !ids.isEmpty else { return [] }
             let leaseID = try newLease(lease, c)
             let idList = SQLValue.text(JSONValue.array(ids.map { .int($0) }).jsonText)
             let inList = database.dialect.isIn("CAST(value AS BIGINT)", of: "?1")
             try c.send("UPDATE messages SET state = 'sending', claimed = 1, lease = ?2 WHERE id \(inList)", [idList, .int(leaseID)])
-            // A start's scheduled activity is active from its claim, as on the job path.
-            try c.send("""
-                UPDATE activities SET state = 'active', updated_at = ?2, started_at = ?2
-                WHERE state = 'scheduled' AND id IN (SELECT activity FROM messages WHERE event = 'start' AND id \(inList))
-                """, [idList, SQLValue.seconds(date)])
+            // A start's scheduled activity is active from its claim, as on the job path. Updates alone (the usual claim)
+            // skip the statement: it found nothing, for 0.5 ms of PostgreSQL's time a claim under the updates load.
+            if claimed.contains(where: { $0["event"].text == LiveActivityEvent.start.rawValue }) {
+                try c.send("""
+                    UPDATE activities SET state = 'active', updated_at = ?2, started_at = ?2
+                    WHERE state = 'scheduled' AND id IN (SELECT activity FROM messages WHERE event = 'start' AND id \(inList))
+                    """, [idList, SQLValue.seconds(date)])
+            }
             var jobs: [MessageJob] = []
             for row in try c.query("\(Self.selectJobs) WHERE m.id \(inList) ORDER BY m.due_at, m.id", [idList]) {
                 if var job = try Self.job(row, c) {

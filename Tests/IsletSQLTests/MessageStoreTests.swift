@@ -132,6 +132,27 @@ struct MessageStoreTests {
         #expect(targets.count == 3 && targets.allSatisfy { $0.updateToken == nil && !$0.endedOnDevice })
     }
 
+    /// A newer update tells an update being sent that it was taken over (its fan-out stops at its next batch);
+    /// an update already sent is left as it is.
+    @Test(arguments: Engine.allCases) func anUpdateBeingSentLearnsThatANewerOneTookOver(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        try f.db.messages.acceptStarts([f.message("ST", .start, "ORDER_S")], in: shop, at: now, validateOnly: false)
+        try f.deliver(try #require(try f.claim()))
+        try f.db.messages.acceptUpdates([f.message("U1", .update, "ORDER_S")], in: shop, at: now, validateOnly: false)
+        let sending = try #require(try f.claim())
+        #expect(sending.code == "U1")
+        try f.db.messages.acceptUpdates([f.message("U2", .update, "ORDER_S")], in: shop, at: now, validateOnly: false)
+        #expect(try f.db.messages.supersededBy(sending) != nil)
+        #expect(try f.db.messages.messageDetails(code: "U1", in: shop)?.supersededBy == "U2")
+        try f.db.messages.finish(sending, at: now)
+        let next = try #require(try f.claim())
+        #expect(next.code == "U2")
+        try f.db.messages.finish(next, at: now)
+        try f.db.messages.acceptUpdates([f.message("U3", .update, "ORDER_S")], in: shop, at: now, validateOnly: false)
+        #expect(try f.db.messages.messageDetails(code: "U2", in: shop)?.supersededBy == nil, "a sent update is not superseded")
+        #expect(try f.claim()?.code == "U3")
+    }
+
     /// A11, without a delivery service (so no worker can release it first): an update held until a time that
     /// has come is queued before a newer update of its activity, which then supersedes it, so the activity's
     /// state is never overtaken by an older one.

@@ -74,6 +74,7 @@ struct UpdatesBenchmark {
         let metricsBefore = try metricsClient.get("/metrics")
         let lagBefore = Self.histogram(metricsBefore, "islet_delivery_lag_seconds")
         let claimsBefore = Self.sample(metricsBefore, "islet_cluster_claims_total") ?? 0
+        let emptyLooksBefore = Self.sample(metricsBefore, "islet_cluster_empty_looks_total") ?? 0
         let accepted = Atomic<Int>(0)
         let latencies = Mutex<[Double]>([])
         let loadEnd = ContinuousClock.now + .seconds(seconds)
@@ -147,7 +148,9 @@ struct UpdatesBenchmark {
         print("push outcomes: " + metrics.split(separator: "\n").filter { $0.hasPrefix("islet_pushes_total{") }.joined(separator: ", "))
         // How well the delivery batches: each claim is a write transaction, and so is its record.
         let claims = (Self.sample(metrics, "islet_cluster_claims_total") ?? 0) - claimsBefore
-        print(String(format: "delivery claims during the load and drain: %.0f, %.1f ", claims, claims > 0 ? Double(arrived) / claims : 0) + noun + " per claim")
+        let emptyLooks = (Self.sample(metrics, "islet_cluster_empty_looks_total") ?? 0) - emptyLooksBefore
+        print(String(format: "delivery claims during the load and drain: %.0f, %.1f ", claims, claims > 0 ? Double(arrived) / claims : 0) + noun
+              + String(format: " per claim; %.0f looks for work found none", emptyLooks))
     }
 
     private enum DeliveryLag { static let last = 300 }

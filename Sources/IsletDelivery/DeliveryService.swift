@@ -286,7 +286,10 @@ public final class DeliveryService: Sendable {
             leases.add(first.lease, claimedAt: claimedAt)
             return reserve((.due(due), Set(due.map(\.application))))
         }
-        guard let (work, applications) = unit else { return false }
+        guard let (work, applications) = unit else {
+            metrics.count { $0.emptyLooks += 1 }
+            return false
+        }
         metrics.count { $0.claims += 1 }
         kick()   // there may be more: the next sleeping worker looks while this one sends
         defer {

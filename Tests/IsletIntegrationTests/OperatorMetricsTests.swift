@@ -140,6 +140,21 @@ struct OperatorMetricsTests {
         #expect(sum >= 60 && sum <= 121, "\(sum)")
     }
 
+    /// A look for work that found none counts as such, not as a claim; one that took the start counts as a claim.
+    @Test func looksForWorkThatFoundNoneAreCountedApartFromClaims() throws {
+        let world = try LiveActivityWorld()
+        var samples: [String: Double] = [:]
+        // The workers look as they start, and find nothing.
+        #expect(try eventually {
+            samples = try Self.scrape(world.running.port)
+            return (samples["islet_cluster_empty_looks_total"] ?? 0) >= 1
+        }, "\(samples)")
+        #expect(samples["islet_cluster_claims_total"] == 0, "\(samples)")
+        let code = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(["devices": ["first_third"]]))]]))
+        _ = try world.waitUntilSent(code)
+        #expect(try eventually { try Self.scrape(world.running.port)["islet_cluster_claims_total"] == 1 })
+    }
+
     /// docs/grafana-islet.json charts only metric families this server exposes.
     @Test func theGrafanaDashboardQueriesOnlyExposedMetrics() throws {
         let running = try RunningServer()   // the built-in simulator behind the real APNs client, as `make run`

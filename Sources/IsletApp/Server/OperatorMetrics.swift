@@ -30,6 +30,9 @@ struct OperatorMetrics: Sendable {
                                delivery.nodeIsAlive ? 1 : 0)
             out += Self.single("islet_cluster_claims_total", .counter, "Claims this node made that took work: a job or shard, a group of small messages, a group of due retries.",
                                Double(cluster.claims))
+            out += Self.single("islet_cluster_empty_looks_total", .counter,
+                               "Looks for work by this node's workers that found none, each a claim's queries: many against claims means workers woken for nothing.",
+                               Double(cluster.emptyLooks))
             out += Self.single("islet_cluster_lease_losses_total", .counter,
                                "Claims whose lease was rescued by another node before their outcome was written: that node resumed the work.",
                                Double(cluster.leaseLosses))

@@ -21,7 +21,9 @@ public final class SQLiteConnection: SQLConnection, @unchecked Sendable {
 
     init(path: String) throws(StoreError) {
         self.path = path
-        assert(Self.configured == SQLITE_OK, "SQLite was set up before its settings were made")
+        // Read in every build (an assert's condition is not evaluated in release builds).
+        let configured = Self.configured
+        assert(configured == SQLITE_OK, "SQLite was set up before its settings were made")
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)

@@ -51,21 +51,22 @@ struct GroupCommitTests {
             try c.run("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) INSERT INTO journal_probe SELECT i, printf('%.1000c', 'x') FROM n")
         }
         var made: Set<String> = [], changed = 0
-        try database.write { (c) throws(StoreError) in
-            let before = Self.sqliteTemporaryFiles()
+        try database.write(rethrowing: { c in
+            let before = try Self.sqliteTemporaryFiles()
             try c.execute("SAVEPOINT probe")
             // About 400 KB of pages that existed before the transaction, each journalled by the savepoint.
             changed = try c.run("UPDATE journal_probe SET v = v || 'y'")
-            made = Self.sqliteTemporaryFiles().subtracting(before)
+            made = try Self.sqliteTemporaryFiles().subtracting(before)
             try c.execute("RELEASE probe")
-        }
+        })
         #expect(changed == 400)
         #expect(made.isEmpty, "a savepoint journal spilled to \(made)")
     }
 
     /// The temporary files SQLite has open in this process (named `etilqs_…`, unlinked once open).
-    static func sqliteTemporaryFiles() -> Set<String> {
-        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    static func sqliteTemporaryFiles() throws -> Set<String> {
+        let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
+        #expect(!fds.isEmpty, "this process's descriptors are listed")
         return Set(fds.compactMap { fd in
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")).flatMap { $0.contains("/etilqs_") ? "\(fd) \($0)" : nil }
         })

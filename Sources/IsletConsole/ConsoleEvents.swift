@@ -79,13 +79,13 @@ public final class ConsoleEvents: Sendable {
     public func start() {
         state.withLock { $0.running = true }
         let thread = Thread { [self] in
+            nameCurrentThread("islet-console")
             defer { state.withLock { $0.running = false } }
             while !state.withLock({ $0.stopping }) {
                 look()
                 wait(interval)
             }
         }
-        thread.name = "islet-console-events"
         thread.start()
     }
 

@@ -93,7 +93,11 @@ public final class DeliveryService: Sendable {
 
     private struct State {
         var stopping = false
-        var kicks = 0
+        /// A kick came that no look has started after yet. Owed to one worker, not to each: the worker whose look
+        /// starts next takes it, so a stream of accepted updates keeps one worker looking, not all of them.
+        var lookOwed = false
+        /// Workers waiting in `sleepUntilWork`.
+        var asleep = 0
         var running = 0
         /// Workers busy per application, for `workersPerApplication`.
         var busy: [ApplicationCode: Int] = [:]
@@ -133,8 +137,10 @@ public final class DeliveryService: Sendable {
         membership.start(wake: { [weak self] in self?.kick() })
         state.withLock { $0.running = configuration.workers }
         for index in 0..<configuration.workers {
-            let thread = Thread { [self] in work() }
-            thread.name = "islet-delivery-\(index)"
+            let thread = Thread { [self] in
+                nameCurrentThread("islet-deliv-\(index)")
+                work()
+            }
             thread.start()
         }
     }
@@ -144,9 +150,14 @@ public final class DeliveryService: Sendable {
     /// update does not send every worker to claim (each claim is a write transaction).
     public func kick() {
         wakeUp.lock()
-        state.withLock { $0.kicks += 1 }
+        state.withLock { $0.lookOwed = true }
         wakeUp.signal()
         wakeUp.unlock()
+    }
+
+    /// A look is owed, by the worker that owes it: no sleeper is woken for it.
+    private func oweLook() {
+        state.withLock { $0.lookOwed = true }
     }
 
     /// Stops claiming work; workers finish the batch in hand (`unblock` should make the transport
@@ -170,16 +181,24 @@ public final class DeliveryService: Sendable {
 
     private var stopping: Bool { state.withLock { $0.stopping } }
 
+    /// Workers sleeping until work is owed or due (for tests: with a long idle poll, all asleep means quiet).
+    var workersAsleep: Int { state.withLock { $0.asleep } }
+
     private func work() {
         defer { state.withLock { $0.running -= 1 } }
         var smallFirst = true
+        // The first look, and one at a due time or the idle poll, is made whatever is owed.
+        var look = Look.always
+        // Whether this worker looked at the queue since it last read when the next work falls due.
+        var readDue = true
         while !stopping {
             do {
-                // Read before claiming, so a kick that lands while the claim finds nothing is not missed.
-                let kicks = state.withLock { $0.kicks }
                 // Small messages and large jobs take turns at being looked for first: neither waits behind the other.
                 smallFirst.toggle()
-                if try workOnce(smallFirst: smallFirst) {
+                let outcome = try workOnce(smallFirst: smallFirst, look: look)
+                look = .ifOwed
+                if outcome != .nothingOwed { readDue = true }
+                if outcome == .worked {
                     // While there is always work, held updates that fell due are still let in, and due broadcasts sent,
                     // at most every quarter second.
                     let look = state.withLock { s in
@@ -193,9 +212,15 @@ public final class DeliveryService: Sendable {
                     }
                     continue
                 }
-                if try releaseScheduled() { continue }
-                if try sendDueBroadcasts() { continue }
-                sleepUntilWork(kicksSeen: kicks)
+                if outcome == .foundNone {
+                    // There may be more of either: this worker looks again.
+                    if try releaseScheduled() || sendDueBroadcasts() {
+                        look = .always
+                        continue
+                    }
+                }
+                look = sleepUntilWork(readingDue: readDue) ? .ifOwed : .always
+                readDue = false
             } catch let error as StoreError where error.code == .busy {
                 // A write held a row the claim needed: it goes on, and this worker looks again in a moment.
                 logger.debug("claim gave way to a write", ["error": .string("\(error)")])
@@ -242,17 +267,35 @@ public final class DeliveryService: Sendable {
         return true
     }
 
+    /// Whether a worker looks for work only when a look is owed (after a kick), or in any case.
+    private enum Look { case ifOwed, always }
+
+    private enum LookOutcome { case worked, foundNone, nothingOwed }
+
+    private enum Claim {
+        case claimed((Unit, Set<ApplicationCode>))
+        case foundNone, nothingOwed
+    }
+
     private enum Unit {
         case job(MessageJob)
         case small([MessageJob])
         case due([DueDelivery])
     }
 
-    /// Claims and sends one unit of work: a job's batches, or a group of due deliveries. False when none was due.
-    private func workOnce(smallFirst: Bool) throws -> Bool {
+    /// Claims and sends one unit of work: a job's batches, or a group of due deliveries.
+    private func workOnce(smallFirst: Bool, look: Look) throws -> LookOutcome {
         // Claiming and counting the claim against its application happen together, so two workers
         // cannot both take a slow application's work past its share.
-        let unit: (Unit, Set<ApplicationCode>)? = try claiming.withLock { _ in
+        let claim: Claim = try claiming.withLock { _ in
+            // Looks are made one at a time, and a look owed after a kick is owed to one of them: a worker that waited
+            // here while another looked after the last kick has nothing to look for. The owed look is taken just before
+            // the claims, so a kick that lands during them (work committed after they read) is owed another.
+            let owed = state.withLock { s in
+                defer { s.lookOwed = false }
+                return s.lookOwed
+            }
+            guard owed || look == .always else { return .nothingOwed }
             let (saturated, shardsFull) = busyApplications()
             let lease = membership.claimLease
             // Read before the claim: the lease's local deadline never runs past the one the database sets.
@@ -264,15 +307,15 @@ public final class DeliveryService: Sendable {
                 leases.add(first.lease, claimedAt: claimedAt)
                 return reserve((.small(jobs), Set(jobs.map(\.application))))
             }
-            if smallFirst, let small = try claimSmall() { return small }
+            if smallFirst, let small = try claimSmall() { return .claimed(small) }
             // Small updates are left to claimSmall: one at a time here they would each cost a whole job cycle.
             let leavingSmall = configuration.smallJobsPerClaim > 0 ? configuration.smallJobDevices : nil
             if let job = try messages.claimNextJob(at: now(), excluding: saturated, shardsExcluding: shardsFull,
                                                    sharding: configuration.sharding, leavingSmall: leavingSmall, lease: lease) {
                 leases.add(job.lease, claimedAt: claimedAt)
-                return reserve((.job(job), [job.application]))
+                return .claimed(reserve((.job(job), [job.application])))
             }
-            if !smallFirst, let small = try claimSmall() { return small }
+            if !smallFirst, let small = try claimSmall() { return .claimed(small) }
             // Pushes settled at the claim (expired, superseded, confirmed, failed after two copies) count in
             // /metrics once the claim has committed.
             var settled: [DeliveryMetrics.Key] = []
@@ -282,13 +325,17 @@ public final class DeliveryService: Sendable {
                 return verdict
             }
             metrics.count(keys: settled)
-            guard let first = due.first else { return nil }
+            guard let first = due.first else { return .foundNone }
             leases.add(first.lease, claimedAt: claimedAt)
-            return reserve((.due(due), Set(due.map(\.application))))
+            return .claimed(reserve((.due(due), Set(due.map(\.application)))))
         }
-        guard let (work, applications) = unit else {
+        let (work, applications): (Unit, Set<ApplicationCode>)
+        switch claim {
+        case .nothingOwed: return .nothingOwed
+        case .foundNone:
             metrics.count { $0.emptyLooks += 1 }
-            return false
+            return .foundNone
+        case .claimed(let unit): (work, applications) = unit
         }
         metrics.count { $0.claims += 1 }
         kick()   // there may be more: the next sleeping worker looks while this one sends
@@ -304,6 +351,9 @@ public final class DeliveryService: Sendable {
             }
             // A share came free: sleepers skipped that application's due work, so they look again now.
             if freed { kick() }
+            // Its messages done, the next of their activities may be due: a look is owed (once the share is given
+            // back, so the look counts it), made by this worker unless another looks first.
+            oweLook()
         }
         switch work {
         case .job(let job):
@@ -316,7 +366,7 @@ public final class DeliveryService: Sendable {
             defer { leases.remove(due[0].lease) }
             try sendDue(due)
         }
-        return true
+        return .worked
     }
 
     /// Applications at their share of workers, and those whose shards must wait: shards leave one of
@@ -342,22 +392,32 @@ public final class DeliveryService: Sendable {
         pauses.unlock()
     }
 
-    /// Sleeps until a kick, the next due job or delivery, or the idle poll. Durations are measured on
-    /// `now`, the service's clock, but waited on the wall clock, so a test clock that stands still never spins.
-    private func sleepUntilWork(kicksSeen kicks: Int, atMost limit: Double? = nil) {
-        // Work came while this worker looked: it looks again without reading when the next is due.
-        if state.withLock({ $0.kicks }) != kicks { return }
-        var wait = limit ?? configuration.idlePoll.timeInterval
+    /// Sleeps until a look is owed, the next due job or delivery, or the idle poll; true when a look is owed.
+    /// When the next is due is read only by a worker that looked at the queue since it last read it: the others
+    /// were woken for a look another worker made, which reads it in turn. Durations are measured on `now`, the
+    /// service's clock, but waited on the wall clock, so a test clock that stands still never spins.
+    private func sleepUntilWork(readingDue readDue: Bool) -> Bool {
+        // Work came while this worker looked and no other has looked since: it looks again at once.
+        if state.withLock({ $0.lookOwed }) { return true }
+        var wait = configuration.idlePoll.timeInterval
         // At least 5 ms: a job that is due but not claimable (another worker, a busy application) must not make this spin.
-        let (saturated, shardsFull) = busyApplications()
-        if limit == nil, let due = try? messages.nextDueDate(excluding: saturated, shardsExcluding: shardsFull) { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
-        if limit == nil, let due = try? broadcasts?.nextBroadcastDue() { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
+        if readDue {
+            let (saturated, shardsFull) = busyApplications()
+            if let due = try? messages.nextDueDate(excluding: saturated, shardsExcluding: shardsFull) { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
+            if let due = try? broadcasts?.nextBroadcastDue() { wait = min(wait, max(0.005, due.timeIntervalSince(now()))) }
+        }
         wakeUp.lock()
+        state.withLock { $0.asleep += 1 }
+        defer {
+            state.withLock { $0.asleep -= 1 }
+            wakeUp.unlock()
+        }
         let deadline = Date().addingTimeInterval(wait)
-        while !stopping && state.withLock({ $0.kicks }) == kicks && Date() < deadline {
+        while !stopping && Date() < deadline {
+            if state.withLock({ $0.lookOwed }) { return true }
             _ = wakeUp.wait(until: deadline)
         }
-        wakeUp.unlock()
+        return state.withLock { $0.lookOwed }
     }
 
     private func process(_ job: MessageJob) {

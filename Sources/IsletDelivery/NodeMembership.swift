@@ -104,10 +104,10 @@ final class NodeMembership: Sendable {
     func start(wake: @escaping @Sendable () -> Void) {
         state.withLock { $0.running = true }
         let thread = Thread { [self] in
+            nameCurrentThread("islet-node")
             defer { state.withLock { $0.running = false } }
             run(wake: wake)
         }
-        thread.name = "islet-node"
         thread.start()
     }
 

@@ -46,6 +46,7 @@ public final class RetentionService: Sendable {
         guard policy.keep != nil || (policy.idleChannels != nil && channels != nil) else { return }
         state.withLock { $0.running = true }
         let thread = Thread { [self] in
+            nameCurrentThread("islet-retention")
             defer { state.withLock { $0.running = false } }
             while !stopping {
                 pruneNow()
@@ -53,7 +54,6 @@ public final class RetentionService: Sendable {
                 wait(policy.every)
             }
         }
-        thread.name = "islet-retention"
         thread.start()
     }
 

@@ -65,7 +65,7 @@ public final class H2Server: Sendable {
         var loops: [EventLoop] = []
         var boundPort = port
         for index in 0..<max(1, threads) {
-            let loop = EventLoop(name: "islet-h2-server-\(index)")
+            let loop = EventLoop(name: "islet-h2srv-\(index)")
             let listener: H2Listener
             do {
                 listener = try H2Listener(loop: loop, host: host, port: boundPort, tls: tls) {

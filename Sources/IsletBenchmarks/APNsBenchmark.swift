@@ -159,6 +159,7 @@ struct APNsBenchmark {
         let start = ContinuousClock.now
         for index in 0..<senders {
             let thread = Thread {
+                nameCurrentThread("bench-sender-\(index)")
                 while true {
                     let first = next.add(batch, ordering: .relaxed).oldValue
                     guard first < total else { break }
@@ -176,7 +177,6 @@ struct APNsBenchmark {
                 }
                 finished.signal()
             }
-            thread.name = "bench-sender-\(index)"
             thread.start()
         }
         for _ in 0..<senders { finished.wait() }

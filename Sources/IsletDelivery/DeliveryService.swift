@@ -189,7 +189,7 @@ public final class DeliveryService: Sendable {
         var smallFirst = true
         // The first look, and one at a due time or the idle poll, is made whatever is owed.
         var look = Look.always
-        // Whether this worker looked at the queue since it last read when the next work falls due.
+        // Whether this worker looked at the queue since it last slept: then it reads when the next work falls due.
         var readDue = true
         while !stopping {
             do {
@@ -201,12 +201,12 @@ public final class DeliveryService: Sendable {
                 if outcome == .worked {
                     // While there is always work, held updates that fell due are still let in, and due broadcasts sent,
                     // at most every quarter second.
-                    let look = state.withLock { s in
+                    let releaseDue = state.withLock { s in
                         guard ContinuousClock.now - s.releaseLooked >= .milliseconds(250) else { return false }
                         s.releaseLooked = .now
                         return true
                     }
-                    if look {
+                    if releaseDue {
                         _ = try releaseScheduled()
                         _ = try sendDueBroadcasts()   // a broadcast does not wait behind a large fan-out
                     }
@@ -222,12 +222,15 @@ public final class DeliveryService: Sendable {
                 look = sleepUntilWork(readingDue: readDue) ? .ifOwed : .always
                 readDue = false
             } catch let error as StoreError where error.code == .busy {
-                // A write held a row the claim needed: it goes on, and this worker looks again in a moment.
+                // A write held a row the claim needed: it goes on, and this worker looks again in a moment, owed or
+                // not (the look that failed may have taken what a kick owed).
                 logger.debug("claim gave way to a write", ["error": .string("\(error)")])
                 pause(seconds: 0.05)
+                (look, readDue) = (.always, true)
             } catch {
                 logger.error("delivery store failure", ["error": .string("\(error)")])
                 pause(seconds: 1)
+                (look, readDue) = (.always, true)
             }
         }
     }
@@ -349,7 +352,7 @@ public final class DeliveryService: Sendable {
                     return s.busy[application, default: 0] >= configuration.shardShare
                 }
             }
-            // A share came free: sleepers skipped that application's due work, so they look again now.
+            // A share came free: looks made meanwhile skipped that application's due work, so a sleeper looks again now.
             if freed { kick() }
             // Its messages done, the next of their activities may be due: a look is owed (once the share is given
             // back, so the look counts it), made by this worker unless another looks first.

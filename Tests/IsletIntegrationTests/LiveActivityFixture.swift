@@ -29,10 +29,11 @@ final class LiveActivityWorld {
     static func hex(_ byte: String, _ count: Int) -> String { String(repeating: byte, count: count) }
 
     init(transport: RecordingTransport = RecordingTransport(), clock: TestClock = TestClock(), directory: URL? = nil,
-         delivery: DeliveryConfiguration? = nil, configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) throws {
+         delivery: DeliveryConfiguration? = nil, logger: Logger = .discard, configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) throws {
         self.transport = transport
         self.clock = clock
-        running = try RunningServer(demo: true, transport: transport, clock: clock, directory: directory, delivery: delivery, configure: configure)
+        running = try RunningServer(demo: true, transport: transport, clock: clock, directory: directory, delivery: delivery, logger: logger,
+                                    configure: configure)
         for device in Self.devices {
             var request: JSONObject = ["application": .string(code), "hwid": .string(device.hwid), "push_token": .string(device.push),
                                        "language": .string(device.language)]

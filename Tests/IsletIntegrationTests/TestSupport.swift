@@ -124,7 +124,7 @@ final class RunningServer {
     /// `apns`: send through the real APNs client to this URL, trusting this CA file (no `transport`).
     init(demo: Bool = true, transport: (any PushTransport)? = nil, clock: TestClock? = nil, directory: URL? = nil,
          delivery: DeliveryConfiguration? = nil, apns: (url: String, ca: String)? = nil,
-         rateLimits: RateLimits = RateLimits(), configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+         rateLimits: RateLimits = RateLimits(), logger: Logger = .discard, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("islet-it-\(UUID().uuidString)")
         database = try IntegrationEngine.database(in: self.directory)
         var configuration = ServerConfiguration(
@@ -138,7 +138,7 @@ final class RunningServer {
                                                          idlePoll: .milliseconds(50))
         let now: @Sendable () -> Date
         if let clock { now = { clock.now } } else { now = { Date() } }
-        server = try IsletServer(configuration: configuration, logger: .discard, transport: transport, delivery: delivery, clock: now)
+        server = try IsletServer(configuration: configuration, logger: logger, transport: transport, delivery: delivery, clock: now)
         if demo { _ = try server.createDemoIfEligible() }
         try server.start()
     }

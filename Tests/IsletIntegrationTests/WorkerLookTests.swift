@@ -3,6 +3,8 @@ import Testing
 import IsletApp
 import IsletCore
 @testable import IsletDelivery
+import IsletSQLite
+import IsletStore
 import Synchronization
 
 /// How delivery workers share the looks for work a kick owes (each look is a claim transaction per kind of work).
@@ -60,5 +62,27 @@ struct WorkerLookTests {
         // All asleep, nothing owed, an hour to the next poll: no look can follow.
         #expect(emptyLooks() == 5, "the kicks that landed during the held look owe one look, not one by each woken worker")
         #expect(delivery.metrics.clusterSnapshot().claims == 0)
+    }
+
+    /// A look that failed may have taken the look a kick owed: the worker makes it again after its pause, owed or not,
+    /// so the start accepted before the failure goes out without another kick (here the next poll is an hour away).
+    @Test(.enabled(if: !IntegrationEngine.isPostgreSQL, "an SQLite trigger injects the fault"))
+    func aLookThatFailedIsMadeAgainWithoutAKick() throws {
+        let lines = Mutex<[String]>([])
+        let logger = Logger(label: "test", minimumLevel: .error) { line in lines.withLock { $0.append(line) } }
+        let world = try LiveActivityWorld(delivery: DeliveryConfiguration(workers: 1, idlePoll: .seconds(3600)), logger: logger)
+        let delivery = try #require(world.running.server.delivery)
+        #expect(eventually { delivery.workersAsleep == 1 })
+        let database = try SQLiteDatabase(path: world.running.database)
+        try database.withConnection { (c) throws(StoreError) in
+            try c.execute("""
+                CREATE TRIGGER refuse_claims BEFORE UPDATE OF state ON messages WHEN NEW.state = 'sending'
+                BEGIN SELECT RAISE(ABORT, 'injected fault'); END
+                """)
+        }
+        let code = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(["devices": ["first_third"]]))]]))
+        #expect(eventually { lines.withLock { $0.contains { $0.contains("delivery store failure") } } }, "the claim failed")
+        try database.withConnection { (c) throws(StoreError) in try c.execute("DROP TRIGGER refuse_claims") }
+        _ = try world.waitUntilSent(code)
     }
 }

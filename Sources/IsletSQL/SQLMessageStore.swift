@@ -164,7 +164,8 @@ public struct SQLMessageStore: MessageStore {
         // still waiting, it is superseded below, and this message takes its turn (A9) and its budget (A7).
         let previous: SQLRow?
         if let latest { previous = latest.row } else { previous = try c.query(latestUpdate(of: "?1"), [.int(activity.id)]).first }
-        let waiting = previous.map { $0["state"].text == "pending" && !$0["claimed"].bool } ?? false
+        let previousState = previous.flatMap { MessageState(rawValue: $0["state"].text ?? "") }
+        let waiting = previousState == .pending && previous.map { !$0["claimed"].bool } == true
         var log = stored
         if waiting, let previous { log = log.returning(Self.priorities(previous)) }
         var priority = BudgetedPriority(requested: message.priority)
@@ -193,7 +194,7 @@ public struct SQLMessageStore: MessageStore {
         // A message is claimed only once every older one of its activity has finished: when the session's latest
         // update is done, so is every update before it, and there is nothing to supersede but owed pushes.
         try supersedeOlder(than: nil, activity: activity.id, owed: latest?.owedPushes,
-                           unfinishedUpdates: previous.map { $0["state"].text != "done" } ?? true, at: date, c)
+                           unfinishedUpdates: previousState != .done, at: date, c)
         // An end ends the renewals too (A8).
         if message.event == .end { try c.send("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)]) }
         return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt, channel: channel.text.map(Self.decode(sessionChannel:)))

@@ -719,10 +719,12 @@ public struct SQLMessageStore: MessageStore {
 
     /// Jobs a worker may take now (`?` is now): due and waiting, or left by a crashed run — and only when
     /// no earlier message of the same activity is unfinished, so one activity's messages go out in order.
-    /// The first term repeats the `messages_waiting` index's condition so SQLite reads that index, in due
-    /// order, rather than every message ever sent.
+    /// The first terms are the `messages_waiting` index's condition and a range of its first column, so a
+    /// claim reads the due part of that index only: not every message ever sent, nor the updates held for
+    /// later (paced ones are most of the waiting messages under a stream of updates). A message left
+    /// `sending` by a crashed run was due when it was claimed, so the range keeps it.
     static let claimable = """
-        m.state IN ('pending', 'sending') AND ((m.state = 'pending' AND m.due_at <= ?) OR (m.state = 'sending' AND m.claimed = 0))
+        m.state IN ('pending', 'sending') AND m.due_at <= ? AND (m.state = 'pending' OR m.claimed = 0)
         AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
         AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
         """

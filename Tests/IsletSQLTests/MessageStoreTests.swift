@@ -420,7 +420,7 @@ struct DatabaseCopyCoverageTests {
         }
         let claim = try plan("SELECT m.id FROM messages m WHERE \(SQLMessageStore.claimable) ORDER BY m.due_at, m.id LIMIT 10", [.int(0)])
         #expect(claim.contains { $0.contains("USING INDEX messages_unfinished (activity=? AND id<?)") }, "\(claim)")
-        #expect(claim.contains { $0.hasPrefix("SCAN m USING INDEX messages_waiting") }, "waiting messages in due order: \(claim)")
+        #expect(claim.contains { $0.hasPrefix("SEARCH m USING INDEX messages_waiting (due_at<?)") }, "due messages in due order: \(claim)")
         let start = try plan("SELECT \(SQLMessageStore.currentStart(of: "?")) AS start", [.int(1)])
         #expect(start.contains { $0.contains("USING INDEX messages_starts (activity=?)") }, "\(start)")
         // An update reads its session's latest update by the activity's key (sent with the activity's own read).

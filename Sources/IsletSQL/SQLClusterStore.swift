@@ -96,7 +96,7 @@ public struct SQLClusterStore: ClusterStore {
     }
 
     /// `EXISTS` a row of `table` claimed (`claimed`) under a lease that is gone.
-    private static func unleased(_ table: String, claimed: String) -> String {
+    static func unleased(_ table: String, claimed: String) -> String {
         "EXISTS (SELECT 1 FROM \(table) WHERE \(claimed) AND \(leaseGone(table)))"
     }
 

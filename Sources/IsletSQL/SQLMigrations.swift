@@ -406,6 +406,12 @@ public enum SQLMigrations {
         // constraints written as `x = 'a' OR x = 'b' OR ...` are tested in place (`SQLiteCheckLists`). PostgreSQL
         // tests either form in place and keeps its own.
         Migration(version: 20, name: "constraints tested in place", sql: "", engines: [.sqlite], step: SQLiteCheckLists.rewriteTables),
+        // A claim's end (after every record of its work) and the rescue's once-a-second check look for shards claimed
+        // under a lease: with no index they read every shard ever made (each start by filter of an application past
+        // 500,000 devices makes up to four, kept as long as its message), 1.8 ms at 40,000 shards against 1 µs.
+        Migration(version: 21, name: "claimed shards by lease", sql: """
+            CREATE INDEX message_shards_leased ON message_shards (lease) WHERE claimed = 1;
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

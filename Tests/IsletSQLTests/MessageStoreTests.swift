@@ -430,4 +430,32 @@ struct DatabaseCopyCoverageTests {
         #expect(latest.contains { $0.hasPrefix("SEARCH messages USING INDEX messages_by_activity (activity=? AND id>?)") }, "\(latest)")
         #expect(!latest.contains { $0.hasPrefix("SCAN") }, "\(latest)")
     }
+
+    /// A claim's end (after every record) and the rescue's check each second look for rows claimed under a lease:
+    /// through partial indexes of claimed rows, not by reading every shard of every fan-out kept.
+    @Test func leasesEndAndRescuesReadOnlyClaimedRows() throws {
+        let db = try Engine.sqlite.open()
+        let plan = { (sql: String) throws -> [String] in
+            try db.database.withConnection { (c) throws(StoreError) in
+                try c.query("EXPLAIN QUERY PLAN " + sql, [.int(1)]).compactMap { $0["detail"].text }
+            }
+        }
+        let end = try plan(SQLMessageStore.endLeaseStatement)
+        #expect(end.contains { $0.contains("USING INDEX messages_leased (lease=?)") }, "\(end)")
+        #expect(end.contains { $0.contains("USING INDEX message_shards_leased (lease=?)") }, "\(end)")
+        #expect(end.contains { $0.contains("USING INDEX deliveries_sending (lease=?)") }, "\(end)")
+        #expect(!end.contains { $0.hasPrefix("SCAN") }, "\(end)")
+        let rescue = try plan("SELECT " + SQLClusterStore.unleased("message_shards", claimed: "claimed = 1") + " AS needed WHERE ?1 = 1")
+        #expect(rescue.contains { $0.hasSuffix("SCAN message_shards USING INDEX message_shards_leased") }, "\(rescue)")
+    }
+
+    /// The pruner's look for old broadcasts reads them by id from the oldest and stops at the first one young enough
+    /// to keep, rather than reading every broadcast kept at each batch.
+    @Test func pruningBroadcastsReadsOnlyTheOldOnes() throws {
+        let db = try Engine.sqlite.open()
+        let plan = try db.database.withConnection { (c) throws(StoreError) in
+            try c.query("EXPLAIN QUERY PLAN " + SQLMessageStore.pruneBroadcasts, [.int(1), .int(500)]).compactMap { $0["detail"].text }
+        }
+        #expect(plan.contains { $0.hasSuffix("SEARCH b USING INTEGER PRIMARY KEY (rowid<?)") }, "\(plan)")
+    }
 }

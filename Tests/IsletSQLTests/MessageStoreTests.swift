@@ -74,6 +74,26 @@ struct MessageStoreTests {
         #expect(try f.db.messages.activityDevices(activity: job.activity, after: 0, limit: 2).map(\.hwid) == ["h1", "h2"], "paged")
     }
 
+    /// A device deleted (Islet never does; an operator might) takes its delivery records and its place in activities
+    /// with it on both engines: SQLite through its foreign keys, PostgreSQL through a trigger (its insert-time key checks
+    /// locked a device row per record, so migration 22 dropped them).
+    @Test(arguments: Engine.allCases) func aDeletedDeviceTakesItsPushRecordsWithIt(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        try f.db.messages.acceptStarts([f.message("M1", .start, "ORDER_1")], in: shop, at: now, validateOnly: false)
+        try f.deliver(try #require(try f.claim()))
+        let count = { (sql: String) throws -> Int64 in
+            try f.db.database.withConnection { (c) throws(StoreError) in try c.query(sql)[0]["n"].int ?? -1 }
+        }
+        let h1 = try #require(try f.db.devices.device(hwid: "h1", in: shop)).id
+        #expect(try count("SELECT COUNT(*) AS n FROM deliveries WHERE device = \(h1)") == 1)
+        #expect(try count("SELECT COUNT(*) AS n FROM activity_devices WHERE device = \(h1)") == 1)
+        try f.db.database.write { (c) throws(StoreError) in _ = try c.run("DELETE FROM devices WHERE id = ?", [.int(h1)]) }
+        #expect(try count("SELECT COUNT(*) AS n FROM deliveries WHERE device = \(h1)") == 0)
+        #expect(try count("SELECT COUNT(*) AS n FROM activity_devices WHERE device = \(h1)") == 0)
+        #expect(try count("SELECT COUNT(*) AS n FROM deliveries") == 2, "the other devices' records stay")
+        #expect(try count("SELECT COUNT(*) AS n FROM activity_devices") == 2)
+    }
+
     @Test(arguments: Engine.allCases) func aScheduledStartWaitsForItsTimeAndCanBeCancelled(_ engine: Engine) throws {
         let f = try Fixture(engine)
         let later = now.addingTimeInterval(600)

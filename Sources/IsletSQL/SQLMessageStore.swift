@@ -722,7 +722,9 @@ public struct SQLMessageStore: MessageStore {
     /// The first terms are the `messages_waiting` index's condition and a range of its first column, so a
     /// claim reads the due part of that index only: not every message ever sent, nor the updates held for
     /// later (paced ones are most of the waiting messages under a stream of updates). A message left
-    /// `sending` by a crashed run was due when it was claimed, so the range keeps it.
+    /// `sending` by a crashed run (or released between batches) was due when it was claimed, and `due_at`
+    /// never changes, so the range keeps it; only a node whose clock is behind the claimer's waits out the
+    /// difference, as it does for any pending message.
     static let claimable = """
         m.state IN ('pending', 'sending') AND m.due_at <= ? AND (m.state = 'pending' OR m.claimed = 0)
         AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))

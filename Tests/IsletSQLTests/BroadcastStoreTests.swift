@@ -68,6 +68,26 @@ struct BroadcastStoreTests {
                 "one still going keeps its other environment's record")
     }
 
+    /// The pruner deletes settled broadcasts older than its cutoff, oldest first, and stops at the first one young enough
+    /// to keep: one written later with an older time waits for the pass after that one ages.
+    @Test(arguments: Engine.allCases) func pruningStopsAtTheFirstBroadcastYoungEnoughToKeep(_ engine: Engine) throws {
+        let db = try database(engine)
+        try db.channels.saveChannel(ChannelRecord(name: "score", policy: .none, createdAt: t0, ids: [.production: "cA=="]), in: app)
+        for (code, at) in [("OLD", t0), ("YOUNG", t0.addingTimeInterval(100)), ("LATE", t0)] {
+            try db.broadcasts.acceptBroadcasts([NewBroadcast(code: code, channel: "score", payload: [1], priority: 10, expiresAt: at.addingTimeInterval(3600))],
+                                               in: app, at: at)
+            let claimed = try db.broadcasts.claimDueBroadcasts(at: at, limit: 10, claimFor: 60)
+            try db.broadcasts.recordBroadcasts(claimed.map { BroadcastResult(id: $0.id, state: .sent, status: 200, reason: nil, uniqueID: "u", nextAt: nil) }, at: at)
+        }
+        _ = try db.messages.pruneFinished(before: t0.addingTimeInterval(50), limit: 100)
+        #expect(try db.broadcasts.broadcastDetails(code: "OLD", in: app) == nil)
+        #expect(try db.broadcasts.broadcastDetails(code: "YOUNG", in: app) != nil, "younger than the cutoff")
+        #expect(try db.broadcasts.broadcastDetails(code: "LATE", in: app) != nil, "after the first young one: the next pass")
+        _ = try db.messages.pruneFinished(before: t0.addingTimeInterval(150), limit: 100)
+        #expect(try db.broadcasts.broadcastDetails(code: "YOUNG", in: app) == nil)
+        #expect(try db.broadcasts.broadcastDetails(code: "LATE", in: app) == nil)
+    }
+
     /// As pushes: past its expiry a broadcast is not sent, and an older one on a channel gives way to a newer.
     @Test(arguments: Engine.allCases) func aLateOrStaleBroadcastIsSettledAtTheClaimNotSent(_ engine: Engine) throws {
         let db = try database(engine)

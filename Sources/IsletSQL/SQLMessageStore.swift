@@ -719,14 +719,18 @@ public struct SQLMessageStore: MessageStore {
 
     /// Jobs a worker may take now (`?` is now): due and waiting, or left by a crashed run — and only when
     /// no earlier message of the same activity is unfinished, so one activity's messages go out in order.
-    /// The first terms are the `messages_waiting` index's condition and a range of its first column, so a
+    /// Its terms are a range of the `messages_waiting` index's first column and that index's condition, so a
     /// claim reads the due part of that index only: not every message ever sent, nor the updates held for
     /// later (paced ones are most of the waiting messages under a stream of updates). A message left
     /// `sending` by a crashed run (or released between batches) was due when it was claimed, and `due_at`
     /// never changes, so the range keeps it; only a node whose clock is behind the claimer's waits out the
     /// difference, as it does for any pending message.
-    static let claimable = """
-        m.state IN ('pending', 'sending') AND m.due_at <= ? AND (m.state = 'pending' OR m.claimed = 0)
+    static let claimable = "m.due_at <= ? AND \(takeable)"
+
+    /// Messages a worker could take once due: waiting and not claimed, first of their activity's unfinished ones, not
+    /// split into shards. Shared by the claims and the read of when the next falls due, so the two cannot drift.
+    static let takeable = """
+        m.state IN ('pending', 'sending') AND (m.state = 'pending' OR m.claimed = 0)
         AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
         AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
         """
@@ -737,10 +741,7 @@ public struct SQLMessageStore: MessageStore {
         try database.withConnection { (c) throws(StoreError) in
             let job = try c.query("""
                 SELECT MIN(m.due_at) AS due FROM messages m
-                WHERE m.state IN ('pending', 'sending') AND (m.state = 'pending' OR (m.state = 'sending' AND m.claimed = 0))
-                  AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN ('pending', 'sending'))
-                  AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
-                  \(Self.notIn(excluding, column: "m.application")) \(Self.fanOutsNotIn(shardsExcluding))
+                WHERE \(Self.takeable) \(Self.notIn(excluding, column: "m.application")) \(Self.fanOutsNotIn(shardsExcluding))
                 """, [], planning: .fresh)[0]["due"].int
             let shard = try c.query("""
                 SELECT MIN(m.due_at) AS due FROM message_shards s JOIN messages m ON m.id = s.message

@@ -66,13 +66,13 @@ public struct LiveActivityMethods: Sendable {
                 let fallback = LiveActivityPayload.fallbackAlert(start).jsonBytes
                 try LiveActivityPayload.checkSize(fallback, path: n.path)
                 var message = NewMessage(
-                    code: MessageCode.random(), event: .start, activityID: start.activityID,
+                    code: MessageCode.next(), event: .start, activityID: start.activityID,
                     target: try selection(start.targeting, n, call.application.code), attributesType: start.attributesType,
                     name: start.name, contentState: start.contentState, payload: payload, fallbackPayload: fallback,
                     priority: start.priority, dueAt: dueAt, schemaVersion: schemaVersion,
                     expiresAt: dueAt.addingTimeInterval(pushLifetime))
                 // A11: the end Islet sends itself at end_date, with its own code (deleteMessage takes it back).
-                message.scheduledEnd = start.endTime.map { (MessageCode.random(), $0, $0.addingTimeInterval(pushLifetime)) }
+                message.scheduledEnd = start.endTime.map { (MessageCode.next(), $0, $0.addingTimeInterval(pushLifetime)) }
                 message.renew = start.renew
                 if let channel = start.channel {
                     // X5: the started activity listens to the channel, on phones that can (iOS 18).
@@ -149,7 +149,7 @@ public struct LiveActivityMethods: Sendable {
                 let payload = LiveActivityPayload.update(update, timestamp: Int64(dueAt.timeIntervalSince1970)).jsonBytes
                 try LiveActivityPayload.checkSize(payload, path: n.path)
                 accepted.append((NewMessage(
-                    code: MessageCode.random(), event: update.event, activityID: update.activityID, target: nil, attributesType: nil,
+                    code: MessageCode.next(), event: update.event, activityID: update.activityID, target: nil, attributesType: nil,
                     name: nil, contentState: update.contentState, payload: payload, fallbackPayload: nil, priority: update.priority,
                     dueAt: dueAt, expiresAt: dueAt.addingTimeInterval(pushLifetime), dismissalDate: update.dismissalDate), n.path))
             }
@@ -188,7 +188,7 @@ public struct LiveActivityMethods: Sendable {
             try LiveActivityPayload.checkSize(payload, path: n.path, maximum: BroadcastChannels.maximumPayloadBytes)
             // Kept by Apple until its apns_expiration: Islet retries it no longer than that either.
             let retriesUntil = expiration.flatMap { $0 > 0 ? Date(timeIntervalSince1970: Double($0)) : nil } ?? now.addingTimeInterval(pushLifetime)
-            accepted.append(NewBroadcast(code: MessageCode.random(), channel: channel, payload: payload, priority: update.priority,
+            accepted.append(NewBroadcast(code: MessageCode.next(), channel: channel, payload: payload, priority: update.priority,
                                          expiresAt: min(retriesUntil, now.addingTimeInterval(pushLifetime)), expiration: expiration))
         }
         var response: JSONObject

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The `event` of a Live Activity push (A4).
 public struct LiveActivityEvent: WireValue {
@@ -376,28 +377,50 @@ public enum Schedule {
     }
 }
 
-/// Message codes, `XXXXX-XXXXXXXX-XXXXXXXX` (E5).
+/// Message codes, `XXXXX-XXXXXXXX-XXXXXXXX` (E5): the first 13 characters are a stamp, the nanosecond the code
+/// was made (base 36, digits in byte order, each stamp above the last one this process gave), the last 8 are
+/// random (codes of several nodes made in one nanosecond still differ). So a new code sorts after the codes made
+/// before it: the index that keeps codes unique takes it on its last leaf page. Random codes landed on a random
+/// page each, and every update's commit wrote a page of that index of its own.
 public enum MessageCode {
-    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+    static let randomDigits = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+    static let orderedDigits = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+    /// The last stamp given out by this process.
+    private static let lastStamp = Atomic<UInt64>(0)
 
-    public static func random() -> String {
+    /// A new code, made now.
+    public static func next() -> String {
         var generator = SystemRandomNumberGenerator()
-        return random(using: &generator)
+        return code(stamp: nextStamp(at: Date()), using: &generator)
     }
 
-    /// 21 characters from two draws of 12 base-36 digits each (36^12 < 2^64, uniform by rejection), not a
-    /// draw per character: each draw of the system generator is a system call.
-    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> String {
-        let range = UInt64(36 * 36 * 36 * 36) * UInt64(36 * 36 * 36 * 36) * UInt64(36 * 36 * 36 * 36)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(23)
-        for _ in 0..<2 {
-            var digits = UInt64.random(in: 0..<range, using: &generator)
-            for _ in 0..<12 where bytes.count < 23 {
-                if bytes.count == 5 || bytes.count == 14 { bytes.append(UInt8(ascii: "-")) }
-                bytes.append(UInt8(alphabet[Int(digits % 36)].asciiValue!))
-                digits /= 36
-            }
+    /// The stamp of a code made at `date`: its nanoseconds since 1970, or one more than the last stamp given
+    /// out when that is not less (several codes in one nanosecond, or the clock set back).
+    static func nextStamp(at date: Date) -> UInt64 {
+        let now = UInt64(max(0, date.timeIntervalSince1970 * 1e9))
+        var last = lastStamp.load(ordering: .relaxed)
+        while true {
+            let stamp = max(now, last &+ 1)
+            let (exchanged, original) = lastStamp.compareExchange(expected: last, desired: stamp, ordering: .relaxed)
+            if exchanged { return stamp }
+            last = original
+        }
+    }
+
+    /// The code of `stamp`; its random part is one draw of 8 base-36 digits (36^8 < 2^64, uniform by rejection),
+    /// not a draw per character: each draw of the system generator is a system call.
+    static func code<G: RandomNumberGenerator>(stamp: UInt64, using generator: inout G) -> String {
+        var bytes = [UInt8](repeating: UInt8(ascii: "-"), count: 23)
+        var rest = stamp
+        // 13 base-36 digits hold any UInt64 (36^13 > 2^64), the most significant first.
+        for index in [0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13].reversed() {
+            bytes[index] = orderedDigits[Int(rest % 36)]
+            rest /= 36
+        }
+        var random = UInt64.random(in: 0..<(36 * 36 * 36 * 36 * 36 * 36 * 36 * 36), using: &generator)
+        for index in 15..<23 {
+            bytes[index] = randomDigits[Int(random % 36)]
+            random /= 36
         }
         return String(decoding: bytes, as: UTF8.self)
     }

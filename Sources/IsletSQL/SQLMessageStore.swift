@@ -326,7 +326,7 @@ public struct SQLMessageStore: MessageStore {
             let lifetime = Self.date(milliseconds: old["expires_at"].int ?? 0).timeIntervalSince(Self.date(milliseconds: old["due_at"].int ?? 0))
             if row["end_message"].int == nil {
                 let end = NewMessage(
-                    code: MessageCode.random(), event: .end, activityID: activity.activityID, target: nil, attributesType: nil, name: nil,
+                    code: MessageCode.next(), event: .end, activityID: activity.activityID, target: nil, attributesType: nil, name: nil,
                     contentState: contentState, payload: ActivityRenewal.endPayload(contentState: contentState, timestamp: timestamp).jsonBytes,
                     fallbackPayload: nil, priority: 10, dueAt: date, expiresAt: date.addingTimeInterval(max(lifetime, 60)), dismissalDate: timestamp)
                 let id = try insert(end, activity: activity.id, application: application, at: date, c)
@@ -345,7 +345,7 @@ public struct SQLMessageStore: MessageStore {
                                           created_at, expires_at, channel_ids)
                     SELECT ?, application, activity, 'start', target, attributes_type, ?, priority, 'pending', ?, ?, ?, ? FROM messages WHERE id = ?
                     RETURNING id
-                    """, [.text(MessageCode.random()), .blob(payload), Self.milliseconds(date), SQLValue.seconds(date),
+                    """, [.text(MessageCode.next()), .blob(payload), Self.milliseconds(date), SQLValue.seconds(date),
                           Self.milliseconds(date.addingTimeInterval(lifetime)), channel, .int(start)])[0]["id"].int ?? 0
                 try c.run("UPDATE scheduled_updates SET start = ? WHERE activity = ? AND start = ?", [.int(renewed), .int(activity.id), .int(start)])
                 try scheduleRenewal(activity: activity.id, start: renewed, startsAt: date, c)

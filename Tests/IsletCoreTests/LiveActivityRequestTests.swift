@@ -18,31 +18,58 @@ struct LiveActivityRequestTests {
         if let warning { #expect(warning.hasPrefix("notifications[0].apns_priority: ") && warning.hasSuffix("(S6)")) }
     }
 
-    @Test func messageCodesKeepTheirShapeAndUseEveryCharacterEvenly() {
-        /// SplitMix64: a seeded generator, so the draws are the same on every run.
-        struct SplitMix: RandomNumberGenerator {
-            var state: UInt64
-            mutating func next() -> UInt64 {
-                state &+= 0x9E37_79B9_7F4A_7C15
-                var z = state
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                return z ^ (z >> 31)
-            }
+    /// SplitMix64: a seeded generator, so the draws are the same on every run.
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
         }
+    }
+
+    @Test func messageCodesKeepTheirShapeAndTheirRandomPartUsesEveryCharacterEvenly() {
         var generator = SplitMix(state: 42)
         var counts: [Character: Int] = [:]
         var codes = Set<String>()
-        for _ in 0..<1_000 {
-            let code = MessageCode.random(using: &generator)
+        for n in 0..<2_000 {
+            // One stamp for all: the random part alone must keep them apart.
+            let code = MessageCode.code(stamp: 1_796_270_400_123_456_789 + UInt64(n % 2), using: &generator)
             #expect(code.wholeMatch(of: /[A-Z0-9]{5}-[A-Z0-9]{8}-[A-Z0-9]{8}/) != nil, "\(code)")
-            for character in code where character != "-" { counts[character, default: 0] += 1 }
+            for character in code.suffix(8) { counts[character, default: 0] += 1 }
             codes.insert(code)
         }
-        #expect(codes.count == 1_000)
-        // 21,000 characters over 36: about 583 each; a character drawn from a biased digit would stray far.
+        #expect(codes.count == 2_000)
+        // 16,000 characters over 36: about 444 each; a character drawn from a biased digit would stray far.
         #expect(counts.count == 36)
-        #expect(counts.values.allSatisfy { (480...690).contains($0) }, "\(counts.sorted { $0.key < $1.key })")
+        #expect(counts.values.allSatisfy { (360...530).contains($0) }, "\(counts.sorted { $0.key < $1.key })")
+    }
+
+    @Test(arguments: [(UInt64(0), "00000-00000000"), (35, "00000-0000000Z"), (36, "00000-00000010"),
+                      (1_796_270_400_123_456_789, "0DNAS-PPV65EZ9"), (UInt64.max, "3W5E1-1264SGSF")])
+    func aCodesStampIsThirteenBase36DigitsInByteOrder(stamp: UInt64, expected: String) {
+        var generator = SplitMix(state: 7)
+        #expect(MessageCode.code(stamp: stamp, using: &generator).prefix(14) == expected)
+    }
+
+    @Test func codesMadeLaterSortLaterEvenInOneNanosecondOrWithTheClockSetBack() {
+        var generator = SplitMix(state: 1)
+        // Far ahead of the real clock, which other tests' codes follow meanwhile (the last stamp is the process's).
+        let now = Date(timeIntervalSince1970: 13_569_465_600)   // 2400-01-01
+        // The same instant twice, a later one, then the clock set back a minute.
+        let dates = [now, now, now.addingTimeInterval(0.000_001), now.addingTimeInterval(-60), now.addingTimeInterval(3_600)]
+        let stamps = dates.map { MessageCode.nextStamp(at: $0) }
+        #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 }, "\(stamps)")
+        let codes = stamps.map { MessageCode.code(stamp: $0, using: &generator) }
+        #expect(codes == codes.sorted(), "\(codes)")
+        // The code made an hour on carries that hour's stamp (not one more than the last).
+        #expect(stamps.last == UInt64(now.addingTimeInterval(3_600).timeIntervalSince1970 * 1e9))
+        // Codes from `next()` sort in the order they were made too.
+        let made = (0..<1_000).map { _ in MessageCode.next() }
+        #expect(made == made.sorted())
+        #expect(Set(made).count == made.count)
     }
 
     @Test func dryRunBesideOrInsideEveryNotification() throws {

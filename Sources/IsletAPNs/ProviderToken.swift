@@ -89,13 +89,15 @@ final class ProviderTokens {
         let name = Self.name(key)
         if let current = tokens[name], now.timeIntervalSince(current.issuedAt) < Self.reuseFor { return current.token }
         if let shared {
-            var signed = false
+            // What this node signed counts only if it is what the database kept: the signing runs in a grouped
+            // write, which may run again (each signature differs, ES256 being randomized).
+            var signed: String?
             do {
                 let got = try shared.providerToken(named: name, issuedAfter: now.addingTimeInterval(-Self.reuseFor), at: now) { date in
-                    signed = true
-                    return key.providerToken(issuedAt: date)
+                    signed = key.providerToken(issuedAt: date)
+                    return signed
                 }
-                if signed { issued += 1 }
+                if let signed, got?.token == signed { issued += 1 }
                 tokens[name] = got
                 return got?.token
             } catch {

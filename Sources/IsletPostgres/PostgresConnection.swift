@@ -35,6 +35,11 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// 8 KB, and statements the server holds without a sync do not count as idle in the transaction.
     static let pipelineBytes = 6 * 1024
     private var unansweredBytes = 0
+    /// Statements issued on this connection so far, each numbered by this count before it.
+    private(set) var statementsIssued = 0
+    /// The first statement that failed since the transaction began or last rolled back (a statement after it in
+    /// the transaction fails too, or is skipped in a pipeline): its number and its error.
+    private var firstFailed: (statement: Int, error: StoreError)?
 
     /// Every write transaction holds this advisory lock, with its schema's hash, to its commit: the writers
     /// of every process on one Islet database (a schema, `public` by default) are serialized, as SQLite's
@@ -93,10 +98,13 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
                 throw error
             } catch {}
         }
+        let number = issue()
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
-        try check(result, sql)
+        do { try check(result, sql) } catch { noteFailure(number, error); throw error }
         try checkCommitted(result, sql)
+        // A transaction that begins or rolls back has no failed statement in it.
+        if sql.hasPrefix("BEGIN") || sql.hasPrefix("ROLLBACK") { firstFailed = nil }
     }
 
     /// A COMMIT of a transaction in which a statement failed succeeds as a ROLLBACK: an error a caller caught (or
@@ -247,6 +255,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         }
         try Self.checkStorable(parameters)
         let statement = try prepared(sql, parameters, planning: planning)
+        let number = issue()
         let result = Self.withParameters(parameters) { values, lengths, formats in
             statement.name.isEmpty ? PQexecParams(handle, statement.sql, Int32(parameters.count), statement.types, values, lengths, formats, 0)
                                    : PQexecPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
@@ -263,6 +272,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         do {
             try check(result, sql)
         } catch {
+            noteFailure(number, error)
             PQclear(result)
             throw error
         }
@@ -303,7 +313,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         let name = "islet_\(prepared)"
         let result = PQprepare(handle, name, translated.sql, Int32(types.count), types)
         defer { PQclear(result) }
-        try check(result, sql)
+        // A statement that cannot be prepared fails as the statement about to be issued.
+        do { try check(result, sql) } catch { noteFailure(statementsIssued, error); throw error }
         statements[key] = Prepared(name: name, replanAt: planning == .fresh ? now + replanInterval : nil)
         return (name, translated.sql, types, key)
     }
@@ -350,6 +361,25 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         let sql: String
         let key: String
         let wanted: Bool
+        /// Its number among the statements issued (`statementsIssued`).
+        let number: Int
+    }
+
+    /// Numbers the statement about to be issued.
+    private func issue() -> Int {
+        defer { statementsIssued += 1 }
+        return statementsIssued
+    }
+
+    private func noteFailure(_ statement: Int, _ error: StoreError) {
+        if firstFailed == nil { firstFailed = (statement, error) }
+    }
+
+    /// Reads the answers of the statements sent ahead (their errors noted, not thrown), then returns the first
+    /// statement that failed since the transaction began or last rolled back.
+    func firstFailure() -> (statement: Int, error: StoreError)? {
+        if !unanswered.isEmpty { _ = try? drainPipeline().forEach { PQclear($0) } }
+        return firstFailed
     }
 
     /// Sends `sql` into the pipeline, entering pipeline mode first if needed.
@@ -359,6 +389,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         if unanswered.isEmpty && PQenterPipelineMode(handle) != 1 {
             throw StoreError(.io, "PostgreSQL (\(origin)): cannot enter pipeline mode: \(Self.trimmed(PQerrorMessage(handle)))")
         }
+        let number = issue()
         let sent = Self.withParameters(parameters) { values, lengths, formats in
             statement.name.isEmpty
                 ? PQsendQueryParams(handle, statement.sql, Int32(parameters.count), statement.types, values, lengths, formats, 0)
@@ -372,7 +403,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             try drainPipeline().forEach { PQclear($0) }
             throw failure
         }
-        unanswered.append(Unanswered(sql: sql, key: statement.key, wanted: wanted))
+        unanswered.append(Unanswered(sql: sql, key: statement.key, wanted: wanted, number: number))
     }
 
     /// Ends the pipeline: a sync point, then the answer of each statement sent, in order, then the sync's. Returns
@@ -399,6 +430,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
                     try check(result, statement.sql)
                 } catch {
                     failure = error
+                    noteFailure(statement.number, error)
                 }
             }
             if failure == nil && statement.wanted {

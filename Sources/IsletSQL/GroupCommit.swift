@@ -87,6 +87,12 @@ public final class GroupCommit: @unchecked Sendable {
     /// One transaction for the first members of the group, a savepoint each, until their bodies have run for
     /// `budget`; returns how many ran (at least one). A failed commit fails every member that ran. A group of one
     /// needs no savepoint (two round trips less on PostgreSQL): its error rolls back the transaction.
+    ///
+    /// A member's writes and its RELEASE go out with the next member's SAVEPOINT and first query (PostgreSQL's
+    /// pipeline: one round trip a member, not two), so an error of one member's writes may surface in the next
+    /// member's body. The first statement that failed (`SQLConnection.firstFailure`) names whose it is: that
+    /// member is rolled back to its savepoint and fails, and the members after it, whose statements the server
+    /// skipped, run again.
     private static func run(_ group: [Job], budget: Duration, _ transaction: ((any SQLConnection) throws -> Void) throws -> Void) -> Int {
         if group.count == 1, let only = group.first {
             do { try transaction { connection in try only.body(connection) } } catch { only.error = error }
@@ -97,22 +103,33 @@ public final class GroupCommit: @unchecked Sendable {
             try transaction { connection in
                 ran = 0
                 let started = ContinuousClock.now
-                for job in group {
-                    if ran > 0 && ContinuousClock.now - started >= budget { break }
-                    ran += 1
-                    // The savepoint goes with the body's first statement, the release with its last writes (one
-                    // round trip each way on PostgreSQL); the answers are read before the next member, so an error
-                    // is this member's.
-                    try connection.send("SAVEPOINT islet_write")
+                // Each member's first statement number: the member a failed statement belongs to.
+                var marks: [Int] = []
+                var index = 0
+                while true {
+                    while index < group.count {
+                        if index > 0 && ContinuousClock.now - started >= budget { break }
+                        let job = group[index]
+                        marks.removeSubrange(index...)
+                        marks.append(connection.statementsIssued)
+                        do {
+                            try connection.send("SAVEPOINT islet_write")
+                            try job.body(connection)
+                            try connection.send("RELEASE islet_write")
+                            index += 1
+                        } catch {
+                            index = try rollBack(group, marks: marks, running: index, error, connection) + 1
+                        }
+                    }
+                    // The last members' writes are answered here, before the commit.
                     do {
-                        try job.body(connection)
-                        try connection.send("RELEASE islet_write")
                         try connection.flush()
+                        break
                     } catch {
-                        job.error = error
-                        try connection.execute("ROLLBACK TO islet_write; RELEASE islet_write")
+                        index = try rollBack(group, marks: marks, running: index - 1, error, connection) + 1
                     }
                 }
+                ran = index
             }
         } catch {
             // The transaction failed: every member that ran fails with it; if none ran (it could not begin), the
@@ -121,5 +138,20 @@ public final class GroupCommit: @unchecked Sendable {
             for job in group[..<ran] where job.error == nil { job.error = error }
         }
         return ran
+    }
+
+    /// After `error` while member `running` ran (or while the writes up to it were answered): fails the member
+    /// whose statement failed first, rolled back to its savepoint (the one open: the statements after the
+    /// failed one were skipped), and clears what the members after it were told. Returns that member's index.
+    private static func rollBack(_ group: [Job], marks: [Int], running: Int, _ error: any Error, _ connection: any SQLConnection) throws -> Int {
+        var failed = running, cause = error
+        if let first = connection.firstFailure(), let owner = marks.lastIndex(where: { $0 <= first.statement }) {
+            failed = owner
+            cause = first.error
+        }
+        for job in group[failed...] { job.error = nil }
+        group[failed].error = cause
+        try connection.execute("ROLLBACK TO islet_write; RELEASE islet_write")
+        return failed
     }
 }

@@ -119,12 +119,21 @@ public protocol SQLConnection: AnyObject {
     /// BEGIN IMMEDIATE; PostgreSQL: an advisory lock held to the commit). Any error `body` throws rolls
     /// the transaction back and is rethrown as it is.
     func inTransaction<T>(_ body: () throws -> T) throws -> T
+    /// How many statements this connection has issued: a group commit numbers each member's statements by it.
+    var statementsIssued: Int { get }
+    /// After an error in a transaction: reads the answers of the statements sent ahead, then names the first
+    /// statement that failed since the transaction began or last rolled back (by its number among those issued),
+    /// with its error. Nil when none did, or when the engine runs each statement as it is issued (its error is
+    /// then thrown by that statement, to its caller).
+    func firstFailure() -> (statement: Int, error: StoreError)?
 }
 
 extension SQLConnection {
     /// Engines that answer each statement at once run a sent write as `run` does.
     public func send(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) { try run(sql, parameters) }
     public func flush() throws(StoreError) {}
+    public var statementsIssued: Int { 0 }
+    public func firstFailure() -> (statement: Int, error: StoreError)? { nil }
 
     public func queries(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]] { try queriesOneByOne(statements) }
 

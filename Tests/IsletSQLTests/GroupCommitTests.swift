@@ -79,76 +79,37 @@ struct GroupCommitTests {
     @Test(arguments: Engine.allCases) func aSentWriteThatFailsFailsOnlyItsWriter(_ engine: Engine) throws {
         let db = try engine.open()
         let database = db.database
-        try database.withConnection { (c) throws(StoreError) in
-            try c.run("INSERT INTO applications (code, name, bundle_id, created_at) VALUES ('GROUP-00004', 'g', 'com.example.g', 0)")
-            try c.run("INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00004', 'taken', 'AND', '[]', 0)")
+        try Self.application("GROUP-00004", withAFilterNamed: "taken", in: database)
+        let (outcomes, transactions) = Self.oneGroup(database, writers: 40) { n, c in
+            let insert = "INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00004', ?, 'AND', '[]', 0)"
+            try c.send(insert, [.text("f\(n)")])
+            if n % 5 == 0 { try c.send(insert, [.text("taken")]) }
+            try c.send("UPDATE applications SET name = ? WHERE code = 'GROUP-00004'", [.text("g\(n)")])
         }
-        let commit = GroupCommit(budget: .seconds(600))
-        let release = DispatchSemaphore(value: 0), leading = Atomic<Bool>(false), finished = Atomic<Int>(0)
-        let outcomes = Mutex<[Int: StoreError.Code?]>([:])
-        let transactions = Atomic<Int>(0)
-        func write(_ n: Int) {
-            Thread {
-                var outcome: StoreError.Code?
-                do {
-                    try commit.write(bulk: false, { c in
-                        if n == 0 {
-                            leading.store(true, ordering: .relaxed)
-                            release.wait()
-                        }
-                        let insert = "INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00004', ?, 'AND', '[]', 0)"
-                        try c.send(insert, [.text("f\(n)")])
-                        if n % 5 == 0 { try c.send(insert, [.text("taken")]) }
-                        try c.send("UPDATE applications SET name = ? WHERE code = 'GROUP-00004'", [.text("g\(n)")])
-                    }, transaction: { group in
-                        transactions.add(1, ordering: .relaxed)
-                        try database.inWriteTransaction { c in try group(c) }
-                    })
-                } catch let error as StoreError {
-                    outcome = error.code
-                } catch {
-                    outcome = .io
-                }
-                outcomes.withLock { $0[n] = outcome }
-                finished.add(1, ordering: .relaxed)
-            }.start()
-        }
-        write(0)
-        waitUntil(seconds: 30) { leading.load(ordering: .relaxed) }
-        for n in 1..<40 {
-            write(n)
-            waitUntil(seconds: 30) { commit.waiting == n }
-        }
-        #expect(commit.waiting == 39)
-        release.signal()
-        waitUntil(seconds: 60) { finished.load(ordering: .relaxed) == 40 }
         let stored = try database.withConnection { (c) throws(StoreError) in
             Set(try c.query("SELECT name FROM filters").compactMap { $0["name"].text })
         }
-        let results = outcomes.withLock { $0 }
-        #expect(transactions.load(ordering: .relaxed) == 2, "the leader alone, then the 39 in one group")
+        #expect(transactions == 2, "the leader alone, then the 39 in one group")
         #expect(stored == Set((0..<40).filter { $0 % 5 != 0 }.map { "f\($0)" } + ["taken"]))
-        #expect(results.filter { $0.value == StoreError.Code.conflict }.keys.sorted() == Array(stride(from: 0, to: 40, by: 5)))
-        #expect(results.filter { $0.value == nil }.count == 32)
+        #expect(outcomes.filter { $0.value == StoreError.Code.conflict.rawValue }.keys.sorted() == Array(stride(from: 0, to: 40, by: 5)))
+        #expect(outcomes.filter { $0.value == "ok" }.count == 32)
     }
 
-    /// A member's writes go out with the next member's first query (one round trip a member on PostgreSQL), so
-    /// their error surfaces in that member's body: it is still the writer's whose statement failed. Writers
-    /// alternate: one sends an insert (every third a taken name), the next reads, then sends; one refuses in Swift
-    /// before any statement, right after a failing writer. Only the failing writers and the refusing one fail,
-    /// each with its own error, and every other write commits in the one group.
-    @Test(arguments: Engine.allCases) func aSentWriteThatFailsInTheNextWritersRoundTripFailsOnlyItsWriter(_ engine: Engine) throws {
-        let db = try engine.open()
-        let database = db.database
+    static func application(_ code: String, withAFilterNamed filter: String, in database: any SQLDatabase) throws {
         try database.withConnection { (c) throws(StoreError) in
-            try c.run("INSERT INTO applications (code, name, bundle_id, created_at) VALUES ('GROUP-00005', 'g', 'com.example.g', 0)")
-            try c.run("INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00005', 'taken', 'AND', '[]', 0)")
+            try c.run("INSERT INTO applications (code, name, bundle_id, created_at) VALUES (?, 'g', 'com.example.g', 0)", [.text(code)])
+            try c.run("INSERT INTO filters (application, name, operator, conditions, created_at) VALUES (?, ?, 'AND', '[]', 0)", [.text(code), .text(filter)])
         }
+    }
+
+    /// Runs `count` writers of `body` through one `GroupCommit` on `database`: writer 0 leads a group of its own and
+    /// holds it until all the others wait, so writers 1..<count run as one group. Each writer's outcome ("ok", its
+    /// `StoreError`'s code, or "refused n"), and how many transactions ran.
+    static func oneGroup(_ database: any SQLDatabase, writers count: Int,
+                         _ body: @escaping @Sendable (Int, any SQLConnection) throws -> Void) -> (outcomes: [Int: String], transactions: Int) {
         let commit = GroupCommit(budget: .seconds(600))
         let release = DispatchSemaphore(value: 0), leading = Atomic<Bool>(false), finished = Atomic<Int>(0)
-        let outcomes = Mutex<[Int: String]>([:]), seen = Mutex<[Int: Int64]>([:])
-        let transactions = Atomic<Int>(0)
-        let insert = "INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00005', ?, 'AND', '[]', 0)"
+        let outcomes = Mutex<[Int: String]>([:]), transactions = Atomic<Int>(0)
         func write(_ n: Int) {
             Thread {
                 var outcome = "ok"
@@ -158,14 +119,7 @@ struct GroupCommitTests {
                             leading.store(true, ordering: .relaxed)
                             release.wait()
                         }
-                        if n == 8 { throw Refused(n: n) }   // right after writer 7, which fails
-                        if n % 2 == 1 {
-                            try c.send(insert, [.text(n % 3 == 1 ? "taken" : "f\(n)")])
-                        } else {
-                            let count = try c.query("SELECT COUNT(*) AS count FROM filters WHERE application = 'GROUP-00005'")[0]["count"].int ?? -1
-                            seen.withLock { $0[n] = count }
-                            try c.send(insert, [.text("f\(n)")])
-                        }
+                        try body(n, c)
                     }, transaction: { group in
                         transactions.add(1, ordering: .relaxed)
                         try database.inWriteTransaction { c in try group(c) }
@@ -183,25 +137,48 @@ struct GroupCommitTests {
         }
         write(0)
         #expect(waitUntil(seconds: 30) { leading.load(ordering: .relaxed) })
-        for n in 1..<24 {
+        for n in 1..<count {
             write(n)
             #expect(waitUntil(seconds: 30) { commit.waiting == n })
         }
         release.signal()
-        #expect(waitUntil(seconds: 60) { finished.load(ordering: .relaxed) == 24 })
+        #expect(waitUntil(seconds: 60) { finished.load(ordering: .relaxed) == count })
+        return (outcomes.withLock { $0 }, transactions.load(ordering: .relaxed))
+    }
+
+    /// A member's writes go out with the next member's first query (one round trip a member on PostgreSQL), so
+    /// their error surfaces in that member's body: it is still the writer's whose statement failed. Writers
+    /// alternate: one sends an insert (every third a taken name), the next reads, then sends; one refuses in Swift
+    /// before any statement, right after a failing writer. Only the failing writers and the refusing one fail,
+    /// each with its own error, and every other write commits in the one group.
+    @Test(arguments: Engine.allCases) func aSentWriteThatFailsInTheNextWritersRoundTripFailsOnlyItsWriter(_ engine: Engine) throws {
+        let db = try engine.open()
+        let database = db.database
+        try Self.application("GROUP-00005", withAFilterNamed: "taken", in: database)
+        let seen = Mutex<[Int: Int64]>([:])
+        let (outcomes, transactions) = Self.oneGroup(database, writers: 24) { n, c in
+            let insert = "INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00005', ?, 'AND', '[]', 0)"
+            if n == 8 { throw Refused(n: n) }   // right after writer 7, which fails
+            if n % 2 == 1 {
+                try c.send(insert, [.text(n % 3 == 1 ? "taken" : "f\(n)")])
+            } else {
+                let count = try c.query("SELECT COUNT(*) AS count FROM filters WHERE application = 'GROUP-00005'")[0]["count"].int ?? -1
+                seen.withLock { $0[n] = count }
+                try c.send(insert, [.text("f\(n)")])
+            }
+        }
         let failing = (0..<24).filter { $0 % 2 == 1 && $0 % 3 == 1 }   // 1, 7, 13, 19
         var expected = Dictionary(uniqueKeysWithValues: (0..<24).map { ($0, "ok") })
         for n in failing { expected[n] = StoreError.Code.conflict.rawValue }
         expected[8] = "refused 8"
-        #expect(outcomes.withLock { $0 } == expected)
-        #expect(transactions.load(ordering: .relaxed) == 2, "the leader alone, then the 23 in one group")
+        #expect(outcomes == expected)
+        #expect(transactions == 2, "the leader alone, then the 23 in one group")
         let stored = try database.withConnection { (c) throws(StoreError) in
             Set(try c.query("SELECT name FROM filters WHERE application = 'GROUP-00005'").compactMap { $0["name"].text })
         }
         #expect(stored == Set((0..<24).filter { !failing.contains($0) && $0 != 8 }.map { "f\($0)" } + ["taken"]))
         // Each reader saw the writes of the members before it that committed: none of a failed one.
-        let readers = seen.withLock { $0 }
-        for (n, count) in readers where n > 0 {
+        for (n, count) in seen.withLock({ $0 }) where n > 0 {
             let before = (0..<n).filter { !failing.contains($0) && $0 != 8 }.count
             #expect(count == Int64(before + 1), "writer \(n) read \(count)")
         }

@@ -98,9 +98,11 @@ public final class GroupCommit: @unchecked Sendable {
             do { try transaction { connection in try only.body(connection) } } catch { only.error = error }
             return 1
         }
-        var ran = 0
+        // Members whose bodies began (all fail if the transaction does), and members done when it commits.
+        var begun = 0, ran = 0
         do {
             try transaction { connection in
+                begun = 0
                 ran = 0
                 let started = ContinuousClock.now
                 // Each member's first statement number: the member a failed statement belongs to.
@@ -112,6 +114,7 @@ public final class GroupCommit: @unchecked Sendable {
                         let job = group[index]
                         marks.removeSubrange(index...)
                         marks.append(connection.statementsIssued)
+                        begun = max(begun, index + 1)
                         do {
                             try connection.send("SAVEPOINT islet_write")
                             try job.body(connection)
@@ -134,7 +137,7 @@ public final class GroupCommit: @unchecked Sendable {
         } catch {
             // The transaction failed: every member that ran fails with it; if none ran (it could not begin), the
             // whole group fails at once, as before budgets, rather than each waiting writer trying in turn.
-            if ran == 0 { ran = group.count }
+            ran = begun == 0 ? group.count : begun
             for job in group[..<ran] where job.error == nil { job.error = error }
         }
         return ran

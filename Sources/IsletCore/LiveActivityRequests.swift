@@ -397,7 +397,9 @@ public enum MessageCode {
     /// The stamp of a code made at `date`: its nanoseconds since 1970, or one more than the last stamp given
     /// out when that is not less (several codes in one nanosecond, or the clock set back).
     static func nextStamp(at date: Date) -> UInt64 {
-        let now = UInt64(max(0, date.timeIntervalSince1970 * 1e9))
+        let nanoseconds = date.timeIntervalSince1970 * 1e9
+        // Clamped: a date past 2554 (or infinite) does not fit, and would trap.
+        let now = !(nanoseconds > 0) ? 0 : nanoseconds < 1.8e19 ? UInt64(nanoseconds) : UInt64.max / 2
         var last = lastStamp.load(ordering: .relaxed)
         while true {
             let stamp = max(now, last &+ 1)

@@ -150,7 +150,8 @@ public final class GroupCommit: @unchecked Sendable {
         var failed = running, cause = error
         if let first = connection.firstFailure(), let owner = marks.lastIndex(where: { $0 <= first.statement }) {
             failed = owner
-            cause = first.error
+            // The running member keeps the error its body threw (it may have said what the failure means to it).
+            if owner < running { cause = first.error }
         }
         for job in group[failed...] { job.error = nil }
         group[failed].error = cause

@@ -149,8 +149,8 @@ struct GroupCommitTests {
     /// A member's writes go out with the next member's first query (one round trip a member on PostgreSQL), so
     /// their error surfaces in that member's body: it is still the writer's whose statement failed. Writers
     /// alternate: one sends an insert (every third a taken name), the next reads, then sends; one refuses in Swift
-    /// before any statement, right after a failing writer. Only the failing writers and the refusing one fail,
-    /// each with its own error, and every other write commits in the one group.
+    /// before any statement, right after a failing writer; one meets a conflict of its own and refuses. Only the
+    /// failing writers and the refusing ones fail, each with its own error, and every other write commits.
     @Test(arguments: Engine.allCases) func aSentWriteThatFailsInTheNextWritersRoundTripFailsOnlyItsWriter(_ engine: Engine) throws {
         let db = try engine.open()
         let database = db.database
@@ -159,6 +159,10 @@ struct GroupCommitTests {
         let (outcomes, transactions) = Self.oneGroup(database, writers: 24) { n, c in
             let insert = "INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00005', ?, 'AND', '[]', 0)"
             if n == 8 { throw Refused(n: n) }   // right after writer 7, which fails
+            if n == 20 {
+                // Its own statement fails and it says what that means: the group keeps its word, not the database's.
+                do { try c.run(insert, [.text("taken")]) } catch { throw Refused(n: n) }
+            }
             if n % 2 == 1 {
                 try c.send(insert, [.text(n % 3 == 1 ? "taken" : "f\(n)")])
             } else {
@@ -171,15 +175,17 @@ struct GroupCommitTests {
         var expected = Dictionary(uniqueKeysWithValues: (0..<24).map { ($0, "ok") })
         for n in failing { expected[n] = StoreError.Code.conflict.rawValue }
         expected[8] = "refused 8"
+        expected[20] = "refused 20"
         #expect(outcomes == expected)
         #expect(transactions == 2, "the leader alone, then the 23 in one group")
         let stored = try database.withConnection { (c) throws(StoreError) in
             Set(try c.query("SELECT name FROM filters WHERE application = 'GROUP-00005'").compactMap { $0["name"].text })
         }
-        #expect(stored == Set((0..<24).filter { !failing.contains($0) && $0 != 8 }.map { "f\($0)" } + ["taken"]))
+        let refusing: Set = [8, 20]
+        #expect(stored == Set((0..<24).filter { !failing.contains($0) && !refusing.contains($0) }.map { "f\($0)" } + ["taken"]))
         // Each reader saw the writes of the members before it that committed: none of a failed one.
         for (n, count) in seen.withLock({ $0 }) where n > 0 {
-            let before = (0..<n).filter { !failing.contains($0) && $0 != 8 }.count
+            let before = (0..<n).filter { !failing.contains($0) && !refusing.contains($0) }.count
             #expect(count == Int64(before + 1), "writer \(n) read \(count)")
         }
     }

@@ -138,9 +138,15 @@ struct CrashResumeTests {
             if message.step == 0 || latest[message.activity]?.code == message.code {
                 // The latest answered update may have been superseded by one the server accepted but had no time
                 // to answer before the kill: then that newer one reached the device.
+                // That newer one was never answered, so the wait above did not cover it: it may still wait for its
+                // turn (A9 paces an update a second after the one before), so its delivery is waited for here.
                 var code = message.code
-                while let newer = details(code)?["superseded_by"]?.stringValue { code = newer }
-                let final = details(code)
+                func lastOfChain() -> JSONObject? {
+                    while let newer = details(code)?["superseded_by"]?.stringValue { code = newer }
+                    return details(code)
+                }
+                _ = eventually(30) { lastOfChain()?["counts"]?.objectValue?["sent"] == .int(1) }
+                let final = lastOfChain()
                 #expect(final?["counts"]?.objectValue?["sent"] == .int(1),
                         "BURST_\(message.activity) step \(message.step) (\(message.code)), or what superseded it (\(code)), was delivered: \(final.map { JSONValue.object($0).jsonText } ?? "missing")")
             } else {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import IsletCore
+import IsletTestPeers
 
 /// The notification rules as pure functions: no server, no sockets.
 @Suite("Live Activity requests: priority, dry run, unknown fields, start payload")
@@ -18,20 +19,8 @@ struct LiveActivityRequestTests {
         if let warning { #expect(warning.hasPrefix("notifications[0].apns_priority: ") && warning.hasSuffix("(S6)")) }
     }
 
-    /// SplitMix64: a seeded generator, so the draws are the same on every run.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test func messageCodesKeepTheirShapeAndTheirRandomPartUsesEveryCharacterEvenly() {
-        var generator = SplitMix(state: 42)
+        var generator = SeededRandom(seed: 42)
         var counts: [Character: Int] = [:]
         var codes = Set<String>()
         for n in 0..<2_000 {
@@ -50,12 +39,12 @@ struct LiveActivityRequestTests {
     @Test(arguments: [(UInt64(0), "00000-00000000"), (35, "00000-0000000Z"), (36, "00000-00000010"),
                       (1_796_270_400_123_456_789, "0DNAS-PPV65EZ9"), (UInt64.max, "3W5E1-1264SGSF")])
     func aCodesStampIsThirteenBase36DigitsInByteOrder(stamp: UInt64, expected: String) {
-        var generator = SplitMix(state: 7)
+        var generator = SeededRandom(seed: 7)
         #expect(MessageCode.code(stamp: stamp, using: &generator).prefix(14) == expected)
     }
 
     @Test func codesMadeLaterSortLaterEvenInOneNanosecondOrWithTheClockSetBack() {
-        var generator = SplitMix(state: 1)
+        var generator = SeededRandom(seed: 1)
         // Far ahead of the real clock, which other tests' codes follow meanwhile (the last stamp is the process's).
         let now = Date(timeIntervalSince1970: 13_569_465_600)   // 2400-01-01
         // The same instant twice, a later one, then the clock set back a minute.

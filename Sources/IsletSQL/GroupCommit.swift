@@ -6,7 +6,8 @@ import IsletStore
 /// (SQLite FULL, PostgreSQL's defaults), so a sync per request would cap writes at the disk's sync rate;
 /// shared, the cost is paid once per group. Each request still sees its own outcome: an error rolls back
 /// its savepoint only, and the others commit. No thread of its own: the first writer to find no group
-/// committing leads the next one, running the others' bodies on its connection while they wait.
+/// committing leads the next one, running the others' bodies on its connection while they wait, and hands the
+/// lead to the oldest writer waiting when its group is done.
 ///
 /// Bulk writes (a fan-out page's thousand records) run after the others of their group, and a group stops
 /// taking members once its bodies have run for `budget`: the rest lead the next group. So a small write (an
@@ -19,13 +20,21 @@ public final class GroupCommit: @unchecked Sendable {
         let bulk: Bool
         var error: (any Error)?
         var done = false
+        /// Its thread leads the next group (set by the leader that hands over, or by the first writer).
+        var leads = false
+        /// Signalled once: when the job is done, or when its thread is to lead.
+        let wake = DispatchSemaphore(value: 0)
         init(bulk: Bool = false, _ body: @escaping (any SQLConnection) throws -> Void) {
             self.bulk = bulk
             self.body = body
         }
     }
 
-    private let condition = NSCondition()
+    /// Guards `pending`, `leading` and `leader`. Each waiting writer sleeps on its own job's semaphore, so a finished
+    /// group wakes its members and the next leader only, and the next leader first: with a broadcast, every waiting
+    /// writer woke at each commit to find it was not done, and the next group began once the scheduler got round to
+    /// the thread that would lead it.
+    private let lock = NSLock()
     private var pending: [Job] = []
     private var leading = false
     /// The thread running the current group: a write it started would wait for itself.
@@ -39,9 +48,7 @@ public final class GroupCommit: @unchecked Sendable {
 
     /// Writes waiting for a group (for tests).
     public var waiting: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return pending.count
+        lock.withLock { pending.count }
     }
 
     /// Runs `body` in a write transaction shared with the writes waiting now; returns once it is committed
@@ -53,35 +60,59 @@ public final class GroupCommit: @unchecked Sendable {
         // `body` is only run before this call returns: the waiting below guarantees it.
         try withoutActuallyEscaping(body) { body in
             let job = Job(bulk: bulk) { connection in result = try body(connection) }
-            condition.lock()
+            lock.lock()
             precondition(!(leading && leader.map { pthread_equal($0, pthread_self()) != 0 } == true),
                          "a write inside a write would wait for itself")
             pending.append(job)
-            while !job.done {
-                if leading {
-                    condition.wait()
-                    continue
-                }
+            if leading {
+                lock.unlock()
+                job.wake.wait()
+                lock.lock()
+            } else {
                 leading = true
-                leader = pthread_self()
-                // Small writes first, each kind in arrival order.
-                let group = pending.filter { !$0.bulk } + pending.filter(\.bulk)
-                pending = []
-                condition.unlock()
-                let ran = Self.run(group, budget: budget, transaction)
-                condition.lock()
-                for member in group[..<ran] { member.done = true }
-                // Members the budget left out lead the next group, ahead of writes that came since.
-                pending = Array(group[ran...]) + pending
-                leading = false
-                leader = nil
-                condition.broadcast()
+                job.leads = true
             }
-            condition.unlock()
+            while !job.done {
+                precondition(job.leads, "a writer woke neither done nor leading")
+                // Members that ran: woken once the group's jobs are let go (a job must not outlive its write).
+                var wakes = leadOneGroup(for: job, transaction)
+                if job.done {
+                    job.leads = false
+                    if let next = pending.first {
+                        next.leads = true
+                        wakes.insert(next.wake, at: 0)   // the next leader first
+                    } else {
+                        leading = false
+                    }
+                }
+                // Otherwise the budget left this writer's own job out: it leads the next group too.
+                lock.unlock()
+                for wake in wakes { wake.signal() }
+                lock.lock()
+            }
+            lock.unlock()
             if let error = job.error { throw error }
         }
         guard let result else { throw StoreError(.io, "a grouped write finished without a result") }
         return result
+    }
+
+    /// Runs the writes pending now as one group, from the calling thread (the leader; `lock` held on entry and on
+    /// return, not while the group runs). Marks the members that ran done, puts the ones the budget left out back
+    /// first in line, and returns the semaphores of those that ran, but for the leader's `own`.
+    private func leadOneGroup(for own: Job, _ transaction: ((any SQLConnection) throws -> Void) throws -> Void) -> [DispatchSemaphore] {
+        leader = pthread_self()
+        defer { leader = nil }
+        // Small writes first, each kind in arrival order.
+        let group = pending.filter { !$0.bulk } + pending.filter(\.bulk)
+        pending = []
+        lock.unlock()
+        let ran = Self.run(group, budget: budget, transaction)
+        lock.lock()
+        for member in group[..<ran] { member.done = true }
+        // Members the budget left out lead the next group, ahead of writes that came since.
+        pending = Array(group[ran...]) + pending
+        return group[..<ran].filter { $0 !== own }.map(\.wake)
     }
 
     /// One transaction for the first members of the group, a savepoint each, until their bodies have run for

@@ -239,6 +239,21 @@ struct ClusterStoreTests {
         #expect(try f.claim(Self.lease("survivor"))?.code == "K1")
     }
 
+    /// PostgreSQL: work accepted on any node wakes a listening node at once (LISTEN/NOTIFY), so an idle node need not
+    /// poll often; a dry run, which accepts nothing, wakes none.
+    @Test func acceptedWorkWakesAListeningNode() throws {
+        let f = try Fixture(.postgresql)
+        let session = try #require(try f.live("listener"))
+        while session.waitForWork(timeout: .milliseconds(200)) {}   // nothing owed from the set-up
+        try f.db.messages.acceptStarts([NewMessage(code: "N0", event: .start, activityID: "ORDER_N0", target: .devices(["h1"]),
+                                                   attributesType: "OrderAttributes", name: nil, contentState: [:],
+                                                   payload: Array(#"{"aps":{}}"#.utf8), fallbackPayload: nil, priority: 10, dueAt: now)],
+                                       in: shop, at: now, validateOnly: true)
+        #expect(!session.waitForWork(timeout: .milliseconds(500)), "a dry run notifies no node")
+        try f.start("N1", "ORDER_N1")
+        #expect(session.waitForWork(timeout: .seconds(10)), "the start's commit notifies the listening node")
+    }
+
     /// PostgreSQL: nodes claiming at once each skip what the others are claiming: every job is claimed once.
     @Test func concurrentClaimsOfSeveralNodesNeverShareAJob() throws {
         let f = try Fixture(.postgresql)

@@ -194,7 +194,13 @@ struct ClusterTests {
         // Repeats only of what the killed node had sent: a device sent twice was first sent by node-1.
         let repeated = Dictionary(grouping: sent.filter { $0.round == 1 }, by: \.token).filter { $0.value.count > 1 }
         #expect(repeated.values.allSatisfy { $0.first?.node == "node-1" }, "only the killed node's last batches were sent again")
-        // Each order's device saw its steps in order (a repeat of the same step is allowed), ending with the last.
+        // Each order's start reached its phone's push-to-start token (a second copy is the same request), and its
+        // device saw its steps in order (a repeat of the same step is allowed), ending with the last.
+        for n in 0..<10 {
+            let starts = sent.filter { $0.token == String(format: "%080x", 800_000 + n) }
+            #expect(!starts.isEmpty && Set(starts.map(\.apnsID)).count == 1 && Set(starts.map(\.payload)).count == 1,
+                    "ORDER_\(n)'s start reached its phone, once or as the same request again: \(starts.count)")
+        }
         for n in 0..<10 {
             let steps = sent.filter { $0.token == String(format: "%064x", 700_000 + n) }.compactMap(\.step)
             #expect(steps == steps.sorted() && steps.last == 3, "ORDER_\(n) updates in order, the latest delivered: \(steps)")

@@ -81,6 +81,21 @@ struct IndependentPeerTests {
         #expect(try peer.requests(atLeast: 3).count == 3, "push 2 reached the peer once")
     }
 
+    /// A throttled answer's `retry-after` header (seconds) reaches the delivery's decision; one APNs sends without it
+    /// leaves the backoff to Islet.
+    @Test func aRetryAfterHeaderIsReadOffTheWire() throws {
+        let peer = try PythonH2Peer(certificate: files.certificate, key: files.key)
+        let client = try client(peer)
+        defer { client.shutdown() }
+        try peer.command("status 429 TooManyRequests")
+        let plain = try #require(client.send([push(1)]).first)
+        #expect(plain.status == 429 && plain.reason == "TooManyRequests" && plain.retryAfter == nil, "\(plain)")
+        try peer.command("retry-after 120")
+        let throttled = try #require(client.send([push(2)]).first)
+        #expect(throttled.status == 429 && throttled.retryAfter == .seconds(120), "\(throttled)")
+        #expect(try peer.requests(atLeast: 2).count == 2, "each push reached the peer once: a 429 is left to the delivery's retry")
+    }
+
     /// Shutdown answers what is in flight and stops within its deadline, even with APNs stalled.
     @Test func shutdownIsBoundedWithPushesInFlight() throws {
         let peer = try PythonH2Peer(certificate: files.certificate, key: files.key)

@@ -9,13 +9,14 @@ line per request it reads. Commands arrive on stdin, one per line:
   blackhole              stop reading and answering on the connections open now (they stay open)
   idle-close SECONDS     close a connection (TCP FIN, no GOAWAY) once it was idle this long
   channel-id ID          answer every later request with the header apns-channel-id: ID
+  retry-after VALUE      answer every later request with the header retry-after: VALUE
 Each request line carries its method, path, apns-expiration, apns-channel-id, content-type and body.
 """
 import json, socket, ssl, sys, threading, time
 import h2.config, h2.connection, h2.events
 
 lock = threading.Lock()
-settings = {"status": 200, "reason": None, "latency": 0.0, "drop_next": False, "idle_close": None, "channel_id": None}
+settings = {"status": 200, "reason": None, "latency": 0.0, "drop_next": False, "idle_close": None, "channel_id": None, "retry_after": None}
 connections = []   # (socket, blackholed flag holder)
 counter = [0]
 
@@ -75,6 +76,7 @@ def serve(raw, number):
                     settings["drop_next"] = False
                     status, reason, latency = settings["status"], settings["reason"], settings["latency"]
                     channel_id = settings["channel_id"]
+                    retry_after = settings["retry_after"]
                 if drop:
                     say(event="dropped", connection=number, apns_id=apns_id)
                     raw.close()
@@ -85,6 +87,8 @@ def serve(raw, number):
                 answer = [(":status", str(status)), ("apns-id", apns_id)]
                 if channel_id:
                     answer.append(("apns-channel-id", channel_id))
+                if retry_after:
+                    answer.append(("retry-after", retry_after))
                 if body:
                     answer.append(("content-length", str(len(body))))
                 conn.send_headers(event.stream_id, answer, end_stream=not body)
@@ -116,6 +120,8 @@ def commands():
                 settings["idle_close"] = float(words[1])
             elif words[0] == "channel-id":
                 settings["channel_id"] = words[1]
+            elif words[0] == "retry-after":
+                settings["retry_after"] = words[1]
         say(event="ok", command=words[0])
 
 

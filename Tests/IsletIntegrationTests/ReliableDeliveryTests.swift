@@ -71,6 +71,34 @@ struct ReliableDeliveryTests {
         #expect(after.pending.isEmpty && after.failed == 0)
     }
 
+    /// Retries are rows, not timers: a retry owed when the server stops is made by the next run, when due, as the
+    /// same request.
+    @Test func aRetryOwedAtShutdownIsMadeAfterTheRestart() throws {
+        let transport = RecordingTransport { push, _ in
+            push.deviceToken == Self.firstUpdate ? PushOutcome(status: 503, reason: "ServiceUnavailable") : .delivered
+        }
+        let world = try LiveActivityWorld(transport: transport)
+        _ = try world.waitUntilSent([try started(world, devices: ["first_third"])])
+        try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
+        let update = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification())]]))[0]
+        #expect(try eventually { try details(world, update)?.pending[.retrying] == 1 })
+        let refused = try #require(world.pushes(to: Self.firstUpdate).first)
+        world.running.stop()
+
+        let second = RecordingTransport()
+        let restarted = try world.restarted(transport: second)
+        let application = try #require(ApplicationCode(world.code))
+        let retried = { second.pushes.first { $0.deviceToken == Self.firstUpdate } }
+        #expect(eventually {
+            if retried() != nil { return true }
+            world.clock.advance(10)   // past the retry's next attempt (seconds away, at most a minute)
+            restarted.server.delivery?.kick()
+            return false
+        }, "the restarted server made the retry")
+        #expect(retried()?.apnsID == refused.apnsID && retried()?.payload == refused.payload, "the same request as before the restart")
+        #expect(try eventually { try restarted.server.messages.messageDetails(code: update, in: application)?.sent == 1 })
+    }
+
     @Test func aStartWhoseAnswerWasLostWaitsForTheDeviceInsteadOfMakingASecondCard() throws {
         // Both start pushes reach "APNs" but the answers are lost; first_third's app then reports its token.
         let transport = RecordingTransport { push, _ in

@@ -288,9 +288,11 @@ struct ClusterStoreTests {
         let old = now.addingTimeInterval(-3600)
         _ = try f.cluster.providerToken(named: "TEAM.KEY", issuedAfter: old.addingTimeInterval(-1), at: old, sign: sign)
         let tokens = Mutex<[String]>([])
-        let threads = (0..<3).map { _ in
+        // A handle each, as three processes have: their writes do not share one group commit.
+        let handles = try (0..<3).map { _ in try f.db.reopen() }
+        let threads = handles.map { handle in
             Thread {
-                let store = SQLClusterStore(database: f.db.database)
+                let store = SQLClusterStore(database: handle)
                 if let token = try? store.providerToken(named: "TEAM.KEY", issuedAfter: now.addingTimeInterval(-50 * 60), at: now, sign: sign) {
                     tokens.withLock { $0.append(token.token) }
                 }

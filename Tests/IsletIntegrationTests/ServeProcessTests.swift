@@ -177,9 +177,19 @@ struct ServeProcessTests {
         let status = try runProgram(try builtExecutable("islet"), ["cluster", "status", "--database", database])
         #expect(status.output.split(separator: "\n").contains { $0.hasPrefix("sim-1 ") && $0.contains("running") }, "\(status.output)")
         #expect(status.output.split(separator: "\n").contains { $0.hasPrefix("apple-1 ") && $0.contains("running") })
-        kill(apple.process.processIdentifier, SIGTERM)
+        // A node killed with kill -9 shows as gone (its liveness lock went with its connection); one stopped, as stopped.
+        let states = { () -> [String: String] in
+            let json = try? runProgram(try builtExecutable("islet"), ["cluster", "status", "--json", "--database", database])
+            let nodes = json.flatMap { try? JSONParser.parse(Array($0.output.utf8)).objectValue?["nodes"]?.arrayValue } ?? []
+            return Dictionary(nodes.compactMap { node in node.objectValue.flatMap { object in
+                object["node"]?.stringValue.flatMap { name in object["state"]?.stringValue.map { (name, $0) } } } }, uniquingKeysWith: { $1 })
+        }
+        kill(apple.process.processIdentifier, SIGKILL)
+        _ = apple.waitForExit()
+        #expect(eventually { states()["apple-1"] == "gone" }, "\(states())")
         kill(first.process.processIdentifier, SIGTERM)
-        #expect(apple.waitForExit() == 0 && first.waitForExit() == 0)
+        #expect(first.waitForExit() == 0)
+        #expect(states() == ["sim-1": "stopped", "apple-1": "gone"])
     }
 
     /// Issue 13: two servers on one SQLite file would both send some pushes; the second refuses to start and

@@ -77,7 +77,6 @@ public final class GroupCommit: @unchecked Sendable {
                 // Members that ran: woken once the group's jobs are let go (a job must not outlive its write).
                 var wakes = leadOneGroup(for: job, transaction)
                 if job.done {
-                    job.leads = false
                     if let next = pending.first {
                         next.leads = true
                         wakes.insert(next.wake, at: 0)   // the next leader first

@@ -24,22 +24,9 @@ struct ReliableDeliveryTests {
         try world.expectOK(try world.server("getMessageDetails", ["message": .string(code)]))["message"]?.objectValue?["counts"]?.objectValue ?? [:]
     }
 
-    /// Sends a worker to look for work and waits until a look has found none: whatever was due has been taken by then.
-    func lookFindsNothing(_ world: LiveActivityWorld) throws -> Bool {
-        let delivery = try #require(world.running.server.delivery)
-        let looks = delivery.metrics.clusterSnapshot().emptyLooks
-        delivery.kick()
-        return eventually { delivery.metrics.clusterSnapshot().emptyLooks > looks }
-    }
-
     /// Moves the server's clock `step` seconds at a time until `condition` holds (or 10 s of real time pass).
     func advanceUntil(_ world: LiveActivityWorld, step: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
-        try eventually {
-            if try condition() { return true }
-            world.clock.advance(step)
-            world.running.server.delivery?.kick()
-            return false
-        }
+        try world.running.advanceUntil(world.clock, step: step, condition)
     }
 
     func started(_ world: LiveActivityWorld, id: String = "ORDER_1", devices: [JSONValue] = ["first_third", "second_device"]) throws -> String {
@@ -89,12 +76,8 @@ struct ReliableDeliveryTests {
         let restarted = try world.restarted(transport: second)
         let application = try #require(ApplicationCode(world.code))
         let retried = { second.pushes.first { $0.deviceToken == Self.firstUpdate } }
-        #expect(eventually {
-            if retried() != nil { return true }
-            world.clock.advance(10)   // past the retry's next attempt (seconds away, at most a minute)
-            restarted.server.delivery?.kick()
-            return false
-        }, "the restarted server made the retry")
+        // Past the retry's next attempt (seconds away, at most a minute).
+        #expect(restarted.advanceUntil(world.clock, step: 10) { retried() != nil }, "the restarted server made the retry")
         #expect(retried()?.apnsID == refused.apnsID && retried()?.payload == refused.payload, "the same request as before the restart")
         #expect(try eventually { try restarted.server.messages.messageDetails(code: update, in: application)?.sent == 1 })
     }
@@ -109,7 +92,7 @@ struct ReliableDeliveryTests {
         #expect(try eventually { try details(world, code)?.pending[.unconfirmed] == 2 })
         #expect(try apiCounts(world, code)["unconfirmed"] == 2)
         world.clock.advance(30)
-        #expect(try lookFindsNothing(world))
+        #expect(world.running.lookFindsNothing())
         #expect(world.pushes(to: Self.firstStart).count == 1 && world.pushes(to: Self.secondStart).count == 1, "not resent at once")
 
         try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)

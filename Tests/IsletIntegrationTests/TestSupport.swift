@@ -157,6 +157,25 @@ final class RunningServer {
     /// Stops without removing the database, to start another server on it.
     func stop() { server.shutdown() }
 
+    /// Moves `clock` `step` seconds at a time, sending the delivery workers to look each time, until `condition`
+    /// holds (or `seconds` of real time pass).
+    func advanceUntil(_ clock: TestClock, step: TimeInterval, seconds: TimeInterval = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+        try eventually(seconds) {
+            if try condition() { return true }
+            clock.advance(step)
+            server.delivery?.kick()
+            return false
+        }
+    }
+
+    /// Sends a worker to look for work and waits until a look has found none: whatever was due has been taken by then.
+    func lookFindsNothing() -> Bool {
+        guard let delivery = server.delivery else { return false }
+        let looks = delivery.metrics.clusterSnapshot().emptyLooks
+        delivery.kick()
+        return eventually { delivery.metrics.clusterSnapshot().emptyLooks > looks }
+    }
+
     deinit {
         server.shutdown()
         IntegrationEngine.remove(directory)

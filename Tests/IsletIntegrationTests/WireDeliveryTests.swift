@@ -76,13 +76,8 @@ struct WireDeliveryTests {
         let second = try wire.server()
         let details = { try second.server.messages.messageDetails(code: code, in: wire.application) }
         #expect(try details()?.pending[.unconfirmed] == 1, "the unanswered start waits for its phone: \(String(describing: try? details()))")
-        let resent = eventually(20) {
-            if (try? wire.peer.requests().count) ?? 0 >= 2 { return true }
-            wire.clock.advance(10)
-            second.server.delivery?.kick()
-            return false
-        }
-        #expect(resent, "sent once more after the wait for the phone's token")
+        #expect(try second.advanceUntil(wire.clock, step: 10, seconds: 20) { try wire.peer.requests().count >= 2 },
+                "sent once more after the wait for the phone's token")
         #expect(try eventually { try details()?.sent == 1 })
         let requests = try wire.peer.requests()
         #expect(requests.count == 2 && Set(requests.map(\.apnsID)).count == 1, "the same request, twice at most: \(requests.map(\.apnsID))")
@@ -98,21 +93,11 @@ struct WireDeliveryTests {
         let code = try wire.start(on: running)
         let details = { [wire] in try running.server.messages.messageDetails(code: code, in: wire.application) }
         // The outage: every attempt is answered 503; the server's clock moves 10 s at a time so retries fall due.
-        let retried = try eventually(20) {
-            clock.advance(10)
-            running.server.delivery?.kick()
-            return try peer.requests().count >= 4
-        }
-        #expect(retried, "retried during the outage")
+        #expect(try running.advanceUntil(clock, step: 10, seconds: 20) { try peer.requests().count >= 4 }, "retried during the outage")
         #expect(try details()?.sent == 0 && details()?.failed == 0, "nothing given up")
 
         try peer.command("status 200")
-        let delivered = try eventually(20) {
-            clock.advance(10)
-            running.server.delivery?.kick()
-            return try details()?.sent == 1
-        }
-        #expect(delivered, "delivered once APNs is back")
+        #expect(try running.advanceUntil(clock, step: 10, seconds: 20) { try details()?.sent == 1 }, "delivered once APNs is back")
         let requests = try peer.requests()
         #expect(Set(requests.map(\.apnsID)).count == 1, "every attempt is the same request (one apns-id)")
         #expect(requests.allSatisfy { $0.expiration != nil }, "with apns-expiration")

@@ -424,11 +424,18 @@ public struct LiveActivityMethods: Sendable {
                         "last_delivery": device.lastState.map { .string($0.rawValue) } ?? .null,
                         "caught_up": .bool(device.caughtUp),
                         "attempts": device.attempts.map { .int(Int64($0)) } ?? .null,
+                        "next_attempt_at": device.nextAttemptAt.map { .string($0.formatted(.iso8601)) } ?? .null,
                         "token_updated_at": device.tokenUpdatedAt.map { .string($0.formatted(.iso8601)) } ?? .null,
                         "flags": DeviceMethods.flags(device.health, now: call.receivedAt),
                     ]
                 }),
                 "device_count": .int(Int64(try messages.activityDeviceCount(activity: activity.id))),
+                // Phones whose start's answer was lost: not among `devices` until their app reports a token (S8).
+                "unconfirmed_starts": try {
+                    let unconfirmed = try messages.unconfirmedStarts(activity: activity.id)
+                    return ["count": .int(Int64(unconfirmed.count)),
+                            "next_attempt_at": unconfirmed.nextAttemptAt.map { .string($0.formatted(.iso8601)) } ?? .null]
+                }(),
                 "next_cursor": nextCursor,
             ]]
         }

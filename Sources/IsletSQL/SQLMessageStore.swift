@@ -1235,7 +1235,7 @@ public struct SQLMessageStore: MessageStore {
             // token or gateway last changed (a BadDeviceToken before that is no longer news).
             try c.query("""
                 SELECT d.id, d.hwid, d.sandbox, d.os_version, sm.channel_ids, ad.state, dl.status, dl.reason, dl.at, m.code, dl.state AS delivery_state, dl.catch_up,
-                       dl.attempts, a.state AS activity_state, a.activity_id,
+                       dl.attempts, dl.next_at, a.state AS activity_state, a.activity_id,
                        (SELECT t.updated_at FROM activity_tokens t WHERE t.device = ad.device AND t.activity_id = a.activity_id AND t.token IS NOT NULL) AS token_updated_at,
                        s.at AS start_accepted_at,
                        (SELECT MAX(h.at) FROM token_history h WHERE h.device = ad.device AND h.kind = 'push') AS push_token_changed_at,
@@ -1257,6 +1257,10 @@ public struct SQLMessageStore: MessageStore {
                                             lastState: row["delivery_state"].text.flatMap(DeliveryState.init(rawValue:)), caughtUp: row["catch_up"].bool)
                 device.id = row["id"].int ?? 0
                 device.attempts = row["attempts"].int.map { Int($0) }
+                // A retry's next attempt, or when an unconfirmed start is sent once more (`next_at` is kept only for those).
+                if device.lastState == .retrying || device.lastState == .unconfirmed {
+                    device.nextAttemptAt = row["next_at"].int.map { Self.date(milliseconds: $0) }
+                }
                 device.tokenUpdatedAt = row["token_updated_at"].date
                 let gateway: Gateway = row["sandbox"].bool ? .sandbox : .production
                 // A start that subscribed the device to a channel (X5) brings no update token to wait for.
@@ -1277,6 +1281,17 @@ public struct SQLMessageStore: MessageStore {
     public func activityDeviceCount(activity: Int64) throws(StoreError) -> Int {
         try database.withConnection { (c) throws(StoreError) -> Int in
             Int(try c.query("SELECT COUNT(*) AS count FROM activity_devices WHERE activity = ?", [.int(activity)])[0]["count"].int ?? 0)
+        }
+    }
+
+    public func unconfirmedStarts(activity: Int64) throws(StoreError) -> UnconfirmedStarts {
+        try database.withConnection { (c) throws(StoreError) -> UnconfirmedStarts in
+            // Through deliveries_owed: only the owed pushes of the session's start are read, not its whole fan-out.
+            let row = try c.query("""
+                SELECT COUNT(*) AS count, MIN(next_at) AS next_at FROM deliveries
+                WHERE message = (\(Self.currentStart(of: "?1"))) AND state IN ('retrying', 'unconfirmed') AND state = 'unconfirmed'
+                """, [.int(activity)])[0]
+            return UnconfirmedStarts(count: Int(row["count"].int ?? 0), nextAttemptAt: row["next_at"].int.map { Self.date(milliseconds: $0) })
         }
     }
 

@@ -516,6 +516,8 @@ public struct ActivityDevice: Sendable, Equatable {
     public var health = DeviceHealth.Facts(gateway: .production)
     /// Attempts of the last message's push to this device (retries included).
     public var attempts: Int?
+    /// When that push is tried next: a retry's next attempt, or an unconfirmed start's second copy (nil otherwise).
+    public var nextAttemptAt: Date?
     /// When the app last reported this activity's update token (nil: never, or it was dropped).
     public var tokenUpdatedAt: Date?
 
@@ -640,6 +642,20 @@ public protocol MessageStore: Sendable {
     func activityDevices(activity: Int64, after: Int64, limit: Int) throws(StoreError) -> [ActivityDevice]
     /// How many devices take part in the activity.
     func activityDeviceCount(activity: Int64) throws(StoreError) -> Int
+    /// The devices whose start of the activity's current session has an unknown fate (its answer was lost): not
+    /// taking part until the app reports its update token (S8), and when the first of them gets its second copy.
+    func unconfirmedStarts(activity: Int64) throws(StoreError) -> UnconfirmedStarts
+}
+
+/// Starts of an activity whose answer was lost (issue 10): how many, and the earliest second copy's time.
+public struct UnconfirmedStarts: Sendable, Equatable {
+    public let count: Int
+    public let nextAttemptAt: Date?
+
+    public init(count: Int, nextAttemptAt: Date?) {
+        self.count = count
+        self.nextAttemptAt = nextAttemptAt
+    }
 }
 
 /// When a device reports an update token for an activity, whether it must be sent the activity's

@@ -24,6 +24,19 @@ struct ReliableDeliveryTests {
         try world.expectOK(try world.server("getMessageDetails", ["message": .string(code)]))["message"]?.objectValue?["counts"]?.objectValue ?? [:]
     }
 
+    /// The device `hwid` as getLiveActivity lists it under ORDER_1 (asked of `running`, the world's server by default).
+    func listedDevice(_ world: LiveActivityWorld, _ hwid: String, on running: RunningServer? = nil) throws -> JSONObject? {
+        let answer = try call((running ?? world.running).port, "getLiveActivity",
+                              ["application": .string(world.code), "auth": .string(world.auth), "live_activity_id": "ORDER_1"])
+        let activity = try world.expectOK(answer)["live_activity"]?.objectValue
+        return activity?["devices"]?.arrayValue?.compactMap(\.objectValue).first { $0["hwid"] == .string(hwid) }
+    }
+
+    /// getMessageDetails' `next_attempt_at` of `code`.
+    func apiNextAttempt(_ world: LiveActivityWorld, _ code: String) throws -> JSONValue? {
+        try world.expectOK(try world.server("getMessageDetails", ["message": .string(code)]))["message"]?.objectValue?["next_attempt_at"]
+    }
+
     /// Moves the server's clock `step` seconds at a time until `condition` holds (or 10 s of real time pass).
     func advanceUntil(_ world: LiveActivityWorld, step: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
         try world.running.advanceUntil(world.clock, step: step, condition)
@@ -70,6 +83,11 @@ struct ReliableDeliveryTests {
         let update = try world.messageCodes(try world.server("updateLiveActivity", ["notifications": [.object(updateNotification())]]))[0]
         #expect(try eventually { try details(world, update)?.pending[.retrying] == 1 })
         let refused = try #require(world.pushes(to: Self.firstUpdate).first)
+        // getLiveActivity shows the device's push waiting, and when it is tried next (the message's next attempt).
+        let waiting = try listedDevice(world, "first_third")
+        #expect(waiting?["last_delivery"] == "retrying" && waiting?["last_message"] == .string(update) && waiting?["last_status"] == 503)
+        let nextAttempt = try apiNextAttempt(world, update)
+        #expect(waiting?["next_attempt_at"]?.stringValue != nil && waiting?["next_attempt_at"] == nextAttempt, "\(String(describing: waiting))")
         world.running.stop()
 
         let second = RecordingTransport()
@@ -80,6 +98,8 @@ struct ReliableDeliveryTests {
         #expect(restarted.advanceUntil(world.clock, step: 10) { retried() != nil }, "the restarted server made the retry")
         #expect(retried()?.apnsID == refused.apnsID && retried()?.payload == refused.payload, "the same request as before the restart")
         #expect(try eventually { try restarted.server.messages.messageDetails(code: update, in: application)?.sent == 1 })
+        let sent = try listedDevice(world, "first_third", on: restarted)
+        #expect(sent?["last_delivery"] == "sent" && sent?["next_attempt_at"] == .null && sent?["attempts"] == 2)
     }
 
     @Test func aStartWhoseAnswerWasLostWaitsForTheDeviceInsteadOfMakingASecondCard() throws {
@@ -91,12 +111,20 @@ struct ReliableDeliveryTests {
         let code = try started(world)
         #expect(try eventually { try details(world, code)?.pending[.unconfirmed] == 2 })
         #expect(try apiCounts(world, code)["unconfirmed"] == 2)
+        // getLiveActivity: not taking part yet (S8), but counted, with the time of the second copy.
+        let waiting = try world.expectOK(try world.server("getLiveActivity", ["live_activity_id": "ORDER_1"]))["live_activity"]?.objectValue
+        let secondCopyAt = try apiNextAttempt(world, code)
+        #expect(waiting?["devices"]?.arrayValue?.isEmpty == true)
+        #expect(secondCopyAt?.stringValue != nil && waiting?["unconfirmed_starts"] == ["count": 2, "next_attempt_at": secondCopyAt ?? .null])
         world.clock.advance(30)
         #expect(world.running.lookFindsNothing())
         #expect(world.pushes(to: Self.firstStart).count == 1 && world.pushes(to: Self.secondStart).count == 1, "not resent at once")
 
         try world.reportUpdateToken("first_third", activity: "ORDER_1", token: Self.firstUpdate)
         #expect(try details(world, code)?.sent == 1, "the token confirms the start")
+        let confirmed = try world.expectOK(try world.server("getLiveActivity", ["live_activity_id": "ORDER_1"]))["live_activity"]?.objectValue
+        #expect(confirmed?["unconfirmed_starts"]?.objectValue?["count"] == 1)
+        #expect(confirmed?["devices"]?.arrayValue?.map { $0.objectValue?["hwid"] } == ["first_third"], "the token made it take part")
 
         // Past the 60-second wait, second_device (no token) gets exactly one more copy, with the same apns-id.
         #expect(advanceUntil(world, step: 20) { world.pushes(to: Self.secondStart).count == 2 })

@@ -485,7 +485,8 @@ pages.activity = async (current) => {
         h("td", {}, h("code", {}, message.code)), h("td", {}, h("code", {}, JSON.stringify(message["content-state"] || {}))), details);
     });
     const deviceRows = (devices) => devices.map((device) => h("tr", {},
-      h("td", {}, link("devices" + query({ q: device.hwid }), device.hwid)), h("td", {}, badge(device.state)), h("td", {}, badge(device.last_delivery)),
+      h("td", {}, link("devices" + query({ q: device.hwid }), device.hwid)), h("td", {}, badge(device.state)), h("td", {}, badge(device.last_delivery),
+        device.next_attempt_at ? " next try " + when(device.next_attempt_at) : ""),
       h("td", {}, device.last_status === null ? "—" : String(device.last_status)), h("td", {}, device.last_reason || "—"),
       h("td", { class: "num" }, device.attempts === null ? "—" : String(device.attempts)), h("td", {}, age(device.token_updated_at)),
       h("td", {}, device.flags.map((flag) => flag.code).join(", ") || "—")));

@@ -574,8 +574,18 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         if PQstatus(handle) != CONNECTION_OK {
             throw StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(message)")
         }
+        // A prepared statement of this connection's that exists already, or no longer: a pooler ran this connection's
+        // statements on another server session (PgBouncer's transaction or statement mode).
+        if state == "42P05" || state == "26000" {
+            throw StoreError(.io, "PostgreSQL (\(origin)): \(message) (SQLSTATE \(state)) running \(sql.prefix(200)). \(Self.sessionPoolingNeeded)")
+        }
         throw StoreError(.io, "PostgreSQL (\(origin)): \(message) (SQLSTATE \(state)) running \(sql.prefix(200))")
     }
+
+    /// What a pooler between Islet and PostgreSQL must do (docs/PRODUCTION.md).
+    public static let sessionPoolingNeeded = "Islet keeps prepared statements, an advisory lock and LISTEN on each database session: "
+        + "a pooler in between must give each of its connections one server session (PgBouncer: pool_mode = session, "
+        + "not transaction or statement)"
 
     private static func sqlState(_ result: OpaquePointer?) -> String? {
         result.flatMap(islet_pq_sqlstate).map { String(cString: $0) }

@@ -470,3 +470,35 @@ final class RowHolder: Sendable {
     }
     var wasReleased: Bool { released.load(ordering: .relaxed) }
 }
+
+/// Issue 14: nodes behind a pooler. Islet keeps state on each database session (prepared statements, the liveness
+/// advisory lock, LISTEN), so PgBouncer works in session mode; in transaction mode the failure names the cause.
+@Suite("PostgreSQL behind PgBouncer")
+struct PgBouncerTests {
+    @Test func sessionPoolingWorksAndTransactionPoolingIsRefusedNamingTheSetting() throws {
+        let cluster = try TestPostgres.PrivateCluster()
+        defer { cluster.stop() }
+
+        // Session mode: two pools at once, each connection its own server session.
+        let session = try TestPgBouncer(before: cluster, mode: "session", serverConnections: 2)
+        defer { session.stop() }
+        let first = try PostgresDatabase(url: session.url)
+        let second = try PostgresDatabase(url: session.url, migrate: false)
+        try first.write { (c) throws(StoreError) in
+            try c.run("INSERT INTO applications (code, name, bundle_id, created_at) VALUES ('POOL1-00001', 'p', 'com.example.p', 0)")
+        }
+        let read = try second.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT name FROM applications WHERE code = ?", [.text("POOL1-00001")]).first?["name"].text
+        }
+        #expect(read == "p")
+
+        // Transaction mode with one server session: the second pool's first statement runs where the first pool's
+        // connection prepared its statements, and the error says what to change.
+        let pooled = try TestPgBouncer(before: cluster, mode: "transaction", serverConnections: 1)
+        defer { pooled.stop() }
+        _ = try PostgresDatabase(url: pooled.url, migrate: false)
+        let refused = #expect(throws: StoreError.self) { try PostgresDatabase(url: pooled.url, migrate: false) }
+        #expect(refused?.message.contains("pool_mode = session") == true, "\(String(describing: refused))")
+        #expect(refused?.message.contains("SQLSTATE 42P05") == true)
+    }
+}

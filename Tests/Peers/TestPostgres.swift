@@ -170,9 +170,18 @@ public enum TestPostgres {
         // Every other descriptor of this process (glibc's closefrom action is not visible to Swift).
         let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap(Int32.init).filter { $0 > 2 }
         for descriptor in open { posix_spawn_file_actions_addclose(&actions, descriptor) }
+        // No signal blocked: a spawn inherits the calling thread's mask, and a daemon left with SIGTERM blocked
+        // (PgBouncer) would ignore its stop.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         var pid: pid_t = 0
         let status = argv.withCStrings { pointers in
-            posix_spawn(&pid, argv[0], &actions, nil, UnsafeMutablePointer(mutating: pointers), environ)
+            posix_spawn(&pid, argv[0], &actions, &attributes, UnsafeMutablePointer(mutating: pointers), environ)
         }
         guard status == 0 else { throw PeerError("cannot start \(argv[0]): \(String(cString: strerror(status)))") }
         var exit: Int32 = 0

@@ -162,34 +162,46 @@ struct ServeProcessTests {
         return (exited ? process.terminationStatus : -1, (try? String(contentsOf: errors, encoding: .utf8)) ?? "")
     }
 
-    /// Issue 14: the simulator's phones live in one process, so a second `--apns simulator` node on the same
-    /// PostgreSQL database refuses to start and names the running one; a node with Apple's APNs may join.
+    /// Issue 14: the simulator's phones live in one process, so a `--apns simulator` node runs alone on a PostgreSQL
+    /// database: a second simulator node, and a node with Apple's APNs, refuse to start beside it and name it; once
+    /// it stopped, an Apple node starts, and a simulator node refuses to start beside that one. `islet cluster
+    /// status` shows a node stopped with SIGTERM as stopped and one killed with kill -9 as gone.
     @Test(.enabled(if: IntegrationEngine.isPostgreSQL, "several nodes need PostgreSQL"))
-    func aSecondSimulatorNodeRefusesToStartNamingTheFirst() throws {
+    func aSimulatorNodeRunsAloneAndNamesTheNodeInItsWay() throws {
         let first = try ServeProcess(arguments: ["--node-id", "sim-1"])
         let database = try IntegrationEngine.database(in: first.directory)
         let second = try Self.serveRefused(["--database", database, "--node-id", "sim-2", "--audit-log", "off"], logsIn: first.directory)
         #expect(second.status == 1)
-        #expect(second.errors.contains("--apns simulator runs on one node only, and node sim-1"), "\(second.errors)")
-        let apple = try ServeProcess(executable: "islet", arguments: ["serve", "--listen", "127.0.0.1:0", "--database", database, "--apns", "apple",
-                                                                      "--node-id", "apple-1", "--audit-log", "off"], directory: first.directory)
-        #expect(try request(apple.port, method: "GET", "/healthz").json?.objectValue?["node"] == "apple-1")
-        let status = try runProgram(try builtExecutable("islet"), ["cluster", "status", "--database", database])
-        #expect(status.output.split(separator: "\n").contains { $0.hasPrefix("sim-1 ") && $0.contains("running") }, "\(status.output)")
-        #expect(status.output.split(separator: "\n").contains { $0.hasPrefix("apple-1 ") && $0.contains("running") })
-        // A node killed with kill -9 shows as gone (its liveness lock went with its connection); one stopped, as stopped.
+        #expect(second.errors.contains("--apns simulator runs on one node only, and node sim-1 ("), "\(second.errors)")
+        let appleBeside = try Self.serveRefused(["--database", database, "--apns", "apple", "--node-id", "apple-0", "--audit-log", "off"],
+                                                logsIn: first.directory)
+        #expect(appleBeside.status == 1)
+        #expect(appleBeside.errors.contains("node sim-1 (") && appleBeside.errors.contains("runs with --apns simulator on this database"),
+                "\(appleBeside.errors)")
         let states = { () -> [String: String] in
             let json = try? runProgram(try builtExecutable("islet"), ["cluster", "status", "--json", "--database", database])
             let nodes = json.flatMap { try? JSONParser.parse(Array($0.output.utf8)).objectValue?["nodes"]?.arrayValue } ?? []
             return Dictionary(nodes.compactMap { node in node.objectValue.flatMap { object in
                 object["node"]?.stringValue.flatMap { name in object["state"]?.stringValue.map { (name, $0) } } } }, uniquingKeysWith: { $1 })
         }
+        #expect(states()["sim-1"] == "running" && states()["apple-0"] != "running", "\(states())")
+
+        kill(first.process.processIdentifier, SIGTERM)
+        #expect(first.waitForExit() == 0)
+        let apple = try ServeProcess(executable: "islet", arguments: ["serve", "--listen", "127.0.0.1:0", "--database", database, "--apns", "apple",
+                                                                      "--node-id", "apple-1", "--audit-log", "off"], directory: first.directory)
+        #expect(try request(apple.port, method: "GET", "/healthz").json?.objectValue?["node"] == "apple-1")
+        let third = try Self.serveRefused(["--database", database, "--node-id", "sim-3", "--audit-log", "off"], logsIn: first.directory)
+        #expect(third.status == 1)
+        #expect(third.errors.contains("--apns simulator runs on one node only, and node apple-1 ("), "\(third.errors)")
+        let status = try runProgram(try builtExecutable("islet"), ["cluster", "status", "--database", database])
+        #expect(status.output.split(separator: "\n").contains { $0.hasPrefix("sim-1 ") && $0.contains("stopped") }, "\(status.output)")
+        #expect(status.output.split(separator: "\n").contains { $0.hasPrefix("apple-1 ") && $0.contains("running") })
+        // A node killed with kill -9 shows as gone (its liveness lock went with its connection).
         kill(apple.process.processIdentifier, SIGKILL)
         _ = apple.waitForExit()
         #expect(eventually { states()["apple-1"] == "gone" }, "\(states())")
-        kill(first.process.processIdentifier, SIGTERM)
-        #expect(first.waitForExit() == 0)
-        #expect(states() == ["sim-1": "stopped", "apple-1": "gone"])
+        #expect(states()["sim-1"] == "stopped")
     }
 
     /// Issue 13: two servers on one SQLite file would both send some pushes; the second refuses to start and

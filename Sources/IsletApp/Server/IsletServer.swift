@@ -11,11 +11,6 @@ import IsletSQLite
 import IsletStore
 import Synchronization
 
-/// Why `islet serve` refuses to start, in words for its operator.
-public struct StartRefusal: Error, CustomStringConvertible {
-    public let description: String
-}
-
 /// The composition root of `islet serve`: opens storage, wires the API to the HTTP server, runs, stops.
 public final class IsletServer: Sendable {
     public let configuration: ServerConfiguration
@@ -89,7 +84,7 @@ public final class IsletServer: Sendable {
         deliveryConfiguration.pushToStartPacing = configuration.pushToStartPacing
         let delivery = pushes.map {
             DeliveryService(messages: messages, devices: devices, applications: store, transport: $0, cluster: storage.cluster, node: node,
-                            session: storage.nodeSession, configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock,
+                            session: storage.nodeSession(sole: simulator != nil), configuration: deliveryConfiguration, logger: logger.with(label: "islet.delivery"), now: clock,
                             broadcasts: storage.broadcasts)
         }
         self.cluster = storage.cluster
@@ -177,14 +172,9 @@ public final class IsletServer: Sendable {
         } else if configuration.masterKey != nil && keys.plain > 0 {
             logger.warning("some APNs keys are stored unencrypted; seal them with: islet app rotate-master-key", ["plain_keys": .int(Int64(keys.plain))])
         }
-        // The simulator's phones live in this process: another node would send their pushes nowhere (issue 14).
-        if simulator != nil, configuration.location.isNetworked,
-           let other = try cluster.nodes(since: Date().addingTimeInterval(-60)).first(where: {
-               $0.info.id != configuration.node && $0.alive == true && $0.stoppedAt == nil
-           }) {
-            throw StartRefusal(description: "--apns simulator runs on one node only, and node \(other.info.id) (\(other.info.host), pid \(other.info.pid)) is running on this database; with several nodes use --apns apple")
-        }
         if let delivery {
+            // The simulator's phones live in this process: it runs alone, and no node joins it (issue 14). The
+            // node's liveness session refuses either, before any work is claimed (PostgresNodeSession).
             try delivery.start()
         } else {
             logger.warning("no APNs transport is configured: accepted messages are stored and wait to be sent")

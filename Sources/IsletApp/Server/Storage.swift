@@ -69,9 +69,10 @@ public struct Storage: Sendable {
     public var console: SQLConsoleStore { SQLConsoleStore(database: database) }
 
     /// Opens a node's liveness session, given its number: PostgreSQL only (SQLite has one server per file).
-    public var nodeSession: (@Sendable (Int) throws -> any NodeSession)? {
+    /// `sole`: the node must run alone (`--apns simulator`), and no other may join it.
+    public func nodeSession(sole: Bool) -> (@Sendable (Int) throws -> any NodeSession)? {
         guard case .postgresql(let url) = location else { return nil }
-        return { number in try PostgresNodeSession(url: url, number: number) }
+        return { number in try PostgresNodeSession(url: url, number: number, sole: sole) }
     }
 
     /// The schema version of the database as it is, without migrating it (`islet db version`).

@@ -378,7 +378,7 @@ public struct LiveActivityMethods: Sendable {
             if details.caughtUp > 0 { counts["caught_up"] = .int(Int64(details.caughtUp)) }
             if details.overBudget > 0 { counts["over_budget"] = .int(Int64(details.overBudget)) }
             object["counts"] = .object(counts)
-            if let next = details.nextAttemptAt { object["next_attempt_at"] = .string(next.formatted(.iso8601)) }
+            if let next = details.nextAttemptAt { object["next_attempt_at"] = Self.nextAttempt(next, now: call.receivedAt) }
             if let superseded = details.supersededBy { object["superseded_by"] = .string(superseded) }
             if let expires = details.expiresAt { object["expires_at"] = .string(expires.formatted(.iso8601)) }
             object["apns_reasons"] = .object(Self.counts(details.reasons))
@@ -424,7 +424,7 @@ public struct LiveActivityMethods: Sendable {
                         "last_delivery": device.lastState.map { .string($0.rawValue) } ?? .null,
                         "caught_up": .bool(device.caughtUp),
                         "attempts": device.attempts.map { .int(Int64($0)) } ?? .null,
-                        "next_attempt_at": device.nextAttemptAt.map { .string($0.formatted(.iso8601)) } ?? .null,
+                        "next_attempt_at": device.nextAttemptAt.map { Self.nextAttempt($0, now: call.receivedAt) } ?? .null,
                         "token_updated_at": device.tokenUpdatedAt.map { .string($0.formatted(.iso8601)) } ?? .null,
                         "flags": DeviceMethods.flags(device.health, now: call.receivedAt),
                     ]
@@ -434,11 +434,16 @@ public struct LiveActivityMethods: Sendable {
                 "unconfirmed_starts": try {
                     let unconfirmed = try messages.unconfirmedStarts(activity: activity.id)
                     return ["count": .int(Int64(unconfirmed.count)),
-                            "next_attempt_at": unconfirmed.nextAttemptAt.map { .string($0.formatted(.iso8601)) } ?? .null]
+                            "next_attempt_at": unconfirmed.nextAttemptAt.map { Self.nextAttempt($0, now: call.receivedAt) } ?? .null]
                 }(),
                 "next_cursor": nextCursor,
             ]]
         }
+    }
+
+    /// When a push is tried next, as answered: a retry due already (a rescued one is due at once) is due now.
+    public static func nextAttempt(_ date: Date, now: Date) -> JSONValue {
+        .string(max(date, now).formatted(.iso8601))
     }
 
     /// A broadcast in getMessageDetails (X5): done once every request is settled.

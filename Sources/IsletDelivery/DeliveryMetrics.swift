@@ -83,6 +83,8 @@ public final class DeliveryMetrics: Sendable {
         public var claims = 0
         /// Looks for work that found none: each costs the database a claim's queries (for nothing).
         public var emptyLooks = 0
+        /// Looks for work not made because this node's liveness session was down (the other nodes count it gone).
+        public var withheldLooks = 0
         /// Claims whose lease was rescued before their outcome was written: their work went to another node.
         public var leaseLosses = 0
         /// Leases this node rescued (expired, or their node gone), and the jobs/shards and retries they freed.

@@ -197,7 +197,7 @@ public final class DeliveryService: Sendable {
                 smallFirst.toggle()
                 let outcome = try workOnce(smallFirst: smallFirst, look: look)
                 look = .ifOwed
-                if outcome != .nothingOwed { readDue = true }
+                if outcome == .worked || outcome == .foundNone { readDue = true }
                 if outcome == .worked {
                     // While there is always work, held updates that fell due are still let in, and due broadcasts sent,
                     // at most every quarter second.
@@ -273,11 +273,11 @@ public final class DeliveryService: Sendable {
     /// Whether a worker looks for work only when a look is owed (after a kick), or in any case.
     private enum Look { case ifOwed, always }
 
-    private enum LookOutcome { case worked, foundNone, nothingOwed }
+    private enum LookOutcome { case worked, foundNone, nothingOwed, withheld }
 
     private enum Claim {
         case claimed((Unit, Set<ApplicationCode>))
-        case foundNone, nothingOwed
+        case foundNone, nothingOwed, withheld
     }
 
     private enum Unit {
@@ -299,6 +299,9 @@ public final class DeliveryService: Sendable {
                 return s.lookOwed
             }
             guard owed || look == .always else { return .nothingOwed }
+            // Without its liveness session the other nodes count this node gone and take over its leases: a claim
+            // now could be sent twice. The session, once back, wakes the workers; till then they poll.
+            guard membership.isAlive else { return .withheld }
             let (saturated, shardsFull) = busyApplications()
             let lease = membership.claimLease
             // Read before the claim: the lease's local deadline never runs past the one the database sets.
@@ -335,6 +338,9 @@ public final class DeliveryService: Sendable {
         let (work, applications): (Unit, Set<ApplicationCode>)
         switch claim {
         case .nothingOwed: return .nothingOwed
+        case .withheld:
+            metrics.count { $0.withheldLooks += 1 }
+            return .withheld
         case .foundNone:
             metrics.count { $0.emptyLooks += 1 }
             return .foundNone

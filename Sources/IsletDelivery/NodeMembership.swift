@@ -88,8 +88,15 @@ final class NodeMembership: Sendable {
     func join() throws {
         let number = try cluster.register(node, at: now())
         if let openSession {
-            let opened = try openSession(number)
-            session.withLock { $0 = opened }
+            do {
+                let opened = try openSession(number)
+                session.withLock { $0 = opened }
+            } catch let refused as NodeRefusal {
+                // It held the node's own lock before it was refused: no process runs with this id, so the row says
+                // stopped rather than leave a node that looks gone in `islet cluster status`.
+                try? cluster.leave(node.id, at: now())
+                throw refused
+            }
         }
         do {
             _ = try cluster.join(node, at: now())
@@ -116,10 +123,17 @@ final class NodeMembership: Sendable {
     private func run(wake: @Sendable () -> Void) {
         var nextTick = ContinuousClock.now
         var nextHeartbeat = ContinuousClock.now + .seconds(5)
+        var reported: String?
         while !stopping {
             let wait = min(max(.zero, nextTick - .now), .milliseconds(250))
             if let session = session.withLock({ $0 }) {
                 if session.waitForWork(timeout: wait) { wake() }
+                // Said once a cause: while the session is down the node claims nothing (`isAlive`).
+                let failure = session.reopenFailure
+                if let failure, failure != reported {
+                    logger.warning("the liveness session could not be opened again; this node claims no work until it is", ["error": .string(failure)])
+                }
+                reported = failure
             } else {
                 idle.lock()
                 if !stopping { _ = idle.wait(until: Date().addingTimeInterval(wait.timeInterval)) }

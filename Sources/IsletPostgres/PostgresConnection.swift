@@ -583,9 +583,9 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     }
 
     /// What a pooler between Islet and PostgreSQL must do (docs/PRODUCTION.md).
-    public static let sessionPoolingNeeded = "Islet keeps prepared statements, an advisory lock and LISTEN on each database session: "
-        + "a pooler in between must give each of its connections one server session (PgBouncer: pool_mode = session, "
-        + "not transaction or statement)"
+    public static let sessionPoolingNeeded = "Islet keeps prepared statements on its database sessions, and a node's advisory locks and "
+        + "LISTEN on one of them: a pooler in between must give each of its connections one server session (PgBouncer: "
+        + "pool_mode = session, not transaction or statement)"
 
     private static func sqlState(_ result: OpaquePointer?) -> String? {
         result.flatMap(islet_pq_sqlstate).map { String(cString: $0) }

@@ -24,7 +24,7 @@ public final class PostgresNodeSession: NodeSession, @unchecked Sendable {
     /// Opens the session and takes node `number`'s lock; throws if another process holds it. `sole`: the node
     /// runs alone (the simulator's); it and every other node hold the delivery lock (`deliveryLockKey`), it
     /// exclusively and the others shared, so neither can join the other, whichever starts first or both at once.
-    public init(url: String, number: Int, sole: Bool = false) throws(StoreError) {
+    public init(url: String, number: Int, sole: Bool = false) throws {
         self.url = url
         self.origin = PostgresDatabase.redacted(url)
         self.number = number
@@ -54,7 +54,7 @@ public final class PostgresNodeSession: NodeSession, @unchecked Sendable {
     /// The delivery lock's key beside the nodes' numbers (which start at 1).
     static let deliveryLockKey = 0
 
-    private func open() throws(StoreError) {
+    private func open() throws {
         let connection = try PostgresConnection(url: url, origin: origin)
         let locked = try connection.query("SELECT pg_try_advisory_lock(\(SQLDialect.nodeLockClass), CAST(? AS INTEGER)) AS locked", [.int(Int64(number))])
         guard locked.first?["locked"].bool == true else {
@@ -69,12 +69,13 @@ public final class PostgresNodeSession: NodeSession, @unchecked Sendable {
                 WHERE n.number != ? AND EXISTS (
                     SELECT 1 FROM pg_locks a JOIN pg_locks b ON b.pid = a.pid
                     WHERE a.locktype = 'advisory' AND a.granted AND a.objsubid = 2 AND a.classid = CAST(\(SQLDialect.nodeLockClass) AS oid)
+                      AND a.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                       AND a.objid = \(Self.deliveryLockKey) \(sole ? "" : "AND a.mode = 'ExclusiveLock'")
                       AND b.locktype = 'advisory' AND b.granted AND b.objsubid = 2 AND b.classid = a.classid AND b.objid = CAST(n.number AS oid))
                 ORDER BY n.number
                 """, [.int(Int64(number))]).map { "\($0["id"].text ?? "?") (\($0["host"].text ?? "?"), pid \($0["pid"].int ?? 0))" }
             let named = others.isEmpty ? "another node" : "node " + others.joined(separator: ", node ")
-            throw StoreError(.conflict, sole
+            throw NodeRefusal(sole
                 ? "--apns simulator runs on one node only, and \(named) is running on this database; with several nodes use --apns apple"
                 : "\(named) runs with --apns simulator on this database, and its simulated phones live in that process: stop it, or run every node with --apns apple")
         }
@@ -85,6 +86,9 @@ public final class PostgresNodeSession: NodeSession, @unchecked Sendable {
     }
 
     public var isAlive: Bool { alive.load(ordering: .relaxed) }
+
+    public var reopenFailure: String? { failureText.withLock { $0 } }
+    private let failureText = Mutex<String?>(nil)
 
     public func waitForWork(timeout: Duration) -> Bool {
         lock.lock()
@@ -99,8 +103,10 @@ public final class PostgresNodeSession: NodeSession, @unchecked Sendable {
             nextAttempt = .now + .seconds(1)
             do {
                 try open()
+                failureText.withLock { $0 = nil }
                 return true   // work may have been accepted while the session was down
             } catch {
+                failureText.withLock { $0 = "\(error)" }
                 return false
             }
         }

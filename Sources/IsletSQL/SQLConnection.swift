@@ -342,7 +342,8 @@ public struct SQLDialect: Sendable {
     public var notifyWork: String? { engine == .postgresql ? "SELECT pg_notify(\(Self.workChannel), '')" : nil }
 
     /// The advisory lock a node holds for as long as it runs, keyed by its number (`?` or a column): the
-    /// schema's hash and the number, as PostgreSQL's `pg_locks` shows them.
+    /// schema's hash and the number, as PostgreSQL's `pg_locks` shows them. Key 0 of the class is the delivery
+    /// lock (`PostgresNodeSession`): shared by every node, exclusive for a simulator node.
     public static let nodeLockClass = "hashtext(current_schema() || '.islet-node')"
 
     /// The nodes (alias `n`) whose liveness lock is held; nil where the engine has no such lock (SQLite).

@@ -1286,9 +1286,10 @@ public struct SQLMessageStore: MessageStore {
 
     public func unconfirmedStarts(activity: Int64) throws(StoreError) -> UnconfirmedStarts {
         try database.withConnection { (c) throws(StoreError) -> UnconfirmedStarts in
-            // Through deliveries_owed: only the owed pushes of the session's start are read, not its whole fan-out.
+            // Through deliveries_owed: only the owed pushes of the session's start are read, not its whole fan-out (SQLite
+            // takes a partial index when named, and when the query repeats the index's condition).
             let row = try c.query("""
-                SELECT COUNT(*) AS count, MIN(next_at) AS next_at FROM deliveries
+                SELECT COUNT(*) AS count, MIN(next_at) AS next_at FROM deliveries \(database.dialect.indexedBy("deliveries_owed"))
                 WHERE message = (\(Self.currentStart(of: "?1"))) AND state IN ('retrying', 'unconfirmed') AND state = 'unconfirmed'
                 """, [.int(activity)])[0]
             return UnconfirmedStarts(count: Int(row["count"].int ?? 0), nextAttemptAt: row["next_at"].int.map { Self.date(milliseconds: $0) })

@@ -147,7 +147,19 @@ public protocol NodeSession: AnyObject, Sendable {
     func waitForWork(timeout: Duration) -> Bool
     /// True while the liveness lock is held.
     var isAlive: Bool { get }
+    /// Why the session, once lost, could not be opened again (nil while it is up).
+    var reopenFailure: String? { get }
     /// Ends a wait in progress at once (shutdown).
     func interrupt()
     func close()
+}
+
+/// Why a node may not run beside the nodes running on its database (a simulator node runs alone), in words for
+/// its operator. Thrown by a liveness session that took the node's own lock and then met another node's.
+public struct NodeRefusal: Error, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
 }

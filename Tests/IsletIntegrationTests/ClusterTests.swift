@@ -184,9 +184,21 @@ struct ClusterTests {
         #expect(byNode.count >= 2, "the shards went to several nodes: \(byNode)")
         // Killed while it holds work: frozen first (SIGSTOP), its claims read with `islet cluster status`; a node
         // found holding nothing at that moment (between two shards) goes on a little and is looked at again.
+        // What the survivors rescued so far (jobs and shards, and retries in flight); nil when a node did not answer.
+        let rescued = { () -> Double? in
+            var total = 0.0
+            for node in ["node-2", "node-3"] {
+                for what in [Self.rescuedJobs, Self.rescuedDeliveries] {
+                    guard let value = Self.metric(what, port: cluster.port(node)) else { return nil }
+                    total += value
+                }
+            }
+            return total
+        }
         let killed = cluster.nodes["node-1"]!
-        var held = 0
+        var held = 0, rescuedBefore: Double?
         while held == 0 && cluster.count(round: 1) < Self.devices * 4 / 5 {
+            rescuedBefore = rescued()   // before the pause: its leases may expire (3 s) while it is looked at
             kill(killed.process.processIdentifier, SIGSTOP)
             held = cluster.claimed(by: "node-1")
             if held == 0 {
@@ -194,14 +206,13 @@ struct ClusterTests {
                 Thread.sleep(forTimeInterval: 0.05)
             }
         }
-        #expect(held > 0, "node-1 was killed holding a shard or a message")
-        let rescuedBefore = ["node-2", "node-3"].map { Self.metric(Self.rescuedJobs, port: cluster.port($0)) ?? 0 }.reduce(0, +)
+        #expect(held > 0, "node-1 was killed holding a shard, a message or a retry")
         kill(killed.process.processIdentifier, SIGKILL)
         #expect(cluster.count(round: 1) < Self.devices, "killed mid-fan-out")
         killed.process.waitUntilExit()
         // Its liveness session ended with its connection: a surviving node frees what it held.
-        #expect(eventually(30) { ["node-2", "node-3"].map { Self.metric(Self.rescuedJobs, port: cluster.port($0)) ?? 0 }.reduce(0, +) > rescuedBefore },
-                "a surviving node rescued the killed node's work")
+        let before = try #require(rescuedBefore, "the surviving nodes' /metrics answered")
+        #expect(eventually(30) { (rescued() ?? before) > before }, "a surviving node rescued the killed node's work")
         #expect(eventually(60) { !orders.isExecuting && orders.isFinished }, "the order requests were answered")
         #expect(orderCodes.withLock { $0.count } == 40, "every order start and update was accepted")
         #expect(eventually(90) { cluster.details(everyone, via: "node-2")?["status"] == "done" }, "the fan-out finished on the surviving nodes")
@@ -282,8 +293,9 @@ struct ClusterTests {
         #expect(last.delivered == Self.devices, "every device got the start after the database restart")
     }
 
-    /// Jobs and shards a node freed from leases whose node was gone or that expired.
+    /// Jobs and shards, and retries in flight, a node freed from leases whose node was gone or that expired.
     static let rescuedJobs = #"islet_cluster_rescued_total{what="jobs"}"#
+    static let rescuedDeliveries = #"islet_cluster_rescued_total{what="deliveries"}"#
 
     /// A metric's value from a node's /metrics.
     static func metric(_ name: String, port: Int) -> Double? {

@@ -1,4 +1,5 @@
 import Foundation
+import IsletAPI
 import Testing
 import IsletCore
 import IsletDelivery
@@ -100,6 +101,13 @@ struct ReliableDeliveryTests {
         #expect(try eventually { try restarted.server.messages.messageDetails(code: update, in: application)?.sent == 1 })
         let sent = try listedDevice(world, "first_third", on: restarted)
         #expect(sent?["last_delivery"] == "sent" && sent?["next_attempt_at"] == .null && sent?["attempts"] == 2)
+    }
+
+    /// A retry freed by a rescue is due at once (stored as due at 0): its next attempt reads as now, not 1970.
+    @Test func aNextAttemptAlreadyDueReadsAsNow() {
+        let now = Date(timeIntervalSince1970: 1_900_000_000)
+        #expect(LiveActivityMethods.nextAttempt(Date(timeIntervalSince1970: 0), now: now) == .string(now.formatted(.iso8601)))
+        #expect(LiveActivityMethods.nextAttempt(now.addingTimeInterval(30), now: now) == .string(now.addingTimeInterval(30).formatted(.iso8601)))
     }
 
     @Test func aStartWhoseAnswerWasLostWaitsForTheDeviceInsteadOfMakingASecondCard() throws {

@@ -33,6 +33,9 @@ struct OperatorMetrics: Sendable {
             out += Self.single("islet_cluster_empty_looks_total", .counter,
                                "Looks for work by this node's workers that found none, each a claim's queries: many against claims means workers woken for nothing.",
                                Double(cluster.emptyLooks))
+            out += Self.single("islet_cluster_withheld_looks_total", .counter,
+                               "Looks for work this node did not make because its liveness session was down: the other nodes count it gone meanwhile.",
+                               Double(cluster.withheldLooks))
             out += Self.single("islet_cluster_lease_losses_total", .counter,
                                "Claims whose lease was rescued by another node before their outcome was written: that node resumed the work.",
                                Double(cluster.leaseLosses))

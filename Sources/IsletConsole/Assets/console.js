@@ -467,6 +467,9 @@ pages.activity = async (current) => {
       ["state", badge(activity.state)], ["attributes type", activity.attributes_type || "—"], ["started", when(activity.started_at)],
       ["iOS ends it by", when(activity.ends_by)], ["leaves the lock screen", when(activity.dismiss_at)], ["renews", when(activity.renews_at)],
       ["updated", when(activity.updated_at)], ["devices", activity.device_count],
+      // Phones whose start's answer was lost: not among the devices until their app reports a token.
+      ...(activity.unconfirmed_starts.count > 0 ? [["unconfirmed starts", activity.unconfirmed_starts.count
+        + ", next try " + when(activity.unconfirmed_starts.next_attempt_at)]] : []),
     ], "Activity");
     const actions = activity.state === "ended" ? null : h("p", { class: "row" },
       h("a", { class: "button", href: "#/compose" + query({ event: "update", live_activity_id: id }) }, "Update"),

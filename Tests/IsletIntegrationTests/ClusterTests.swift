@@ -54,9 +54,7 @@ struct ClusterTests {
 
         /// The jobs, shards and retries `node`'s leases cover, as `islet cluster status --json` lists them.
         func claimed(by node: String) -> Int {
-            guard let status = try? runProgram(try builtExecutable("islet"), ["cluster", "status", "--json", "--database", postgres.url]),
-                  let nodes = try? JSONParser.parse(Array(status.output.utf8)).objectValue?["nodes"]?.arrayValue else { return 0 }
-            return nodes.compactMap(\.objectValue).first { $0["node"]?.stringValue == node }?["claimed"]?.intValue.map { Int($0) } ?? 0
+            clusterNodes(postgres.url)[node]?["claimed"]?.intValue.map { Int($0) } ?? 0
         }
 
         /// The record read so far: the pushes of its complete lines, and the bytes they took.

@@ -178,12 +178,7 @@ struct ServeProcessTests {
         #expect(appleBeside.status == 1)
         #expect(appleBeside.errors.contains("node sim-1 (") && appleBeside.errors.contains("runs with --apns simulator on this database"),
                 "\(appleBeside.errors)")
-        let states = { () -> [String: String] in
-            let json = try? runProgram(try builtExecutable("islet"), ["cluster", "status", "--json", "--database", database])
-            let nodes = json.flatMap { try? JSONParser.parse(Array($0.output.utf8)).objectValue?["nodes"]?.arrayValue } ?? []
-            return Dictionary(nodes.compactMap { node in node.objectValue.flatMap { object in
-                object["node"]?.stringValue.flatMap { name in object["state"]?.stringValue.map { (name, $0) } } } }, uniquingKeysWith: { $1 })
-        }
+        let states = { clusterNodes(database).compactMapValues { $0["state"]?.stringValue } }
         // The refused nodes took their own locks before they met sim-1's: stopped, not nodes that vanished.
         #expect(states() == ["sim-1": "running", "sim-2": "stopped", "apple-0": "stopped"], "\(states())")
 

@@ -247,6 +247,14 @@ func runProgram(_ executable: URL, _ arguments: [String], environment: [String: 
     return (process.terminationStatus, text)
 }
 
+/// The nodes `islet cluster status --json` lists for `database`, by node id (empty when the command fails).
+func clusterNodes(_ database: String) -> [String: JSONObject] {
+    guard let status = try? runProgram(try builtExecutable("islet"), ["cluster", "status", "--json", "--database", database]),
+          let nodes = try? JSONParser.parse(Array(status.output.utf8)).objectValue?["nodes"]?.arrayValue else { return [:] }
+    return Dictionary(nodes.compactMap { node in node.objectValue.flatMap { object in object["node"]?.stringValue.map { ($0, object) } } },
+                      uniquingKeysWith: { $1 })
+}
+
 /// Polls `condition` until it holds or `seconds` pass.
 func eventually(_ seconds: TimeInterval = 10, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)

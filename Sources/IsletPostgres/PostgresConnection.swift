@@ -576,10 +576,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         }
         // A prepared statement of this connection's that exists already, or no longer: a pooler ran this connection's
         // statements on another server session (PgBouncer's transaction or statement mode).
-        if state == "42P05" || state == "26000" {
-            throw StoreError(.io, "PostgreSQL (\(origin)): \(message) (SQLSTATE \(state)) running \(sql.prefix(200)). \(Self.sessionPoolingNeeded)")
-        }
-        throw StoreError(.io, "PostgreSQL (\(origin)): \(message) (SQLSTATE \(state)) running \(sql.prefix(200))")
+        let advice = state == "42P05" || state == "26000" ? ". \(Self.sessionPoolingNeeded)" : ""
+        throw StoreError(.io, "PostgreSQL (\(origin)): \(message) (SQLSTATE \(state)) running \(sql.prefix(200))\(advice)")
     }
 
     /// What a pooler between Islet and PostgreSQL must do (docs/PRODUCTION.md).

@@ -136,8 +136,8 @@ public struct ApplicationAdmin: Sendable {
         guard allowed, parts.count >= 2, parts.allSatisfy({ !$0.isEmpty }), value.utf8.count <= 155 else {
             throw APIError.invalid("bundle-id", "must be a reverse-DNS bundle identifier such as com.example.app")
         }
-        guard !value.hasSuffix(".push-type.liveactivity") else {
-            throw APIError.invalid("bundle-id", "give the app's bundle id; Islet adds .push-type.liveactivity to the APNs topic itself (A2)")
+        guard !value.hasSuffix(PushType.liveActivityTopicSuffix) else {
+            throw APIError.invalid("bundle-id", "give the app's bundle id; Islet adds \(PushType.liveActivityTopicSuffix) to the APNs topic itself (A2)")
         }
     }
 }

@@ -56,7 +56,7 @@ public struct ChannelMethods: Sendable {
                                                                  method: "POST", path: "channels",
                                                                  body: BroadcastChannels.createBody(new.policy).jsonBytes))
                     guard outcome.status == 201, let id = outcome.management?.channelID, !id.isEmpty else {
-                        throw BroadcastChannels.appleRefusal(action: "create", name: new.name, gateway: gateway, status: outcome.status, reason: outcome.reason)
+                        throw BroadcastChannels.appleRefusal(action: "create", name: new.name, gateway: gateway, status: outcome.status, reason: outcome.recordedReason)
                     }
                     ids[gateway] = id
                 }
@@ -134,7 +134,7 @@ public struct ChannelMethods: Sendable {
                 let outcome = try management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
                                                              method: "GET", path: "all-channels"))
                 guard outcome.status == 200, let body = outcome.management?.body, let listed = (try? JSONParser.parse(body))?.objectValue?["channels"]?.arrayValue else {
-                    throw BroadcastChannels.appleRefusal(action: "list", name: "*", gateway: gateway, status: outcome.status, reason: outcome.reason)
+                    throw BroadcastChannels.appleRefusal(action: "list", name: "*", gateway: gateway, status: outcome.status, reason: outcome.recordedReason)
                 }
                 let apple = Set(listed.compactMap(\.stringValue))
                 counts[gateway.rawValue] = .int(Int64(apple.count))

@@ -246,9 +246,9 @@ final class ConnectionPool: H2ConnectionDelegate {
                        reason: refused ? "REFUSED_STREAM" : "connection lost before APNs answered")
             return
         }
-        var reason: String?, timestamp: Int64?
+        var reason: APNsReason?, timestamp: Int64?
         if !response.body.isEmpty, let body = try? JSONParser.parse(response.body).objectValue {
-            reason = body["reason"]?.stringValue
+            reason = body["reason"]?.stringValue.map { APNsReason($0) }
             timestamp = body["timestamp"]?.intValue
         }
         let retryAfter = response.header("retry-after").flatMap(Int.init).map { Duration.seconds(max(0, $0)) }
@@ -257,7 +257,7 @@ final class ConnectionPool: H2ConnectionDelegate {
             outcome.management = ManagementResponse(channelID: response.header("apns-channel-id"), uniqueID: response.header("apns-unique-id"),
                                                     body: response.body)
         }
-        switch outcome.action {
+        switch outcome.verdict {
         case .delivered:
             member.trusted = true
             pending.complete(outcome)

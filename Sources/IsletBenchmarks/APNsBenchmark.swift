@@ -25,7 +25,7 @@ struct APNsBenchmark {
     static let application = ApplicationCode("BENCH-00001")!
     static let teamID = "TEAM123456"
     static let keyID = "KEY1234567"
-    static let topic = "com.example.bench.push-type.liveactivity"
+    static let topic = PushType.liveActivity.topic(bundleID: "com.example.bench")
     /// A Live Activity update (176 bytes), about the size of the reference examples' updates.
     static let payload = Array(#"{"aps":{"timestamp":1764434739,"event":"update","content-state":{"status":"Third","estimatedTime":"37 min","emoji":"chef"},"alert":{"title":"Food Delivery","body":"Order 12"}}}"#.utf8)
     static let tokenPrefix = String(repeating: "ab", count: 24)
@@ -33,7 +33,7 @@ struct APNsBenchmark {
     /// Push number `n`: its own 64-hex device token and apns-id, the shared payload.
     static func push(_ n: Int) -> Push {
         let hex = hex16(UInt64(n))
-        return Push(application: application, deviceToken: tokenPrefix + hex, gateway: .production, pushType: "liveactivity",
+        return Push(application: application, deviceToken: tokenPrefix + hex, gateway: .production, pushType: .liveActivity,
                     topic: topic, priority: 10, apnsID: "00000000-0000-4000-8000-" + hex.suffix(12), payload: payload)
     }
 

@@ -124,7 +124,7 @@ struct EndToEndBenchmark {
         defer { try? FileManager.default.removeItem(at: payload) }
         try? Data(#"{"aps":{"timestamp":1,"event":"start","content-state":{"status":"go"}}}"#.utf8).write(to: payload)
         let arguments = ["h2load", "-n", String(requests), "-c", "2", "-m", String(streams), "-t", "1", "-d", payload.path,
-                         "-H", "apns-push-type: liveactivity", "-H", "apns-topic: com.example.bench.push-type.liveactivity",
+                         "-H", "apns-push-type: \(PushType.liveActivity.rawValue)", "-H", "apns-topic: \(PushType.liveActivity.topic(bundleID: "com.example.bench"))",
                          "-H", "apns-priority: 10", "-H", "authorization: bearer x", "https://127.0.0.1:\(port)/3/device/\(String(repeating: "ab", count: 40))"]
         print("\n(b) h2load against the same nginx: \(arguments.joined(separator: " "))")
         guard let output = APNsBenchmark.runProcess(arguments) else {

@@ -186,7 +186,7 @@ struct UpdatesBenchmark {
                     """, [.int(Int64(perActivity)), .int(low), .int(low + step - 1)])
                 try c.run("""
                     INSERT INTO deliveries (message, device, push_type, status, apns_id, attempts, at, state)
-                    SELECT m.id, ad.device, 'liveactivity', 200, 'HISTORY', 1, m.created_at, 'sent'
+                    SELECT m.id, ad.device, '\(PushType.liveActivity.rawValue)', 200, 'HISTORY', 1, m.created_at, 'sent'
                     FROM messages m JOIN activity_devices ad ON ad.activity = m.activity
                     WHERE m.id > ?1
                     """, [.int(before)])

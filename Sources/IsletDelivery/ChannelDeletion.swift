@@ -18,7 +18,7 @@ public struct ChannelDeletion: Sendable {
     }
 
     /// Whether Apple's answer to a DELETE means the channel is gone: deleted now, or already (behind Islet's back).
-    public static func isGone(_ outcome: PushOutcome) -> Bool { outcome.status == 204 || outcome.reason == "ChannelNotRegistered" }
+    public static func isGone(_ outcome: PushOutcome) -> Bool { outcome.status == 204 || outcome.reason == .channelNotRegistered }
 
     /// Throws Apple's refusal as the API error to answer (`BroadcastChannels.appleRefusal`), or a store error.
     public func delete(_ record: ChannelRecord, application: ApplicationCode, bundleID: String) throws {
@@ -27,7 +27,7 @@ public struct ChannelDeletion: Sendable {
             let push = Push.manageChannels(application: application, gateway: gateway, bundleID: bundleID, method: "DELETE", path: "channels", channelID: id)
             let outcome = transport.send([push], deadline: .now + timeout).first ?? .unknown("no answer")
             guard Self.isGone(outcome) else {
-                throw BroadcastChannels.appleRefusal(action: "delete", name: record.name, gateway: gateway, status: outcome.status, reason: outcome.reason)
+                throw BroadcastChannels.appleRefusal(action: "delete", name: record.name, gateway: gateway, status: outcome.status, reason: outcome.recordedReason)
             }
             _ = try store.deleteChannel(named: record.name, gateway: gateway, in: application)
         }

@@ -54,37 +54,32 @@ public struct DeliveryDecisions: Sendable {
                            attempts: 1, state: state, nextAttemptAt: next, token: push.deviceToken, uncertainCopies: copies,
                            priority: push.priority)
         }
-        let startPush = isStart && push.pushType == "liveactivity"
-        if outcome.status == 0 && outcome.fate == .unknown && startPush {
+        let verdict = outcome.verdict
+        switch verdict {
+        case .unconfirmed where isStart && push.pushType == .liveActivity:
             // It may be on the phone already: a second copy would be a second card. Wait for the token.
-            return make(.unconfirmed, reason: outcome.reason ?? "no answer from APNs", next: now.addingTimeInterval(policy.startConfirmationWait.timeInterval),
-                        copies: uncertainCopies + 1)
-        }
-        switch outcome.action {
+            return make(.unconfirmed, reason: outcome.recordedReason ?? "no answer from APNs",
+                        next: now.addingTimeInterval(policy.startConfirmationWait.timeInterval), copies: uncertainCopies + 1)
         case .delivered:
             return make(.sent, reason: nil)
-        case .retry, .refreshProviderToken:
+        case .retry, .unconfirmed, .refreshProviderToken:
             let next = now.addingTimeInterval(backoff(afterAttempts: attempts, retryAfter: outcome.retryAfter).timeInterval)
-            let reason = outcome.status == 0 ? (outcome.reason ?? "no answer from APNs") : outcome.reason
+            let reason = outcome.status == 0 ? (outcome.recordedReason ?? "no answer from APNs") : outcome.recordedReason
             guard next < expiresAt else { return make(.expired, reason: reason) }
             return make(.retrying, reason: reason, next: next)
-        case .dropToken, .fail, .invalidProviderToken:
-            return make(.failed, reason: outcome.reason)
+        case .deadToken, .giveUp, .invalidProviderToken:
+            return make(.failed, reason: outcome.recordedReason)
         }
     }
 
     /// A broadcast's state after one send (X5): sent; a retryable answer retried after the backoff, until it
     /// expires; anything else failed. With the next attempt's time when it is retried.
     public func broadcastVerdict(_ outcome: PushOutcome, attempts: Int, expiresAt: Date, now: Date) -> (DeliveryState, Date?) {
-        switch outcome.action {
-        case .delivered:
-            return (.sent, nil)
-        case .retry, .refreshProviderToken:
-            let next = now.addingTimeInterval(backoff(afterAttempts: attempts, retryAfter: outcome.retryAfter).timeInterval)
-            return next < expiresAt ? (.retrying, next) : (.expired, nil)
-        case .dropToken, .fail, .invalidProviderToken:
-            return (.failed, nil)
-        }
+        let verdict = outcome.verdict
+        if verdict == .delivered { return (.sent, nil) }
+        guard verdict.isRetryable else { return (.failed, nil) }
+        let next = now.addingTimeInterval(backoff(afterAttempts: attempts, retryAfter: outcome.retryAfter).timeInterval)
+        return next < expiresAt ? (.retrying, next) : (.expired, nil)
     }
 
     /// What to do with a due delivery when it is claimed at `now`.
@@ -98,7 +93,7 @@ public struct DeliveryDecisions: Sendable {
             return .settle(.skipped, reason: ActivityLifetime.skipReason)
         }
         if now >= due.expiresAt { return .settle(.expired, reason: "expired before it could be delivered") }
-        if due.event == .start && due.pushType == "liveactivity" && due.uncertainCopies >= RetryPolicy.maximumStartCopies {
+        if due.event == .start && due.pushType == .liveActivity && due.uncertainCopies >= RetryPolicy.maximumStartCopies {
             return .settle(.failed, reason: "no answer from APNs to either copy of the start, and no update token from the device")
         }
         return .send

@@ -52,7 +52,7 @@ public final class DeliveryMetrics: Sendable {
         let reason: String
         switch record.reason {
         case nil: reason = record.status == 0 && record.state != .sent && record.state != .skipped ? "no answer" : ""
-        case let text? where APNsReasons.table[text] != nil: reason = text
+        case let text? where APNsReason(text).isKnown: reason = text
         case let text? where record.state == .skipped && SkipReason.all.contains(text): reason = text
         case let text? where PushToStartPacing.isPaced(text): reason = "paced"
         case _? where record.status == 0: reason = "no answer"

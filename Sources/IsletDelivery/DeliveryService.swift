@@ -262,9 +262,9 @@ public final class DeliveryService: Sendable {
             let (state, next) = decisions.broadcastVerdict(outcome, attempts: item.attempts + 1, expiresAt: item.expiresAt, now: at)
             if state != .sent {
                 logger.warning("broadcast not delivered", ["message": .string(item.code), "environment": .string(item.gateway.rawValue),
-                                                           "status": .int(Int64(outcome.status)), "reason": .string(outcome.reason ?? "")])
+                                                           "status": .int(Int64(outcome.status)), "reason": .string(outcome.recordedReason ?? "")])
             }
-            return BroadcastResult(id: item.id, state: state, status: outcome.status, reason: outcome.reason, uniqueID: outcome.management?.uniqueID,
+            return BroadcastResult(id: item.id, state: state, status: outcome.status, reason: outcome.recordedReason, uniqueID: outcome.management?.uniqueID,
                                    nextAt: next)
         }, at: at)
         return true
@@ -627,7 +627,7 @@ public final class DeliveryService: Sendable {
             // A12: starts to named devices keep each device under its push-to-start pace.
             let at = now()
             return page.map { device, plan in
-                guard case .push(let push) = plan, push.pushType == "liveactivity", let until = pacer.admit(device, now: at) else { return (device, plan) }
+                guard case .push(let push) = plan, push.pushType == .liveActivity, let until = pacer.admit(device, now: at) else { return (device, plan) }
                 return (device, .held(push, until: until, reason: pacer.pacing.reason(until: until)))
             }
         }

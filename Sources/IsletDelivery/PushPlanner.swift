@@ -81,8 +81,8 @@ public struct PushPlanner: Sendable {
         }
         let version = device.osVersion.flatMap(VersionKey.make)
         if let version, version < Self.iOS16_1, let fallbackPayload, let pushToken = device.pushToken {
-            return .push(Push(application: application, deviceToken: pushToken, gateway: device.gateway, pushType: "alert",
-                              topic: bundleID, priority: priority.forDevice(frequentUpdates: device.frequentUpdates), apnsID: apnsID(device),
+            return .push(Push(application: application, deviceToken: pushToken, gateway: device.gateway, pushType: .alert,
+                              topic: PushType.alert.topic(bundleID: bundleID), priority: priority.forDevice(frequentUpdates: device.frequentUpdates), apnsID: apnsID(device),
                               payload: fallbackPayload, expiration: expiration))
         }
         if let version, version < Self.iOS17_2 { return .skip(reason: SkipReason.cannotStartRemotely) }
@@ -103,8 +103,8 @@ public struct PushPlanner: Sendable {
     }
 
     private func liveActivity(to token: String, device: Device, start: Bool = false) -> Push {
-        Push(application: application, deviceToken: token, gateway: device.gateway, pushType: "liveactivity",
-             topic: "\(bundleID).push-type.liveactivity", priority: priority.forDevice(frequentUpdates: device.frequentUpdates),
+        Push(application: application, deviceToken: token, gateway: device.gateway, pushType: .liveActivity,
+             topic: PushType.liveActivity.topic(bundleID: bundleID), priority: priority.forDevice(frequentUpdates: device.frequentUpdates),
              apnsID: apnsID(device), payload: start ? Self.startPayload(payload, channel: channelPayloads[device.gateway], osVersion: device.osVersion) : payload,
              expiration: expiration)
     }
@@ -113,11 +113,11 @@ public struct PushPlanner: Sendable {
     /// its first send, to the token stored with it; a catch-up without its alert.
     public static func push(_ due: DueDelivery, bundleID: String) -> Push {
         var payload = due.catchUp ? CatchUpPayload.make(due.payload) : due.payload
-        if due.event == .start, due.pushType == "liveactivity", let id = due.channelIDs?[due.gateway] {
+        if due.event == .start, due.pushType == .liveActivity, let id = due.channelIDs?[due.gateway] {
             payload = startPayload(payload, channel: BroadcastChannels.startOnChannel(payload, channelID: id), osVersion: due.osVersion)
         }
         return Push(application: due.application, deviceToken: due.token, gateway: due.gateway, pushType: due.pushType,
-                    topic: due.pushType == "alert" ? bundleID : "\(bundleID).push-type.liveactivity", priority: due.priority,
+                    topic: due.pushType.topic(bundleID: bundleID), priority: due.priority,
                     apnsID: apnsID(messageCode: due.code, device: due.device), payload: payload,
                     expiration: Int64(due.expiresAt.timeIntervalSince1970))
     }

@@ -28,8 +28,9 @@ public struct Push: Sendable, Equatable {
     public let application: ApplicationCode
     public let deviceToken: String
     public let gateway: Gateway
-    /// "liveactivity", or "alert" for the fallback of devices below iOS 16.1 (A2, S7).
-    public let pushType: String
+    /// `.liveActivity`, or `.alert` for the fallback of devices below iOS 16.1 (A2, S7); channel management
+    /// requests send none.
+    public let pushType: PushType
     public let topic: String
     public let priority: Int
     public let apnsID: String
@@ -40,7 +41,7 @@ public struct Push: Sendable, Equatable {
     /// A device push unless said otherwise.
     public var route = PushRoute.device
 
-    public init(application: ApplicationCode, deviceToken: String, gateway: Gateway, pushType: String, topic: String,
+    public init(application: ApplicationCode, deviceToken: String, gateway: Gateway, pushType: PushType, topic: String,
                 priority: Int, apnsID: String, payload: [UInt8], expiration: Int64? = nil) {
         self.expiration = expiration
         self.application = application
@@ -56,7 +57,7 @@ public struct Push: Sendable, Equatable {
     /// A channel management request (X5) for the application whose bundle id is `bundleID`.
     public static func manageChannels(application: ApplicationCode, gateway: Gateway, bundleID: String, method: String,
                                       path: String, channelID: String? = nil, body: [UInt8] = []) -> Push {
-        var push = Push(application: application, deviceToken: "", gateway: gateway, pushType: "", topic: bundleID, priority: 10,
+        var push = Push(application: application, deviceToken: "", gateway: gateway, pushType: .liveActivity, topic: bundleID, priority: 10,
                         apnsID: "", payload: body)
         push.route = .manageChannels(method: method, path: "/1/apps/\(bundleID)/\(path)", channelID: channelID)
         return push
@@ -66,7 +67,7 @@ public struct Push: Sendable, Equatable {
     /// `expiration` is always sent (0 on a channel that stores nothing).
     public static func broadcast(application: ApplicationCode, gateway: Gateway, bundleID: String, channelID: String, priority: Int,
                                  expiration: Int64, payload: [UInt8]) -> Push {
-        var push = Push(application: application, deviceToken: "", gateway: gateway, pushType: "liveactivity", topic: "", priority: priority,
+        var push = Push(application: application, deviceToken: "", gateway: gateway, pushType: .liveActivity, topic: "", priority: priority,
                         apnsID: "", payload: payload, expiration: expiration)
         push.route = .broadcast(channelID: channelID, bundleID: bundleID)
         return push
@@ -103,10 +104,10 @@ public struct Push: Sendable, Equatable {
         case .manageChannels(_, _, let channelID):
             return (channelID.map { [("apns-channel-id", $0)] } ?? []) + (payload.isEmpty ? [] : [("content-type", "application/json")])
         case .broadcast(let channelID, _):
-            return [("apns-channel-id", channelID), ("apns-push-type", pushType), ("apns-priority", String(priority)),
+            return [("apns-channel-id", channelID), ("apns-push-type", pushType.rawValue), ("apns-priority", String(priority)),
                     ("apns-expiration", String(expiration ?? 0))]
         }
-        var headers = [("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)), ("apns-id", apnsID)]
+        var headers = [("apns-push-type", pushType.rawValue), ("apns-topic", topic), ("apns-priority", String(priority)), ("apns-id", apnsID)]
         if let expiration { headers.append(("apns-expiration", String(expiration))) }
         return headers
     }
@@ -127,22 +128,13 @@ public struct ManagementResponse: Sendable, Equatable {
     }
 }
 
-/// What is known of a push that got no answer from APNs.
-public enum PushFate: Sendable, Equatable {
-    /// APNs answered (see the status).
-    case answered
-    /// Provably never processed: refused (REFUSED_STREAM, above GOAWAY's last stream), never fully
-    /// written, or no connection: safe to send again at once.
-    case notSent
-    /// May have reached APNs (the answer was lost with the connection, or it timed out after being
-    /// written): a resend may be a second copy on the phone.
-    case unknown
-}
-
 /// APNs' answer to one push; status 0 when no answer came (connection lost, timed out).
 public struct PushOutcome: Sendable, Equatable {
     public let status: Int
-    public let reason: String?
+    /// Apple's reason, when APNs answered with one.
+    public let reason: APNsReason?
+    /// What became of a push APNs never answered ("connection lost before APNs answered", REFUSED_STREAM…).
+    public let unanswered: String?
     /// With 410: when APNs learned the token was invalid (milliseconds since 1970).
     public let timestamp: Int64?
     /// With 429 or 503: APNs' `retry-after`, when it sent one.
@@ -151,23 +143,38 @@ public struct PushOutcome: Sendable, Equatable {
     /// A channel management or broadcast request's answer (X5); nil for device pushes.
     public var management: ManagementResponse?
 
-    public init(status: Int, reason: String? = nil, timestamp: Int64? = nil, retryAfter: Duration? = nil, fate: PushFate? = nil) {
+    public init(status: Int, reason: APNsReason? = nil, timestamp: Int64? = nil, retryAfter: Duration? = nil) {
         self.status = status
         self.reason = reason
+        self.unanswered = nil
         self.timestamp = timestamp
         self.retryAfter = retryAfter
-        self.fate = fate ?? (status == 0 ? .unknown : .answered)
+        self.fate = status == 0 ? .unknown : .answered
+    }
+
+    private init(unanswered: String, fate: PushFate) {
+        status = 0
+        reason = nil
+        self.unanswered = unanswered
+        timestamp = nil
+        retryAfter = nil
+        self.fate = fate
     }
 
     public static let delivered = PushOutcome(status: 200)
 
     /// No answer, and provably not processed.
-    public static func notSent(_ reason: String) -> PushOutcome { PushOutcome(status: 0, reason: reason, fate: .notSent) }
+    public static func notSent(_ why: String) -> PushOutcome { PushOutcome(unanswered: why, fate: .notSent) }
     /// No answer, and it may have reached APNs.
-    public static func unknown(_ reason: String) -> PushOutcome { PushOutcome(status: 0, reason: reason, fate: .unknown) }
+    public static func unknown(_ why: String) -> PushOutcome { PushOutcome(unanswered: why, fate: .unknown) }
 
-    /// What Islet does about it, from the one table of reasons (A5).
-    public var action: APNsAction { status == 0 ? .retry : APNsReasons.action(status: status, reason: reason) }
+    /// What it means: the one decision (`APNsVerdict.of`).
+    public var verdict: APNsVerdict {
+        APNsVerdict.of(status: status, reason: reason, fate: fate, retryAfter: retryAfter, timestamp: timestamp)
+    }
+
+    /// The reason a record keeps: Apple's, or what became of a push that got no answer.
+    public var recordedReason: String? { reason?.rawValue ?? unanswered }
 }
 
 /// Something that delivers pushes: Apple's APNs, the simulator, or a test's recorder.
@@ -250,7 +257,6 @@ public final class PendingOutcomes: Sendable {
 extension DeliveryEffects {
     /// What an APNs answer to `push` changes beyond its own record: the device where a start landed, a dead token.
     mutating func add(_ outcome: PushOutcome, of push: Push, isStart: Bool, activity: Int64, device: Int64) {
-        add(status: outcome.status, dropToken: outcome.action == .dropToken, invalidSince: outcome.timestamp,
-            pushType: push.pushType, token: push.deviceToken, isStart: isStart, activity: activity, device: device)
+        add(outcome.verdict, pushType: push.pushType, token: push.deviceToken, isStart: isStart, activity: activity, device: device)
     }
 }

@@ -255,8 +255,8 @@ public struct SQLDeviceStore: DeviceStore {
         let now = Int64((date.timeIntervalSince1970 * 1000).rounded())
         try c.run("""
             INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies, catch_up, expires_at)
-            VALUES (?1, ?2, 'liveactivity', 0, 'catching up: the device reported its update token after this message', NULL, 0, ?3, 'retrying', ?4, ?5, 0, 1, ?6)
-            ON CONFLICT (message, device) DO UPDATE SET push_type = 'liveactivity', state = 'retrying', next_at = excluded.next_at,
+            VALUES (?1, ?2, \(PushType.liveActivity.sql), 0, 'catching up: the device reported its update token after this message', NULL, 0, ?3, 'retrying', ?4, ?5, 0, 1, ?6)
+            ON CONFLICT (message, device) DO UPDATE SET push_type = \(PushType.liveActivity.sql), state = 'retrying', next_at = excluded.next_at,
                 token = excluded.token, catch_up = 1, reason = excluded.reason, expires_at = excluded.expires_at
             """, [.int(message), .int(device), SQLValue.seconds(date), .int(now), .text(token), .int(now + Int64(CatchUpRule.lifetime * 1000))])
     }
@@ -326,7 +326,7 @@ public struct SQLDeviceStore: DeviceStore {
                 FROM deliveries d
                 JOIN messages m ON m.id = d.message
                 JOIN activities a ON a.id = m.activity
-                WHERE d.device = ? AND m.event = 'start' AND d.push_type = 'liveactivity' AND d.state = 'sent'
+                WHERE d.device = ? AND m.event = 'start' AND d.push_type = \(PushType.liveActivity.sql) AND d.state = \(DeliveryState.sent.sql)
                 ORDER BY d.message DESC LIMIT 20
                 """, [id]).compactMap { row -> DeviceHealth.Start? in
                 // A start that subscribed the device to a channel (X5) brings no update token to wait for.

@@ -873,7 +873,7 @@ public struct SQLMessageStore: MessageStore {
         } else if !result.records.isEmpty {
             let rows = JSONValue.array(result.records.map { record in
                 [
-                    "device": .int(record.device), "push_type": record.pushType.map { .string($0) } ?? .null, "status": .int(Int64(record.status)),
+                    "device": .int(record.device), "push_type": record.pushType.map { .string($0.rawValue) } ?? .null, "status": .int(Int64(record.status)),
                     "reason": record.reason.map { .string($0) } ?? .null, "apns_id": record.apnsID.map { .string($0) } ?? .null,
                     "attempts": .int(Int64(record.attempts)), "state": .string(record.state.rawValue),
                     "next_at": record.nextAttemptAt.map { .int(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null,
@@ -915,7 +915,7 @@ public struct SQLMessageStore: MessageStore {
 
     /// A delivery record's values in the order of `deliveryColumns`.
     static func columns(of record: DeliveryRecord, message: Int64, at: SQLValue) -> [SQLValue] {
-        [.int(message), .int(record.device), optional(record.pushType), .int(Int64(record.status)),
+        [.int(message), .int(record.device), optional(record.pushType?.rawValue), .int(Int64(record.status)),
          optional(record.reason), optional(record.apnsID), .int(Int64(record.attempts)), at,
          .text(record.state.rawValue), record.nextAttemptAt.map { milliseconds($0) } ?? .null, optional(record.token),
          .int(Int64(record.uncertainCopies)), record.priority.map { .int(Int64($0)) } ?? .null]
@@ -940,7 +940,7 @@ public struct SQLMessageStore: MessageStore {
                                [Self.milliseconds(date)], planning: .fresh).isEmpty else { return [] }
             let rows = try c.query("""
                 SELECT d.message, m.code, m.application, m.event, m.activity, d.device, dev.sandbox, dev.os_version, m.channel_ids, d.state,
-                       COALESCE(d.push_type, 'liveactivity') AS push_type, d.token, m.payload, m.fallback_payload,
+                       COALESCE(d.push_type, \(PushType.liveActivity.sql)) AS push_type, d.token, m.payload, m.fallback_payload,
                        COALESCE(d.priority, CASE WHEN dev.frequent_updates = 1 THEN COALESCE(m.priority_frequent, m.priority)
                                                  ELSE COALESCE(m.priority_standard, m.priority) END) AS priority,
                        COALESCE(d.expires_at, m.expires_at) AS expires_at, d.attempts, d.copies, d.catch_up, a.state = 'ended' AS ended, a.started_at,
@@ -963,13 +963,13 @@ public struct SQLMessageStore: MessageStore {
                                [row["message"], row["device"]])
                     continue
                 }
-                let pushType = row["push_type"].text ?? "liveactivity"
+                let pushType = row["push_type"].text.flatMap(PushType.init(rawValue:)) ?? .liveActivity
                 var due = DueDelivery(
                     message: row["message"].int ?? 0, code: row["code"].text ?? "", application: application,
                     event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: row["activity"].int ?? 0,
                     device: row["device"].int ?? 0, gateway: row["sandbox"].bool ? .sandbox : .production,
                     state: DeliveryState(rawValue: row["state"].text ?? "") ?? .retrying, pushType: pushType, token: token,
-                    payload: (pushType == "alert" ? row["fallback_payload"].blob : row["payload"].blob) ?? [],
+                    payload: (pushType == .alert ? row["fallback_payload"].blob : row["payload"].blob) ?? [],
                     priority: Int(row["priority"].int ?? 10), expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0),
                     attempts: Int(row["attempts"].int ?? 0), uncertainCopies: Int(row["copies"].int ?? 0), catchUp: row["catch_up"].bool,
                     activityEnded: row["ended"].bool, newerMessage: row["newer"].bool, tokenReportedSince: row["running"].bool)
@@ -992,7 +992,7 @@ public struct SQLMessageStore: MessageStore {
                     if leaseID == nil { leaseID = try newLease(lease, c) }
                     let held = leaseID ?? 0
                     try c.send("UPDATE deliveries SET state = 'sending', next_at = NULL, copies = copies + ?, lease = ? WHERE message = ? AND device = ?",
-                               [.int(due.event == .start && due.pushType == "liveactivity" ? 1 : 0), .int(held), row["message"], row["device"]])
+                               [.int(due.event == .start && due.pushType == .liveActivity ? 1 : 0), .int(held), row["message"], row["device"]])
                     due.lease = held
                     claimed.append(due)
                 }
@@ -1246,7 +1246,7 @@ public struct SQLMessageStore: MessageStore {
                     SELECT MAX(x.message) FROM deliveries x JOIN messages y ON y.id = x.message WHERE x.device = ad.device AND y.activity = ?1)
                 LEFT JOIN messages m ON m.id = dl.message
                 LEFT JOIN messages sm ON sm.id = (SELECT MAX(y.id) FROM messages y WHERE y.activity = ?1 AND y.event = 'start')
-                LEFT JOIN deliveries s ON s.device = ad.device AND s.message = sm.id AND s.push_type = 'liveactivity' AND s.state = 'sent'
+                LEFT JOIN deliveries s ON s.device = ad.device AND s.message = sm.id AND s.push_type = \(PushType.liveActivity.sql) AND s.state = \(DeliveryState.sent.sql)
                 WHERE ad.activity = ?1 AND ad.device > ?2 ORDER BY ad.device LIMIT ?3
                 """, [.int(activity), .int(after), .int(Int64(limit))]).map { row in
                 // After the end, a device where it ran shows "ended", not "active".

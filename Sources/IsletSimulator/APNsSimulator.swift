@@ -114,8 +114,6 @@ final class SimulatorEngine: Sendable {
     /// Per connection: requests seen, and whether a request with a valid token came (Apple's stream rule).
     private let connections = Mutex<[Int: (requests: Int, trusted: Bool)]>([:])
 
-    static let pushTypes: Set<String> = ["alert", "background", "liveactivity", "voip", "complication", "fileprovider", "mdm", "location", "pushtotalk"]
-
     init(store: any SimulatorStore, credentials: @escaping APNsSimulator.Credentials, report: @escaping APNsSimulator.Reporter,
          decoder: @escaping APNsSimulator.Decoder, faults: SimulatorFaults, now: @escaping @Sendable () -> Date) {
         self.decoder = decoder
@@ -171,7 +169,7 @@ final class SimulatorEngine: Sendable {
         guard let channelID = request.header("apns-channel-id"), !channelID.isEmpty else { return (400, "MissingChannelId") }
         guard let raw = Data(base64Encoded: channelID), !raw.isEmpty else { return (400, "BadChannelId") }
         guard let pushType = request.header("apns-push-type") else { return (400, "MissingPushType") }
-        guard pushType == "liveactivity" else { return (400, "InvalidPushType") }
+        guard PushType(rawValue: pushType) == .liveActivity else { return (400, "InvalidPushType") }
         // Required, and one of Apple's three.
         guard let priority = request.header("apns-priority").flatMap(Int.init), [1, 5, 10].contains(priority) else { return (400, "BadPriority") }
         guard let expiration = request.header("apns-expiration").flatMap(Int64.init) else { return (400, "BadExpirationDate") }
@@ -253,10 +251,9 @@ final class SimulatorEngine: Sendable {
         }
         if trustNow { exchange.allowStreams(1000) }   // the first authenticated request lifts the 1-stream limit (A6)
 
-        guard let pushType = request.header("apns-push-type"), Self.pushTypes.contains(pushType) else { return (400, Self.reason("InvalidPushType")) }
+        guard let pushType = request.header("apns-push-type").flatMap(PushType.init(rawValue:)) else { return (400, Self.reason("InvalidPushType")) }
         guard let topic = request.header("apns-topic"), !topic.isEmpty else { return (400, Self.reason("MissingTopic")) }
-        let expectedTopic = pushType == "liveactivity" ? "\(credential.bundleID).push-type.liveactivity" : credential.bundleID
-        guard topic == expectedTopic else { return (400, Self.reason("BadTopic")) }
+        guard topic == pushType.topic(bundleID: credential.bundleID) else { return (400, Self.reason("BadTopic")) }
         let priority = request.header("apns-priority").flatMap(Int.init) ?? 10
         guard [1, 5, 10].contains(priority), request.header("apns-priority").map({ Int($0) != nil }) ?? true else {
             return (400, Self.reason("BadPriority"))
@@ -271,7 +268,7 @@ final class SimulatorEngine: Sendable {
                        apnsID: request.header("apns-id") ?? "", payload: request.body)
     }
 
-    private func deliver(to token: String, credential: SimulatorCredential, pushType: String, priority: Int, apnsID: String,
+    private func deliver(to token: String, credential: SimulatorCredential, pushType: PushType, priority: Int, apnsID: String,
                          payload: [UInt8]) -> (Int, JSONValue?) {
         var started: (ApplicationCode, String, String, String)?
         let outcome: (Int, JSONValue?) = Self.lock.withLock { _ in

@@ -32,7 +32,7 @@ public struct SimulatedActivity: Codable, Sendable, Equatable {
 public struct SimulatedPush: Codable, Sendable, Equatable {
     public var at: Double
     public var apnsID: String
-    public var pushType: String
+    public var pushType: PushType
     public var event: String?
     public var priority: Int
     /// Why ActivityKit dropped it silently (APNs still answered 200); nil when applied.
@@ -109,7 +109,7 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
                                           decodingError: (_ attributesType: String, _ contentState: JSONObject, _ attributes: JSONObject?) -> String? = { _, _, _ in nil }) {
         expire(now: now)
         let aps = (try? JSONParser.parse(payload))?.objectValue?["aps"]?.objectValue ?? [:]
-        var entry = SimulatedPush(at: now.timeIntervalSince1970, apnsID: apnsID, pushType: "liveactivity", event: aps["event"]?.stringValue,
+        var entry = SimulatedPush(at: now.timeIntervalSince1970, apnsID: apnsID, pushType: .liveActivity, event: aps["event"]?.stringValue,
                                   priority: priority, dropped: nil, payload: String(decoding: payload, as: UTF8.self))
         for index in activities.indices where activities[index].channelID == channelID {
             if let state = aps["content-state"]?.objectValue, let error = decodingError(activities[index].attributesType, state, nil) {
@@ -127,7 +127,7 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
     /// `decodingError` says why the app could not decode a content-state (and, for a start, attributes)
     /// of an attributes type; nil when it could.
     /// `channelExists` says whether APNs has a channel a start subscribes to (`input-push-channel`, X5).
-    public mutating func receive(payload: [UInt8], token: String, pushType: String, priority: Int, apnsID: String, now: Date,
+    public mutating func receive(payload: [UInt8], token: String, pushType: PushType, priority: Int, apnsID: String, now: Date,
                                  newToken: () -> String,
                                  decodingError: (_ attributesType: String, _ contentState: JSONObject, _ attributes: JSONObject?) -> String? = { _, _, _ in nil },
                                  channelExists: (String) -> Bool = { _ in false })
@@ -143,7 +143,7 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
         }
         switch kind(of: token) {
         case .push?:
-            guard pushType == "alert" else { entry.dropped = "a Live Activity push needs a push-to-start or update token"; return nil }
+            guard pushType == .alert else { entry.dropped = "a Live Activity push needs a push-to-start or update token"; return nil }
             let alert = aps["alert"]?.objectValue
             alerts.append([alert?["title"]?.stringValue, alert?["body"]?.stringValue].compactMap { $0 }.joined(separator: ": "))
             return nil
@@ -318,7 +318,7 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
             object["log"] = .array(log.map { push in
                 [
                     "at": .string(Date(timeIntervalSince1970: push.at).formatted(.iso8601)), "apns_id": .string(push.apnsID),
-                    "push_type": .string(push.pushType), "event": push.event.map { .string($0) } ?? .null, "priority": .int(Int64(push.priority)),
+                    "push_type": .string(push.pushType.rawValue), "event": push.event.map { .string($0) } ?? .null, "priority": .int(Int64(push.priority)),
                     "dropped": push.dropped.map { .string($0) } ?? .null, "payload": (try? JSONParser.parse(push.payload)) ?? .string(push.payload),
                 ]
             })

@@ -277,8 +277,8 @@ public struct UpdateTarget: Sendable, Equatable {
 /// What happened to one device of a message (A5).
 public struct DeliveryRecord: Sendable, Equatable {
     public let device: Int64
-    /// "liveactivity" or "alert"; nil when skipped.
-    public let pushType: String?
+    /// `.liveActivity` or `.alert`; nil when skipped.
+    public let pushType: PushType?
     /// The HTTP status from APNs; 0 when skipped or never answered.
     public let status: Int
     /// Apple's reason, or the skip reason.
@@ -296,7 +296,7 @@ public struct DeliveryRecord: Sendable, Equatable {
     /// The `apns-priority` it went at; nil when skipped.
     public let priority: Int?
 
-    public init(device: Int64, pushType: String?, status: Int, reason: String?, apnsID: String?, attempts: Int,
+    public init(device: Int64, pushType: PushType?, status: Int, reason: String?, apnsID: String?, attempts: Int,
                 state: DeliveryState? = nil, nextAttemptAt: Date? = nil, token: String? = nil, uncertainCopies: Int = 0, priority: Int? = nil) {
         self.priority = priority
         self.device = device
@@ -322,8 +322,8 @@ public struct DueDelivery: Sendable, Equatable {
     public let device: Int64
     public let gateway: Gateway
     public let state: DeliveryState
-    /// "liveactivity" or "alert".
-    public let pushType: String
+    /// `.liveActivity` or `.alert`.
+    public let pushType: PushType
     public let token: String
     public let payload: [UInt8]
     public let priority: Int
@@ -347,7 +347,7 @@ public struct DueDelivery: Sendable, Equatable {
     public var lease: Int64 = 0
 
     public init(message: Int64, code: String, application: ApplicationCode, event: LiveActivityEvent, activity: Int64, device: Int64,
-                gateway: Gateway, state: DeliveryState, pushType: String, token: String, payload: [UInt8], priority: Int, expiresAt: Date,
+                gateway: Gateway, state: DeliveryState, pushType: PushType, token: String, payload: [UInt8], priority: Int, expiresAt: Date,
                 attempts: Int, uncertainCopies: Int, catchUp: Bool, activityEnded: Bool, newerMessage: Bool, tokenReportedSince: Bool) {
         self.message = message
         self.code = code
@@ -415,14 +415,13 @@ public struct DeliveryEffects: Sendable {
     public init() {}
 
     /// Adds what one answered push means for its activity and device.
-    public mutating func add(status: Int, dropToken: Bool, invalidSince: Int64?, pushType: String, token: String, isStart: Bool,
-                             activity: Int64, device: Int64) {
-        if status == 200 && isStart && pushType == "liveactivity" { startedOn.append((activity, device)) }
-        guard dropToken else { return }
+    public mutating func add(_ verdict: APNsVerdict, pushType: PushType, token: String, isStart: Bool, activity: Int64, device: Int64) {
+        if verdict == .delivered && isStart && pushType == .liveActivity { startedOn.append((activity, device)) }
+        guard case .deadToken(let invalidSince) = verdict else { return }
         let dead = DeadToken(device: device, token: token, invalidSince: invalidSince)
         if !isStart {
             deadUpdateTokens.append((activity, dead))
-        } else if pushType == "liveactivity" {
+        } else if pushType == .liveActivity {
             deadPushToStartTokens.append(dead)
         } else {
             deadPushTokens.append(dead)

@@ -93,7 +93,8 @@ struct APNsClientTests {
         let outcomes = client.send((0...7).map { push($0) })
         #expect(outcomes.map(\.status) == [200, 410, 400, 429, 500, 413, 400, 503])
         #expect(outcomes[1].timestamp == 1_700_000_000_000)
-        #expect(outcomes.map(\.action) == [.delivered, .dropToken, .dropToken, .retry, .retry, .fail, .dropToken, .retry])
+        #expect(outcomes.map(\.verdict) == [.delivered, .deadToken(invalidSince: 1_700_000_000_000), .deadToken(invalidSince: nil), .retry(after: nil),
+                                            .retry(after: nil), .giveUp, .deadToken(invalidSince: nil), .retry(after: nil)])
     }
 
     @Test func goAwayMidFlightLosesNothingAndDuplicatesNothing() throws {
@@ -184,7 +185,7 @@ struct APNsClientTests {
         let fake = try FakeAPNs(files: files, key: key)
         let client = try client(fake)
         defer { client.shutdown() }
-        let stranger = Push(application: ApplicationCode("OTHER-00002")!, deviceToken: "00", gateway: .production, pushType: "alert",
+        let stranger = Push(application: ApplicationCode("OTHER-00002")!, deviceToken: "00", gateway: .production, pushType: .alert,
                             topic: "x", priority: 5, apnsID: UUID().uuidString, payload: [])
         #expect(client.send([stranger]).first == PushOutcome(status: 403, reason: "NoAPNsKey"))
     }
@@ -195,7 +196,7 @@ struct APNsClientTests {
         defer { client.shutdown() }
         let outcomes = client.send([push(1), push(2), push(3)])
         #expect(outcomes.map(\.status) == [200, 0, 200])
-        #expect(outcomes[1].reason == "no answer from APNs in time")
+        #expect(outcomes[1].unanswered == "no answer from APNs in time")
         #expect(outcomes[1].fate == .unknown, "written and never answered: it may have reached APNs")
     }
 
@@ -208,6 +209,7 @@ struct APNsClientTests {
         let outcome = client.send([push(1)]).first
         #expect(outcome?.status == 0)
         #expect(outcome?.fate == .notSent, "no connection ever opened: provably not sent")
-        #expect(outcome?.reason?.hasPrefix("cannot connect to APNs: cannot connect to 127.0.0.1:9") == true, "\(outcome?.reason ?? "")")
+        #expect(outcome?.reason == nil, "no answer: no reason of Apple's")
+        #expect(outcome?.unanswered?.hasPrefix("cannot connect to APNs: cannot connect to 127.0.0.1:9") == true, "\(outcome?.unanswered ?? "")")
     }
 }

@@ -154,7 +154,7 @@ final class FakeAPNs: Sendable {
 let application = ApplicationCode("APPAA-00001")!
 
 func push(_ n: Int, gateway: Gateway = .production) -> Push {
-    Push(application: application, deviceToken: String(format: "%064x", n), gateway: gateway, pushType: "liveactivity",
+    Push(application: application, deviceToken: String(format: "%064x", n), gateway: gateway, pushType: .liveActivity,
          topic: "com.example.app.push-type.liveactivity", priority: 10, apnsID: UUID().uuidString,
          payload: Array(#"{"aps":{"timestamp":1,"event":"update","content-state":{"n":\#(n)}}}"#.utf8))
 }

@@ -53,7 +53,7 @@ struct ChannelStartTests {
 
     @Test func aRetriedStartKeepsItsChannel() {
         var due = DueDelivery(message: 1, code: "C", application: application, event: .start, activity: 1, device: 7, gateway: .production,
-                              state: .retrying, pushType: "liveactivity", token: "bb", payload: base, priority: 10, expiresAt: .distantFuture,
+                              state: .retrying, pushType: .liveActivity, token: "bb", payload: base, priority: 10, expiresAt: .distantFuture,
                               attempts: 1, uncertainCopies: 0, catchUp: false, activityEnded: false, newerMessage: false, tokenReportedSince: false)
         due.channelIDs = [.production: "cHJvZA=="]
         due.osVersion = "18.0"

@@ -11,7 +11,7 @@ struct DeliveryDecisionsTests {
     let decisions = DeliveryDecisions(policy: RetryPolicy(), jitter: { 1.0 })
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     var expiresAt: Date { now.addingTimeInterval(3600) }
-    let push = Push(application: ApplicationCode("APPAA-00001")!, deviceToken: "ab", gateway: .production, pushType: "liveactivity",
+    let push = Push(application: ApplicationCode("APPAA-00001")!, deviceToken: "ab", gateway: .production, pushType: .liveActivity,
                     topic: "t", priority: 10, apnsID: "ID", payload: [])
 
     func record(_ outcome: PushOutcome, start: Bool = false, attempts: Int = 1, copies: Int = 0, expires: Date? = nil) -> DeliveryRecord {
@@ -55,7 +55,7 @@ struct DeliveryDecisionsTests {
     func due(_ event: LiveActivityEvent, state: DeliveryState = .retrying, copies: Int = 0, ended: Bool = false, newer: Bool = false,
              token: Bool = false, expires: Date? = nil) -> DueDelivery {
         DueDelivery(message: 1, code: "C", application: ApplicationCode("APPAA-00001")!, event: event, activity: 1, device: 7, gateway: .production,
-                    state: state, pushType: "liveactivity", token: "ab", payload: [], priority: 10, expiresAt: expires ?? expiresAt, attempts: 1,
+                    state: state, pushType: .liveActivity, token: "ab", payload: [], priority: 10, expiresAt: expires ?? expiresAt, attempts: 1,
                     uncertainCopies: copies, catchUp: false, activityEnded: ended, newerMessage: newer, tokenReportedSince: token)
     }
 
@@ -116,7 +116,7 @@ struct APNsIDTests {
             let s = String(chars)
             let expected = [s.prefix(8), s.dropFirst(8).prefix(4), s.dropFirst(12).prefix(4), s.dropFirst(16).prefix(4), s.dropFirst(20)].joined(separator: "-")
             let due = DueDelivery(message: 1, code: code, application: ApplicationCode("APPAA-00001")!, event: .update, activity: 1, device: device,
-                                  gateway: .production, state: .retrying, pushType: "liveactivity", token: "ab", payload: [], priority: 10,
+                                  gateway: .production, state: .retrying, pushType: .liveActivity, token: "ab", payload: [], priority: 10,
                                   expiresAt: Date(), attempts: 0, uncertainCopies: 0, catchUp: false, activityEnded: false, newerMessage: false,
                                   tokenReportedSince: false)
             #expect(PushPlanner.push(due, bundleID: "b").apnsID == expected)

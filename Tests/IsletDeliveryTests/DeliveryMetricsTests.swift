@@ -8,7 +8,7 @@ import IsletStore
 @Suite("Delivery metrics labels")
 struct DeliveryMetricsTests {
     func record(_ state: DeliveryState, status: Int, reason: String?) -> DeliveryRecord {
-        DeliveryRecord(device: 1, pushType: "liveactivity", status: status, reason: reason, apnsID: nil, attempts: 1, state: state)
+        DeliveryRecord(device: 1, pushType: .liveActivity, status: status, reason: reason, apnsID: nil, attempts: 1, state: state)
     }
 
     @Test func labelsAreApplesReasonsSkipReasonsOrAFixedWord() {

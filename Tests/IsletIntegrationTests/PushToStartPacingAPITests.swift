@@ -40,7 +40,7 @@ struct PushToStartPacingAPITests {
         var phone = SimulatedDevice(application: world.code, hwid: "first_third", iosVersion: "17.4", locked: false, pushToken: "aa",
                                     pushToStartTokens: ["": Self.pushToStart])
         for (index, push) in pushes.enumerated() {
-            _ = phone.receive(payload: push.payload, token: Self.pushToStart, pushType: "liveactivity", priority: push.priority, apnsID: push.apnsID,
+            _ = phone.receive(payload: push.payload, token: Self.pushToStart, pushType: .liveActivity, priority: push.priority, apnsID: push.apnsID,
                               now: t0.addingTimeInterval(index < 10 ? 0 : 60), newToken: { UUID().uuidString })
         }
         #expect(phone.log.allSatisfy { $0.dropped == nil } && phone.activities.count == 20, "\(phone.log.compactMap(\.dropped))")

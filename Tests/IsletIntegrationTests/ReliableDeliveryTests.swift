@@ -113,7 +113,7 @@ struct ReliableDeliveryTests {
     @Test func aStartWhoseAnswerWasLostWaitsForTheDeviceInsteadOfMakingASecondCard() throws {
         // Both start pushes reach "APNs" but the answers are lost; first_third's app then reports its token.
         let transport = RecordingTransport { push, _ in
-            push.pushType == "liveactivity" && [Self.firstStart, Self.secondStart].contains(push.deviceToken) ? .unknown("connection lost before APNs answered") : .delivered
+            push.pushType == .liveActivity && [Self.firstStart, Self.secondStart].contains(push.deviceToken) ? .unknown("connection lost before APNs answered") : .delivered
         }
         let world = try LiveActivityWorld(transport: transport)
         let code = try started(world)

@@ -59,7 +59,7 @@ struct SmallMessageBatchTests {
         let details = try world.waitUntilSent(others)
         #expect(details.map(\.sent) == [1, 1, 1])
         for index in [0, 1, 3] {
-            #expect(world.pushes(to: Self.token(index)).filter { $0.pushType == "liveactivity" }.count == 1, "ORDER_\(index + 1)'s update went once")
+            #expect(world.pushes(to: Self.token(index)).filter { $0.pushType == .liveActivity }.count == 1, "ORDER_\(index + 1)'s update went once")
         }
         let stuck = try world.running.server.messages.messageDetails(code: codes[2], in: ApplicationCode(world.code)!)
         #expect(stuck?.state != .done, "its record never committed, so it is still owed")

@@ -39,7 +39,7 @@ struct ClusterStoreTests {
 
         func batch(_ devices: ClosedRange<Int64>, apnsID: String) -> BatchResult {
             var batch = BatchResult(cursor: devices.upperBound)
-            batch.records = devices.map { DeliveryRecord(device: $0, pushType: "liveactivity", status: 200, reason: nil, apnsID: "\(apnsID)-\($0)", attempts: 1) }
+            batch.records = devices.map { DeliveryRecord(device: $0, pushType: .liveActivity, status: 200, reason: nil, apnsID: "\(apnsID)-\($0)", attempts: 1) }
             return batch
         }
 
@@ -172,7 +172,7 @@ struct ClusterStoreTests {
         let job = try #require(try f.claim(Self.lease("n")))
         var batch = BatchResult(cursor: 3)
         batch.records = (1...3).map {
-            DeliveryRecord(device: $0, pushType: "liveactivity", status: 503, reason: "ServiceUnavailable", apnsID: "d-\($0)", attempts: 1,
+            DeliveryRecord(device: $0, pushType: .liveActivity, status: 503, reason: "ServiceUnavailable", apnsID: "d-\($0)", attempts: 1,
                            state: .retrying, nextAttemptAt: now, token: String(format: "%064x", Int($0)))
         }
         try f.db.messages.recordBatch(batch, of: job, at: now)
@@ -182,7 +182,7 @@ struct ClusterStoreTests {
         #expect(try f.db.messages.claimDueDeliveries(at: now, limit: 10, excluding: [], lease: Self.lease("m")) { _, _ in .send }.isEmpty)
         #expect(try f.rescueWhenExpired().deliveries == 3)
         var result = RetryResult()
-        result.records = due.map { ($0.message, DeliveryRecord(device: $0.device, pushType: "liveactivity", status: 200, reason: nil, apnsID: "x", attempts: 1)) }
+        result.records = due.map { ($0.message, DeliveryRecord(device: $0.device, pushType: .liveActivity, status: 200, reason: nil, apnsID: "x", attempts: 1)) }
         #expect(throws: StoreError.self) { try f.db.messages.recordRetries(result, lease: due[0].lease, at: now) }
         let again = try f.db.messages.claimDueDeliveries(at: now, limit: 10, excluding: [], lease: Self.lease("m")) { _, _ in .send }
         #expect(again.count == 3)

@@ -40,7 +40,7 @@ struct MessageStoreTests {
         /// A page of a start whose push to `device` went out and got no answer: it waits a minute for the device's token.
         static func unansweredStart(device: Int64) -> BatchResult {
             var page = BatchResult(cursor: device)
-            page.records = [DeliveryRecord(device: device, pushType: "liveactivity", status: 0, reason: "connection lost before APNs answered",
+            page.records = [DeliveryRecord(device: device, pushType: .liveActivity, status: 0, reason: "connection lost before APNs answered",
                                            apnsID: "start-\(device)", attempts: 1, state: .unconfirmed, nextAttemptAt: now.addingTimeInterval(60),
                                            token: "start-token", uncertainCopies: 1)]
             return page
@@ -51,7 +51,7 @@ struct MessageStoreTests {
             let targets = try db.devices.targets(job.target!, in: shop, attributesType: job.attributesType, afterID: job.cursor, limit: 100)
             var batch = BatchResult(cursor: targets.last?.id ?? job.cursor)
             for device in targets {
-                batch.records.append(DeliveryRecord(device: device.id, pushType: "liveactivity", status: 200, reason: nil, apnsID: "id-\(device.id)",
+                batch.records.append(DeliveryRecord(device: device.id, pushType: .liveActivity, status: 200, reason: nil, apnsID: "id-\(device.id)",
                                                     attempts: 1, token: device.pushToken))
                 batch.effects.startedOn.append((job.activity, device.id))
             }
@@ -220,7 +220,7 @@ struct MessageStoreTests {
         try f.db.messages.acceptUpdates([f.message("A2", .update, "ORDER_A")], in: shop, at: now, validateOnly: false)
         #expect(try claimSmall() == [])
         var sent = BatchResult(cursor: 3)
-        sent.records = (1...3).map { DeliveryRecord(device: Int64($0), pushType: "liveactivity", status: 200, reason: nil, apnsID: "a1-\($0)", attempts: 1) }
+        sent.records = (1...3).map { DeliveryRecord(device: Int64($0), pushType: .liveActivity, status: 200, reason: nil, apnsID: "a1-\($0)", attempts: 1) }
         let a1 = try #require(first.first { $0.code == "A1" }), b1 = try #require(first.first { $0.code == "B1" })
         // B1 is given back unfinished (as when its devices outgrew a page): it resumes after its cursor.
         try f.db.messages.recordJobs([JobOutcome(job: a1, result: sent, finished: true),
@@ -255,7 +255,7 @@ struct MessageStoreTests {
         try f.db.messages.acceptStarts([f.message("C1", .start, "ORDER_C")], in: shop, at: now, validateOnly: false)
         let job = try #require(try f.claim())
         var batch = BatchResult(cursor: 1)
-        batch.records = [DeliveryRecord(device: 1, pushType: "liveactivity", status: 200, reason: nil, apnsID: "a", attempts: 1)]
+        batch.records = [DeliveryRecord(device: 1, pushType: .liveActivity, status: 200, reason: nil, apnsID: "a", attempts: 1)]
         try f.db.messages.recordBatch(batch, of: job, at: now)
         #expect(try f.claim() == nil)
         // A new run of the only server on an SQLite file, or of this node id on PostgreSQL, frees what the last one held.

@@ -55,11 +55,11 @@ struct SimulatedChannelTests {
         #expect(manage("GET", "nothing-here").status == 404)
     }
 
-    func broadcast(_ channel: String, expiration: Int64 = 0, bundle: String = "com.example.food", pushType: String = "liveactivity",
+    func broadcast(_ channel: String, expiration: Int64 = 0, bundle: String = "com.example.food", pushType: PushType = .liveActivity,
                    payload: [UInt8] = Array(#"{"aps":{"timestamp":\#(Int64(Date().timeIntervalSince1970) + 60),"event":"update","content-state":{"home":1}}}"#.utf8)) -> PushOutcome {
         var push = Push.broadcast(application: world.app, gateway: .production, bundleID: bundle, channelID: channel, priority: 10,
                                   expiration: expiration, payload: payload)
-        if pushType != "liveactivity" {
+        if pushType != .liveActivity {
             push = Push(application: world.app, deviceToken: "", gateway: .production, pushType: pushType, topic: "", priority: 10, apnsID: "",
                         payload: payload, expiration: expiration)
             push.route = .broadcast(channelID: channel, bundleID: bundle)
@@ -87,7 +87,7 @@ struct SimulatedChannelTests {
         #expect(broadcast("not base64!").reason == "BadChannelId")
         let mismatch = broadcast(none, bundle: "com.example.other")
         #expect(mismatch.status == 403 && mismatch.reason == "TopicMismatch")
-        #expect(broadcast(none, pushType: "alert").reason == "InvalidPushType")
+        #expect(broadcast(none, pushType: .alert).reason == "InvalidPushType")
         #expect(broadcast(none, bundle: "com.example.food.push-type.liveactivity").reason == "TopicDisallowed")
         // A channel that stores its latest message keeps it until its apns-expiration (at most 8 hours); 0 keeps nothing.
         let soon = Int64(Date().timeIntervalSince1970) + 60

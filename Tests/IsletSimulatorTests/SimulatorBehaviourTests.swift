@@ -161,7 +161,7 @@ struct SimulatorActivityKitTests {
 
     @Test func aFallbackAlertShowsAsANotification() throws {
         let device = try world.addDevice("old", ios: "15.7")
-        #expect(world.push(to: device.pushToken, ["alert": ["title": "Food Delivery", "body": "Your order is being prepared"]], type: "alert").status == 200)
+        #expect(world.push(to: device.pushToken, ["alert": ["title": "Food Delivery", "body": "Your order is being prepared"]], type: .alert).status == 200)
         #expect(try world.device("old").alerts == ["Food Delivery: Your order is being prepared"])
     }
 
@@ -198,13 +198,13 @@ struct SimulatedActivityKitLimitsTests {
                                      pushToStartTokens: ["": "bb"])
         device.frequentUpdates = frequentUpdates
         let started = device.receive(payload: JSONValue.object(["aps": SimulatorWorld.start("A", timestamp: 1)]).jsonBytes, token: "bb",
-                                     pushType: "liveactivity", priority: 10, apnsID: "1", now: t0, newToken: { "cc" })
+                                     pushType: .liveActivity, priority: 10, apnsID: "1", now: t0, newToken: { "cc" })
         return (device, started?.updateToken ?? "")
     }
 
     func update(_ device: inout SimulatedDevice, _ token: String, step: Int, at: Date, priority: Int = 10, event: String = "update") {
         let aps: JSONObject = ["timestamp": .int(Int64(100 + step)), "event": .string(event), "content-state": ["step": .int(Int64(step))]]
-        _ = device.receive(payload: JSONValue.object(["aps": .object(aps)]).jsonBytes, token: token, pushType: "liveactivity",
+        _ = device.receive(payload: JSONValue.object(["aps": .object(aps)]).jsonBytes, token: token, pushType: .liveActivity,
                            priority: priority, apnsID: "u\(step)", now: at, newToken: { "" })
     }
 
@@ -245,15 +245,15 @@ struct SimulatedActivityKitLimitsTests {
         update(&device, token, step: 5, at: t0.addingTimeInterval(3600))
         let renewal = ActivityRenewal.dueAt(startedAt: t0), now = Int64(ActivityRenewal.dueAt(startedAt: t0).timeIntervalSince1970)
         _ = device.receive(payload: ActivityRenewal.endPayload(contentState: ["step": 5], timestamp: now).jsonBytes, token: token,
-                           pushType: "liveactivity", priority: 10, apnsID: "end", now: renewal, newToken: { "" })
+                           pushType: .liveActivity, priority: 10, apnsID: "end", now: renewal, newToken: { "" })
         let original = JSONValue.object(["aps": SimulatorWorld.start("A", timestamp: 1)]).jsonBytes
         let restart = try #require(ActivityRenewal.startPayload(original: original, contentState: ["step": 5], timestamp: now))
-        let started = device.receive(payload: restart, token: "bb", pushType: "liveactivity", priority: 10, apnsID: "start", now: renewal,
+        let started = device.receive(payload: restart, token: "bb", pushType: .liveActivity, priority: 10, apnsID: "start", now: renewal,
                                      newToken: { "dd" })
         #expect(device.log.suffix(2).allSatisfy { $0.dropped == nil } && started?.updateToken == "dd")
         let later = t0.addingTimeInterval(8 * 3600 + 600)
         let aps: JSONObject = ["timestamp": .int(Int64(later.timeIntervalSince1970)), "event": "update", "content-state": ["step": 6]]
-        _ = device.receive(payload: JSONValue.object(["aps": .object(aps)]).jsonBytes, token: "dd", pushType: "liveactivity",
+        _ = device.receive(payload: JSONValue.object(["aps": .object(aps)]).jsonBytes, token: "dd", pushType: .liveActivity,
                            priority: 10, apnsID: "u6", now: later, newToken: { "" })
         #expect(device.log.last?.dropped == nil, "the new card takes updates past the first start's 8 hours")
         let screen = device.lockScreen(now: later).arrayValue ?? []

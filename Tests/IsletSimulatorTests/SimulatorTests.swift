@@ -141,8 +141,8 @@ final class SimulatorWorld: @unchecked Sendable {
         return try JSONDecoder().decode(SimulatedDevice.self, from: Data(text.utf8))
     }
 
-    func push(to token: String, _ aps: JSONValue, priority: Int = 10, type: String = "liveactivity") -> PushOutcome {
-        let topic = type == "liveactivity" ? "com.example.food.push-type.liveactivity" : "com.example.food"
+    func push(to token: String, _ aps: JSONValue, priority: Int = 10, type: PushType = .liveActivity) -> PushOutcome {
+        let topic = type.topic(bundleID: "com.example.food")
         return client.send([Push(application: app, deviceToken: token, gateway: .production, pushType: type, topic: topic, priority: priority,
                                  apnsID: UUID().uuidString, payload: JSONValue.object(["aps": aps]).jsonBytes)])[0]
     }

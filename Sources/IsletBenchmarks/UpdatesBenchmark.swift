@@ -178,15 +178,15 @@ struct UpdatesBenchmark {
                 let added = try c.run("""
                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
                     INSERT INTO messages (code, application, activity, event, payload, priority, state, due_at, created_at, finished_at, expires_at)
-                    SELECT 'HISTORY-' || s.id || '-' || n.i, s.application, s.activity, 'update', s.payload, 5, 'done', s.due_at, s.created_at,
+                    SELECT 'HISTORY-' || s.id || '-' || n.i, s.application, s.activity, '\(LiveActivityEvent.update.rawValue)', s.payload, 5, '\(MessageState.done.rawValue)', s.due_at, s.created_at,
                            s.finished_at, s.expires_at
                     FROM messages s CROSS JOIN n
-                    WHERE s.event = 'start' AND s.activity BETWEEN ?2 AND ?3
+                    WHERE s.event = '\(LiveActivityEvent.start.rawValue)' AND s.activity BETWEEN ?2 AND ?3
                     ORDER BY s.activity, n.i
                     """, [.int(Int64(perActivity)), .int(low), .int(low + step - 1)])
                 try c.run("""
                     INSERT INTO deliveries (message, device, push_type, status, apns_id, attempts, at, state)
-                    SELECT m.id, ad.device, '\(PushType.liveActivity.rawValue)', 200, 'HISTORY', 1, m.created_at, 'sent'
+                    SELECT m.id, ad.device, '\(PushType.liveActivity.rawValue)', 200, 'HISTORY', 1, m.created_at, '\(DeliveryState.sent.rawValue)'
                     FROM messages m JOIN activity_devices ad ON ad.activity = m.activity
                     WHERE m.id > ?1
                     """, [.int(before)])

@@ -38,16 +38,16 @@ public struct SQLBroadcastStore: BroadcastStore {
         let now = Self.milliseconds(date)
         // A read first: idle workers look often, and most looks find nothing.
         guard try database.withConnection({ (c) throws(StoreError) in
-            try !c.query("SELECT 1 FROM broadcasts WHERE state IN ('pending', 'sending', 'retrying') AND next_at <= ? LIMIT 1", [now],
+            try !c.query("SELECT 1 FROM broadcasts WHERE state IN \([DeliveryState.pending, .sending, .retrying].sqlList) AND next_at <= ? LIMIT 1", [now],
                          planning: .fresh).isEmpty
         }) else { return [] }
         return try database.inClaimTransaction { (c) throws(StoreError) -> [DueBroadcast] in
             let rows = try c.query("""
                 SELECT id, code, application, gateway, apns_channel_id, payload, priority, expiration, expires_at, attempts,
                        EXISTS (SELECT 1 FROM broadcasts n WHERE n.application = b.application AND n.channel = b.channel AND n.gateway = b.gateway
-                               AND n.id > b.id AND n.apns_channel_id = b.apns_channel_id AND n.state NOT IN ('failed', 'expired')) AS newer
+                               AND n.id > b.id AND n.apns_channel_id = b.apns_channel_id AND n.state NOT IN \([DeliveryState.failed, .expired].sqlList)) AS newer
                 FROM broadcasts b
-                WHERE state IN ('pending', 'sending', 'retrying') AND next_at <= ? ORDER BY next_at, id LIMIT ? \(database.dialect.skipLocked(of: "b"))
+                WHERE state IN \([DeliveryState.pending, .sending, .retrying].sqlList) AND next_at <= ? ORDER BY next_at, id LIMIT ? \(database.dialect.skipLocked(of: "b"))
                 """, [now, .int(Int64(limit))], planning: .fresh)
             var due: [DueBroadcast] = []
             for row in rows {
@@ -63,7 +63,7 @@ public struct SQLBroadcastStore: BroadcastStore {
                     try c.run("UPDATE broadcasts SET state = ?, reason = ?, next_at = NULL WHERE id = ?", [.text(settled.state.rawValue), .text(settled.reason), .int(id)])
                     continue
                 }
-                try c.run("UPDATE broadcasts SET state = 'sending', next_at = ? WHERE id = ?",
+                try c.run("UPDATE broadcasts SET state = \(DeliveryState.sending.sql), next_at = ? WHERE id = ?",
                           [Self.milliseconds(date.addingTimeInterval(claimFor)), .int(id)])
                 due.append(DueBroadcast(id: id, code: row["code"].text ?? "", application: application,
                                         gateway: Gateway(rawValue: row["gateway"].text ?? "") ?? .production, channelID: row["apns_channel_id"].text ?? "",
@@ -80,7 +80,7 @@ public struct SQLBroadcastStore: BroadcastStore {
             for result in results {
                 try c.run("""
                     UPDATE broadcasts SET state = ?, status = ?, reason = ?, unique_id = COALESCE(?, unique_id), attempts = attempts + 1, next_at = ?
-                    WHERE id = ? AND state = 'sending'
+                    WHERE id = ? AND state = \(DeliveryState.sending.sql)
                     """, [.text(result.state.rawValue), .int(Int64(result.status)), result.reason.map { .text($0) } ?? .null,
                           result.uniqueID.map { .text($0) } ?? .null, result.nextAt.map { Self.milliseconds($0) } ?? .null, .int(result.id)])
             }
@@ -89,7 +89,7 @@ public struct SQLBroadcastStore: BroadcastStore {
 
     public func nextBroadcastDue() throws(StoreError) -> Date? {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT MIN(next_at) AS due FROM broadcasts WHERE state IN ('pending', 'sending', 'retrying')", [],
+            try c.query("SELECT MIN(next_at) AS due FROM broadcasts WHERE state IN \([DeliveryState.pending, .sending, .retrying].sqlList)", [],
                         planning: .fresh)[0]["due"].int.map { Self.date(milliseconds: $0) }
         }
     }

@@ -78,7 +78,7 @@ public struct SQLClusterStore: ClusterStore {
         let needed = try database.withConnection { (c) throws(StoreError) -> Bool in
             try c.query("""
                 SELECT EXISTS (SELECT 1 FROM leases l WHERE \(deadLease)) OR \(Self.unleased("messages", claimed: "claimed = 1"))
-                    OR \(Self.unleased("message_shards", claimed: "claimed = 1")) OR \(Self.unleased("deliveries", claimed: "state = 'sending'")) AS needed
+                    OR \(Self.unleased("message_shards", claimed: "claimed = 1")) OR \(Self.unleased("deliveries", claimed: "state = \(DeliveryState.sending.sql)")) AS needed
                 """, [], planning: .fresh)[0]["needed"].bool
         }
         guard needed else { return RescueReport() }
@@ -112,7 +112,7 @@ public struct SQLClusterStore: ClusterStore {
         let inAMinute = Int64((Date().timeIntervalSince1970 + 60) * 1000)
         report.deliveries = try c.run("""
             UPDATE deliveries SET state = \(SQLMessageStore.backToWaiting), next_at = CASE WHEN copies > 0 THEN ? ELSE 0 END, lease = NULL
-            WHERE state = 'sending' AND \(leaseGone("deliveries"))
+            WHERE state = \(DeliveryState.sending.sql) AND \(leaseGone("deliveries"))
             """, [.int(inAMinute)])
         return report
     }
@@ -135,7 +135,7 @@ public struct SQLClusterStore: ClusterStore {
                        (SELECT MIN(until_ms) FROM leases WHERE owner = n.id) AS lease_until,
                        (SELECT COUNT(*) FROM messages WHERE claimed = 1 AND lease IN (\(owned)))
                        + (SELECT COUNT(*) FROM message_shards WHERE claimed = 1 AND lease IN (\(owned)))
-                       + (SELECT COUNT(*) FROM deliveries WHERE state = 'sending' AND lease IN (\(owned))) AS claimed
+                       + (SELECT COUNT(*) FROM deliveries WHERE state = \(DeliveryState.sending.sql) AND lease IN (\(owned))) AS claimed
                 FROM nodes n
                 WHERE n.heartbeat_at >= ? OR EXISTS (SELECT 1 FROM leases WHERE owner = n.id)
                 ORDER BY n.number

@@ -75,8 +75,8 @@ public struct SQLConsoleStore: ConsoleStore {
             overview.pushes = try c.query("""
                 SELECT (d.at / 60) * 60 AS minute, d.state, d.reason, COUNT(*) AS count
                 FROM deliveries d JOIN messages m ON m.id = d.message
-                WHERE m.id IN (SELECT id FROM messages WHERE state IN ('done', 'cancelled') AND finished_at >= ?2
-                               UNION ALL SELECT id FROM messages WHERE state IN ('pending', 'sending'))
+                WHERE m.id IN (SELECT id FROM messages WHERE state IN \([MessageState.done, .cancelled].sqlList) AND finished_at >= ?2
+                               UNION ALL SELECT id FROM messages WHERE state IN \([MessageState.pending, .sending].sqlList))
                   AND m.application = ?1 AND d.at >= ?2
                 GROUP BY (d.at / 60) * 60, d.state, d.reason ORDER BY 1
                 """, [code, SQLValue.seconds(pushesSince)]).compactMap { row in
@@ -164,7 +164,7 @@ public struct SQLConsoleStore: ConsoleStore {
                 created: pairs(try c.query("SELECT id, application FROM messages WHERE id > ? ORDER BY id", [.int(afterMessage)])),
                 finished: pairs(try c.query("""
                     SELECT id, application FROM messages \(database.dialect.indexedBy("messages_finished"))
-                    WHERE state IN ('done', 'cancelled') AND finished_at >= ?
+                    WHERE state IN \([MessageState.done, .cancelled].sqlList) AND finished_at >= ?
                     """, [SQLValue.seconds(finishedSince)])))
         }
     }

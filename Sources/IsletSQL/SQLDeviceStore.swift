@@ -202,7 +202,7 @@ public struct SQLDeviceStore: DeviceStore {
                                    [.int(start), .int(device.id)])[0]["targeted"].bool
         // A fan-out still under way has not recorded every device yet: a phone that got its push early may
         // report before its batch is recorded. Then the start's target itself says whether it is addressed.
-        if !targeted, let pending = try c.query("SELECT target FROM messages WHERE id = ? AND state IN ('pending', 'sending')",
+        if !targeted, let pending = try c.query("SELECT target FROM messages WHERE id = ? AND state IN \([MessageState.pending, .sending].sqlList)",
                                                 [.int(start)]).first, let text = pending["target"].text {
             let (condition, parameters) = sql(for: try SQLMessageStore.decodeTarget(text, application, c), app: .text(application.rawValue))
             targeted = try c.query("SELECT EXISTS (SELECT 1 FROM devices d WHERE d.id = ? AND d.application = ? AND (\(condition))) AS targeted",
@@ -218,17 +218,17 @@ public struct SQLDeviceStore: DeviceStore {
     private func linkActivity(_ activityID: String, device: Int64, application: ApplicationCode, at date: Date,
                               _ c: any SQLConnection) throws(StoreError) -> Int64 {
         let activity = try c.query("""
-            INSERT INTO activities (application, activity_id, state, updated_at, started_at) VALUES (?1, ?2, 'active', ?3, ?3)
+            INSERT INTO activities (application, activity_id, state, updated_at, started_at) VALUES (?1, ?2, \(ActivityState.active.sql), ?3, ?3)
             ON CONFLICT (application, activity_id) DO UPDATE SET updated_at = excluded.updated_at,
                 -- An activity known only from phones' reports, past its 8 hours (A8), has begun again on the reporting one.
                 started_at = CASE WHEN (activities.started_at IS NULL OR activities.started_at <= excluded.started_at - \(Int(ActivityLifetime.running)))
-                                       AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.activity = activities.id AND m.event = 'start')
+                                       AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.activity = activities.id AND m.event = \(LiveActivityEvent.start.sql))
                                   THEN excluded.started_at ELSE activities.started_at END
             RETURNING id
             """, [.text(application.rawValue), .text(activityID), SQLValue.seconds(date)])[0]["id"]
         try c.run("""
-            INSERT INTO activity_devices (activity, device, state) VALUES (?, ?, 'active')
-            ON CONFLICT (activity, device) DO UPDATE SET state = 'active'
+            INSERT INTO activity_devices (activity, device, state) VALUES (?, ?, \(ActivityDeviceState.active.sql))
+            ON CONFLICT (activity, device) DO UPDATE SET state = \(ActivityDeviceState.active.sql)
             """, [activity, .int(device)])
         return activity.int ?? 0
     }
@@ -238,13 +238,13 @@ public struct SQLDeviceStore: DeviceStore {
     /// alert-free, with its original timestamp (issue 10).
     private func catchUp(activity: Int64, device: Int64, token: String, at date: Date, _ c: any SQLConnection) throws(StoreError) {
         try c.run("""
-            UPDATE deliveries SET state = 'sent', status = 200, next_at = NULL, reason = 'confirmed: the device reported its update token'
-            WHERE device = ?1 AND state IN ('unconfirmed', 'retrying')
-              AND message IN (SELECT id FROM messages WHERE activity = ?2 AND event = 'start')
+            UPDATE deliveries SET state = \(DeliveryState.sent.sql), status = 200, next_at = NULL, reason = 'confirmed: the device reported its update token'
+            WHERE device = ?1 AND state IN \([DeliveryState.unconfirmed, .retrying].sqlList)
+              AND message IN (SELECT id FROM messages WHERE activity = ?2 AND event = \(LiveActivityEvent.start.sql))
             """, [.int(device), .int(activity)])
         let start = try SQLMessageStore.currentStart(activity, c) ?? 0
         guard let latest = try c.query("""
-            SELECT id, state FROM messages WHERE activity = ? AND id > ? AND event IN ('update', 'end') AND state != 'cancelled'
+            SELECT id, state FROM messages WHERE activity = ? AND id > ? AND event IN \([LiveActivityEvent.update, .end].sqlList) AND state != \(MessageState.cancelled.sql)
             ORDER BY id DESC LIMIT 1
             """, [.int(activity), .int(start)]).first, let message = latest["id"].int else { return }
         let delivery = try c.query("SELECT state, token FROM deliveries WHERE message = ? AND device = ?", [.int(message), .int(device)]).first
@@ -255,8 +255,8 @@ public struct SQLDeviceStore: DeviceStore {
         let now = Int64((date.timeIntervalSince1970 * 1000).rounded())
         try c.run("""
             INSERT INTO deliveries (message, device, push_type, status, reason, apns_id, attempts, at, state, next_at, token, copies, catch_up, expires_at)
-            VALUES (?1, ?2, \(PushType.liveActivity.sql), 0, 'catching up: the device reported its update token after this message', NULL, 0, ?3, 'retrying', ?4, ?5, 0, 1, ?6)
-            ON CONFLICT (message, device) DO UPDATE SET push_type = \(PushType.liveActivity.sql), state = 'retrying', next_at = excluded.next_at,
+            VALUES (?1, ?2, \(PushType.liveActivity.sql), 0, 'catching up: the device reported its update token after this message', NULL, 0, ?3, \(DeliveryState.retrying.sql), ?4, ?5, 0, 1, ?6)
+            ON CONFLICT (message, device) DO UPDATE SET push_type = \(PushType.liveActivity.sql), state = \(DeliveryState.retrying.sql), next_at = excluded.next_at,
                 token = excluded.token, catch_up = 1, reason = excluded.reason, expires_at = excluded.expires_at
             """, [.int(message), .int(device), SQLValue.seconds(date), .int(now), .text(token), .int(now + Int64(CatchUpRule.lifetime * 1000))])
     }
@@ -296,7 +296,7 @@ public struct SQLDeviceStore: DeviceStore {
         try c.run("""
             DELETE FROM token_history WHERE device = ?1
               AND id <= (SELECT id FROM token_history WHERE device = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)
-              AND id NOT IN (SELECT MAX(id) FROM token_history WHERE device = ?1 AND kind != 'update' GROUP BY kind, slot)
+              AND id NOT IN (SELECT MAX(id) FROM token_history WHERE device = ?1 AND kind != \(DeviceTokenKind.update.sql) GROUP BY kind, slot)
             """, [.int(device), .int(Int64(DeviceHealth.historyKept))])
     }
 
@@ -316,17 +316,17 @@ public struct SQLDeviceStore: DeviceStore {
                             token: row["token"].text, at: row["at"].date ?? .distantPast)
             }
             // The device's push token or gateway last changed then (a re-registration of the same ones is no change).
-            let pushTokenSince = try c.query("SELECT MAX(at) AS at FROM token_history WHERE device = ? AND kind = 'push'", [id])[0]["at"]
+            let pushTokenSince = try c.query("SELECT MAX(at) AS at FROM token_history WHERE device = ? AND kind = \(DeviceTokenKind.push.sql)", [id])[0]["at"]
             // The device's latest push-to-start pushes APNs accepted, and the app's first report of that activity's
             // update token since the start was accepted by Islet (the token history keeps it, even once ended).
             let starts = try c.query("""
                 SELECT a.activity_id, d.at, m.channel_ids,
-                       (SELECT MIN(h.at) FROM token_history h WHERE h.device = d.device AND h.kind = 'update' AND h.slot = a.activity_id
+                       (SELECT MIN(h.at) FROM token_history h WHERE h.device = d.device AND h.kind = \(DeviceTokenKind.update.sql) AND h.slot = a.activity_id
                                                                 AND h.token IS NOT NULL AND h.at >= m.created_at) AS reported_at
                 FROM deliveries d
                 JOIN messages m ON m.id = d.message
                 JOIN activities a ON a.id = m.activity
-                WHERE d.device = ? AND m.event = 'start' AND d.push_type = \(PushType.liveActivity.sql) AND d.state = \(DeliveryState.sent.sql)
+                WHERE d.device = ? AND m.event = \(LiveActivityEvent.start.sql) AND d.push_type = \(PushType.liveActivity.sql) AND d.state = \(DeliveryState.sent.sql)
                 ORDER BY d.message DESC LIMIT 20
                 """, [id]).compactMap { row -> DeviceHealth.Start? in
                 // A start that subscribed the device to a channel (X5) brings no update token to wait for.

@@ -1,4 +1,5 @@
 import Foundation
+import IsletCore
 import IsletStore
 
 /// The schema of both engines, as one ordered list of migrations recorded in `schema_migrations`: written
@@ -431,9 +432,26 @@ public enum SQLMigrations {
             $$;
             CREATE TRIGGER devices_take_their_push_records BEFORE DELETE ON devices FOR EACH ROW EXECUTE FUNCTION islet_device_deleted();
             """, engines: [.postgresql]),
+        // Claims tell a start to named devices from one to a filter or users by columns of their own (issue 43), not by
+        // the JSON text of its stored target; a start's target is read once here, for the messages already stored.
+        Migration(version: 23, name: "start audiences by kind and size", sql: """
+            ALTER TABLE messages ADD COLUMN target_kind TEXT;
+            ALTER TABLE messages ADD COLUMN named_devices INTEGER;
+            UPDATE messages SET target_kind = CASE
+                    WHEN target LIKE '{"devices":%' THEN 'devices' WHEN target LIKE '{"users":%' THEN 'users' ELSE 'filter' END
+                WHERE target IS NOT NULL;
+            """, step: SQLMigrations.countNamedDevices),
     ]
 
     public static var latestVersion: Int { all.last!.version }
+
+    /// Version 23: how many devices each stored start to named devices names, from its stored target.
+    static func countNamedDevices(_ c: any SQLConnection) throws(StoreError) {
+        for row in try c.query("SELECT id, target FROM messages WHERE target_kind = 'devices'") {
+            let list = row["target"].text.flatMap { try? JSONParser.parse($0).objectValue?["devices"]?.arrayValue }
+            try c.run("UPDATE messages SET named_devices = ? WHERE id = ?", [.int(Int64(list?.count ?? 0)), row["id"]])
+        }
+    }
 
     public static func currentVersion(_ connection: any SQLConnection) throws(StoreError) -> Int {
         let rows = try connection.query("SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations")

@@ -78,6 +78,32 @@ public enum TargetSelection: Sendable, Equatable {
     case filter(FilterDefinition)
     case devices([String])
     case users([String])
+
+    /// How it names its audience, kept beside the stored target (`messages.target_kind`).
+    public var kind: TargetKind {
+        switch self {
+        case .filter: .filter
+        case .devices: .devices
+        case .users: .users
+        }
+    }
+
+    /// How many devices it names: a list of hwids only (a filter or users may reach any number).
+    public var namedDevices: Int? {
+        if case .devices(let list) = self { return list.count }
+        return nil
+    }
+}
+
+/// How a start names its audience: devices by hwid, users by id, or a filter over tags.
+public struct TargetKind: WireValue {
+    public let rawValue: String
+    public init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    public static let devices = Self(uncheckedRawValue: "devices")
+    public static let users = Self(uncheckedRawValue: "users")
+    public static let filter = Self(uncheckedRawValue: "filter")
+    public static let all = [devices, users, filter]
 }
 
 /// Devices, their tags and tokens, and the filters over them.

@@ -1,0 +1,236 @@
+import Foundation
+import IsletCore
+import IsletStore
+
+/// Accepting messages: starts and updates into the queue, all or none, and a start taken back before it fires.
+extension SQLMessageStore: MessageIntake {
+    public func acceptStarts(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws {
+        try accept(validateOnly: validateOnly) { c in
+            for (index, message) in messages.enumerated() {
+                let state: ActivityState = message.dueAt > date ? .scheduled : .active
+                // A scheduled start's activity starts when it fires (A8).
+                let startedAt = state == .active ? SQLValue.seconds(date) : .null
+                let activity: Int64
+                if let existing = try activityRow(message.activityID, application, locking: true, c) {
+                    let read = try c.queries([
+                        SQLStatement("SELECT 1 FROM messages WHERE activity = ? LIMIT 1", [.int(existing.id)]),
+                        SQLStatement("SELECT 1 FROM messages WHERE activity = ? AND state IN \([MessageState.pending, .sending].sqlList) LIMIT 1", [.int(existing.id)]),
+                    ])
+                    let facts = ActivityRules.StartFacts(state: existing.state, hasMessages: !read[0].isEmpty, unfinished: !read[1].isEmpty)
+                    if let refusal = ActivityRules.startRefusal(message.activityID, facts: facts) {
+                        throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
+                    }
+                    try Self.endSession(existing, at: date, c)
+                    if !message.renew { try c.send("DELETE FROM activity_renewals WHERE activity = ?", [.int(existing.id)]) }
+                    try c.send("""
+                        UPDATE activities SET state = ?, attributes_type = ?, name = ?, content_state = ?, updated_at = ?, schema_version = ?,
+                            priority_ten_log = NULL, started_at = ?, dismiss_at = NULL
+                        WHERE id = ?
+                        """, [.text(state.rawValue), Self.optional(message.attributesType), Self.optional(message.name),
+                              .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
+                              message.schemaVersion.map { .int(Int64($0)) } ?? .null, startedAt, .int(existing.id)])
+                    activity = existing.id
+                } else {
+                    activity = try c.query("""
+                        INSERT INTO activities (application, activity_id, state, attributes_type, name, content_state, updated_at, schema_version,
+                                                started_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
+                        """, [.text(application.rawValue), .text(message.activityID), .text(state.rawValue),
+                              Self.optional(message.attributesType), Self.optional(message.name),
+                              .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
+                              message.schemaVersion.map { .int(Int64($0)) } ?? .null, startedAt])[0]["id"].int ?? 0
+                }
+                guard message.scheduledEnd != nil || message.renew else {
+                    // No id needed back: the insert goes with the next statements (one round trip on PostgreSQL).
+                    try c.send(try insertion(message, activity: activity, application: application, at: date, budgeted: nil, dueAt: nil,
+                                             channel: nil, c))
+                    continue
+                }
+                let start = try insert(message, activity: activity, application: application, at: date, c)
+                if message.scheduledEnd != nil {
+                    try schedule(message, event: .end, activity: activity, application: application, start: start, at: date, c)
+                }
+                if message.renew {
+                    try scheduleRenewal(activity: activity, start: start, startsAt: message.dueAt, c)
+                }
+            }
+            try notifyNodes(c)
+        }
+    }
+
+    /// A new session of an ended id: the old session's devices and update tokens are gone with it.
+    static func endSession(_ activity: ActivityRecord, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        try c.send("""
+            UPDATE activity_tokens SET token = NULL, updated_at = ?
+            WHERE activity_id = ? AND device IN (SELECT device FROM activity_devices WHERE activity = ?)
+            """, [SQLValue.seconds(date), .text(activity.activityID), .int(activity.id)])
+        try c.send("DELETE FROM activity_devices WHERE activity = ?", [.int(activity.id)])
+    }
+
+    /// A8: the session whose start is `start` is renewed shortly before its 8 hours.
+    func scheduleRenewal(activity: Int64, start: Int64, startsAt: Date, _ c: any SQLConnection) throws(StoreError) {
+        try c.run("""
+            INSERT INTO activity_renewals (activity, start, end_message, due_at) VALUES (?, ?, NULL, ?)
+            ON CONFLICT (activity) DO UPDATE SET start = excluded.start, end_message = NULL, due_at = excluded.due_at
+            """, [.int(activity), .int(start), Self.milliseconds(ActivityRenewal.dueAt(startedAt: startsAt))])
+    }
+
+    /// Latest state wins (issue 10): older updates of the activity not yet sent are dropped, and a
+    /// fan-out of one under way stops at its next batch; pushes of older updates and ends still owed
+    /// to devices are settled as superseded. Starts are never superseded by an update: the device
+    /// needs the start, and is caught up with the latest state when it reports its token.
+    /// `id` nil: the activity's newest message, the one this transaction just inserted (the activity is locked).
+    /// `owed`: whether any push is owed at all, when the caller has read it (`owedPushesProbe`).
+    /// `unfinishedUpdates`: false when the caller knows no older update can be pending or sending.
+    func supersedeOlder(than id: Int64?, activity: Int64, owed: Bool? = nil, unfinishedUpdates: Bool = true, at date: Date,
+                                _ c: any SQLConnection) throws(StoreError) {
+        // ?1 goes unused then (typed, so both engines accept it).
+        let newest = id == nil ? "(SELECT MAX(n.id) FROM messages n WHERE n.activity = ?2)" : "?1"
+        if unfinishedUpdates {
+            try c.send("""
+                UPDATE messages SET superseded_by = \(newest), state = CASE WHEN state = \(MessageState.pending.sql) AND claimed = 0 THEN \(MessageState.done.sql) ELSE state END,
+                    finished_at = CASE WHEN state = \(MessageState.pending.sql) AND claimed = 0 THEN ?3 ELSE finished_at END
+                WHERE activity = ?2 AND id < \(newest) AND event = \(LiveActivityEvent.update.sql) AND state IN \([MessageState.pending, .sending].sqlList) AND superseded_by IS NULL
+                """, [.int(id ?? 0), .int(activity), SQLValue.seconds(date)])
+        }
+        // Owed pushes are rare outside an outage: one probe of their index spares listing the activity's history.
+        let anyOwed: Bool
+        if let owed { anyOwed = owed } else { anyOwed = try !c.query(Self.owedPushesProbe, [], planning: .fresh).isEmpty }
+        guard anyOwed else { return }
+        try c.send("""
+            UPDATE deliveries \(database.dialect.indexedBy("deliveries_owed")) SET state = \(DeliveryState.superseded.sql), next_at = NULL, reason = 'a newer update or end of the activity went instead'
+            WHERE state IN \([DeliveryState.retrying, .unconfirmed].sqlList)
+              AND message IN (SELECT id FROM messages WHERE activity = ?2 AND id < \(newest) AND event IN \([LiveActivityEvent.update, .end].sqlList))
+              AND message NOT IN (SELECT end_message FROM activity_renewals WHERE activity = ?2 AND end_message IS NOT NULL)
+            """, [.int(id ?? 0), .int(activity)])
+    }
+
+    /// Whether any push is owed (a retry or an unconfirmed start), anywhere: one row of a partial index.
+    static let owedPushesProbe = "SELECT 1 FROM deliveries WHERE state IN \([DeliveryState.retrying, .unconfirmed].sqlList) LIMIT 1"
+
+    @discardableResult
+    public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget = .standard,
+                              pacing: UpdatePacing = .off, at date: Date, validateOnly: Bool) throws -> [AcceptedUpdate] {
+        var accepted: [AcceptedUpdate] = []
+        try accept(validateOnly: validateOnly) { c in
+            accepted = []
+            for (index, message) in messages.enumerated() {
+                // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14),
+                // and the activity's priority-10 count is read and written by one transaction at a time (A7).
+                var (existing, latest) = try lockedForUpdate(message.activityID, application, heldDueBy: date, c)
+                // A11: what was held for this activity and is due goes first, so a newer update never goes before it.
+                if let held = existing, held.heldDue,
+                   try release(try c.query(Self.selectHeld + " WHERE s.activity = ? AND s.due_at <= ? ORDER BY s.due_at, s.id",
+                                           [.int(held.record.id), Self.milliseconds(date)]), pacing: pacing, at: date, c) > 0 {
+                    (existing, latest) = try lockedForUpdate(message.activityID, application, c)
+                }
+                if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
+                    throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
+                }
+                guard let (activity, log, _, channel) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
+                if message.dueAt > date {
+                    // A11: held apart until due; then it joins the queue as if accepted at that time, in this session only.
+                    let start = try Self.currentStart(activity.id, c)
+                    try schedule(message, event: message.event, activity: activity.id, application: application, start: start, at: date, c)
+                    accepted.append(AcceptedUpdate(priority: BudgetedPriority(requested: message.priority), activityStartedAt: activity.startedAt,
+                                                   dueAt: message.dueAt, channel: channel.text.map(Self.decode(sessionChannel:))))
+                } else {
+                    accepted.append(try enqueue(message, activity: activity, log: log, channel: channel, application: application, budget: budget,
+                                                pacing: pacing, latest: latest, at: date, c))
+                }
+            }
+            try notifyNodes(c)
+        }
+        return accepted
+    }
+
+    /// An accepted update or end into the queue: the activity takes its state, the budget (A7) and its turn
+    /// (A9) are decided, and older updates not sent yet are superseded. The activity is locked by the caller.
+    func enqueue(_ message: NewMessage, activity: ActivityRecord, log stored: PriorityTenLog, channel: SQLValue, application: ApplicationCode,
+                         budget: UpdateBudget, pacing: UpdatePacing, latest: LatestUpdate? = nil, at date: Date,
+                         _ c: any SQLConnection) throws(StoreError) -> AcceptedUpdate {
+        // The session's latest update, locked so no claim takes it meanwhile (claims skip locked rows):
+        // still waiting, it is superseded below, and this message takes its turn (A9) and its budget (A7).
+        let previous: SQLRow?
+        if let latest { previous = latest.row } else { previous = try c.query(latestUpdate(of: "?1"), [.int(activity.id)]).first }
+        let previousState = previous.flatMap { MessageState(rawValue: $0["state"].text ?? "") }
+        let waiting = previousState == .pending && previous.map { !$0["claimed"].bool } == true
+        var log = stored
+        if waiting, let previous { log = log.returning(Self.priorities(previous)) }
+        var priority = BudgetedPriority(requested: message.priority)
+        // An update iOS will not show (past the activity's 8 hours, A8) spends no budget.
+        if message.priority == 10 && !ActivityLifetime.isOver(startedAt: activity.startedAt, now: date) {
+            (priority, log) = budget.admit(requested: 10, log: log, now: date)
+        }
+        let spent = log == stored ? nil : log
+        let state: ActivityState = message.event == .end ? .ended : .active
+        let dismissAt = message.event == .end ? SQLValue.seconds(ActivityLifetime.dismissAt(endedAt: date, dismissalDate: message.dismissalDate)) : .null
+        try c.send("""
+            UPDATE activities SET state = ?, content_state = ?, updated_at = ?, priority_ten_log = COALESCE(?, priority_ten_log),
+                dismiss_at = COALESCE(?, dismiss_at)
+            WHERE id = ?
+            """, [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
+                  spent.map { .text($0.json.jsonText) } ?? .null, dismissAt, .int(activity.id)])
+        // A9: an update waits for its turn after the last one that went out; an end goes at once.
+        var dueAt = date
+        if message.event == .update, let previous {
+            dueAt = pacing.dueAt(now: date, previous: UpdatePacing.Previous(
+                dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
+        }
+        // Its id is not read back: what it supersedes is older than the activity's newest message, itself.
+        try c.send(try insertion(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt,
+                                 channel: channel, c))
+        // A message is claimed only once every older one of its activity has finished: when the session's latest
+        // update is done, so is every update before it, and there is nothing to supersede but owed pushes.
+        try supersedeOlder(than: nil, activity: activity.id, owed: latest?.owedPushes,
+                           unfinishedUpdates: previousState != .done, at: date, c)
+        // An end ends the renewals too (A8).
+        if message.event == .end { try c.send("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)]) }
+        return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt, channel: channel.text.map(Self.decode(sessionChannel:)))
+    }
+
+    /// A11: an update, or a start's `end_date` end (`message` is then the start), held until due; `start` is
+    /// the session's start message, so it fires in that session only.
+    func schedule(_ message: NewMessage, event: LiveActivityEvent, activity: Int64, application: ApplicationCode, start: Int64?,
+                          at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        let end = message.event == .start ? message.scheduledEnd : nil
+        try c.run("""
+            INSERT INTO scheduled_updates (code, application, activity, start, event, content_state, payload, priority, dismissal_date,
+                                           due_at, expires_at, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [
+            .text(end?.code ?? message.code), .text(application.rawValue), .int(activity), start.map { .int($0) } ?? .null, .text(event.rawValue),
+            end == nil ? .text(JSONValue.object(message.contentState).jsonText) : .null, end == nil ? .blob(message.payload) : .null,
+            .int(Int64(end == nil ? message.priority : 10)), end == nil ? message.dismissalDate.map { .int($0) } ?? .null : .null,
+            Self.milliseconds(end?.at ?? message.dueAt), Self.milliseconds(end?.expiresAt ?? message.expiresAt), SQLValue.seconds(date),
+        ])
+    }
+
+    public func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> CancelResult {
+        try database.write { (c) throws(StoreError) -> CancelResult in
+            // Locked: a node claiming it at this moment either has it (then it is sending) or skips it.
+            guard let row = try c.query("SELECT id, state, event, activity FROM messages WHERE code = ? AND application = ? \(database.dialect.forUpdate)",
+                                        [.text(code), .text(application.rawValue)]).first else {
+                // A11: an update or end still held for later is taken back, and kept as a cancelled message so its code
+                // still answers (an end_date's end had no payload yet).
+                guard try c.run("""
+                    INSERT INTO messages (code, application, activity, event, payload, priority, state, due_at, created_at, finished_at, expires_at)
+                    SELECT code, application, activity, event, COALESCE(payload, ?3), priority, \(MessageState.cancelled.sql), due_at, created_at, ?4, expires_at
+                    FROM scheduled_updates WHERE code = ?1 AND application = ?2
+                    """, [.text(code), .text(application.rawValue), .blob([]), SQLValue.seconds(date)]) == 1 else { return .notFound }
+                try c.run("DELETE FROM scheduled_updates WHERE code = ? AND application = ?", [.text(code), .text(application.rawValue)])
+                return .cancelled
+            }
+            let state = MessageState(rawValue: row["state"].text ?? "") ?? .done
+            let event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
+            // Updates and ends changed the activity when accepted: only a start that has not fired can be taken back.
+            guard state == .pending, event == .start else { return .notCancellable(state: state, event: event) }
+            try c.run("UPDATE messages SET state = \(MessageState.cancelled.sql), finished_at = ? WHERE id = ?", [SQLValue.seconds(date), row["id"]])
+            // The activity never started: its id is free again.
+            try c.run("UPDATE activities SET state = \(ActivityState.ended.sql), updated_at = ? WHERE id = ? AND state IN \([ActivityState.scheduled, .active].sqlList)",
+                      [SQLValue.seconds(date), row["activity"]])
+            try c.run("DELETE FROM activity_renewals WHERE activity = ?", [row["activity"]])
+            return .cancelled
+        }
+    }
+}

@@ -189,28 +189,29 @@ final class PendingPush {
 final class ClientState: @unchecked Sendable {
     let configuration: APNsClientConfiguration
     let tls: TLSContext
-    let keys: APNsClient.KeyLookup
     let logger: Logger
     let now: @Sendable () -> Date
     let loop: EventLoop
-    let tokens: ProviderTokens
+    /// Keys and provider tokens, read and signed off the loop (issue 43).
+    let credentials: APNsCredentials
+    private let resolver: APNsCredentialResolver
     private var pools: [String: ConnectionPool] = [:]
     /// The pool the previous push went to: a batch is usually one application and environment.
     private var lastPool: (application: ApplicationCode, gateway: Gateway, pool: ConnectionPool)?
-    private var signingKeys: [ApplicationCode: (key: SigningKey?, readAt: ContinuousClock.Instant, invalid: Bool)] = [:]
     private var stopped = false
 
     func diagnostics() -> APNsClientDiagnostics {
         loop.preconditionInLoop()
         return APNsClientDiagnostics(connections: pools.values.reduce(0) { $0 + $1.connectionCount },
-                                     queued: pools.values.reduce(0) { $0 + $1.queued },
+                                     queued: pools.values.reduce(0) { $0 + $1.queued } + credentials.waitingCount,
                                      inFlight: pools.values.reduce(0) { $0 + $1.inFlight }, timers: loop.scheduledTimers,
-                                     providerTokensIssued: tokens.issued)
+                                     providerTokensIssued: resolver.issued)
     }
 
     func shutdown() {
         loop.preconditionInLoop()
         stopped = true
+        credentials.shutdown()
         for pool in pools.values { pool.shutdown() }
     }
 
@@ -218,25 +219,32 @@ final class ClientState: @unchecked Sendable {
          now: @escaping @Sendable () -> Date, loop: EventLoop) {
         self.configuration = configuration
         self.tls = tls
-        self.keys = keys
         self.logger = logger
         self.now = now
         self.loop = loop
-        tokens = ProviderTokens(shared: configuration.sharedTokens, logger: logger)
+        resolver = APNsCredentialResolver(keys: keys, shared: configuration.sharedTokens, logger: logger)
+        credentials = APNsCredentials(loop: loop, resolver: resolver, keyRefresh: configuration.keyRefresh, now: now, logger: logger)
+        credentials.resume = { [unowned self] pending in self.dispatch(pending) }
     }
 
     func enqueue(_ push: Push, deadline: ContinuousClock.Instant, writeBy: ContinuousClock.Instant? = nil, bulk: Bool = false,
                  completion: @escaping (PushOutcome) -> Void) {
         loop.preconditionInLoop()
-        let pending = PendingPush(push: push, deadline: deadline, writeBy: writeBy, bulk: bulk, completion: completion)
+        dispatch(PendingPush(push: push, deadline: deadline, writeBy: writeBy, bulk: bulk, completion: completion))
+    }
+
+    /// Sends `pending` on its pool when its application's credentials are in hand, parks it while they are read,
+    /// or answers it (no key, a key APNs refused).
+    func dispatch(_ pending: PendingPush) {
+        loop.preconditionInLoop()
         guard !stopped else { return pending.complete(.notSent("the APNs client is shutting down")) }
-        guard let key = signingKey(for: push.application) else {
-            return pending.complete(PushOutcome(status: 403, reason: "NoAPNsKey"))
+        switch credentials.status(of: pending.push.application) {
+        case .ready: break
+        case .waiting: return credentials.park(pending)
+        case .noKey: return pending.complete(PushOutcome(status: 403, reason: "NoAPNsKey"))
+        case .invalid: return pending.complete(PushOutcome(status: 403, reason: .invalidProviderToken))
         }
-        guard !(signingKeys[push.application]?.invalid ?? false) else {
-            return pending.complete(PushOutcome(status: 403, reason: "InvalidProviderToken"))
-        }
-        _ = key
+        let push = pending.push
         let service = push.service
         if service == .push, let last = lastPool, last.application == push.application, last.gateway == push.gateway {
             return last.pool.enqueue(pending)
@@ -250,29 +258,5 @@ final class ClientState: @unchecked Sendable {
         }()
         if service == .push { lastPool = (push.application, push.gateway, pool) }
         pool.enqueue(pending)
-    }
-
-    /// The application's key, read from the store at most once a `keyRefresh`; a changed key clears "invalid".
-    func signingKey(for application: ApplicationCode) -> SigningKey? {
-        if let cached = signingKeys[application], ContinuousClock.now - cached.readAt < configuration.keyRefresh { return cached.key }
-        var key: SigningKey?
-        do {
-            if let stored = try keys(application) { key = try SigningKey(stored) }
-        } catch {
-            logger.error("cannot use the application's APNs key", ["application": .string(application.rawValue), "error": .string("\(error)")])
-        }
-        let previous = signingKeys[application]
-        let unchanged = previous?.key?.info == key?.info && previous?.key != nil
-        signingKeys[application] = (key, ContinuousClock.now, unchanged ? previous?.invalid ?? false : false)
-        return key
-    }
-
-    /// 403 InvalidProviderToken: stop using the key until it changes (A3).
-    func markInvalid(_ application: ApplicationCode) {
-        guard let entry = signingKeys[application], !entry.invalid else { return }
-        signingKeys[application] = (entry.key, entry.readAt, true)
-        logger.error("APNs rejected the application's key (InvalidProviderToken); sending stops until the key is replaced", [
-            "application": .string(application.rawValue), "key_id": .string(entry.key?.info.keyID ?? ""),
-        ])
     }
 }

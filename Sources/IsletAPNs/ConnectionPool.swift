@@ -136,9 +136,10 @@ final class ConnectionPool: H2ConnectionDelegate {
             pending.complete(.notSent("not written before its sender's claim ran out"))
             return .completed
         }
-        guard let key = state.signingKey(for: pending.push.application),
-              let token = state.tokens.token(for: key, now: state.now()) else {
-            pending.complete(PushOutcome(status: 403, reason: "NoAPNsKey"))
+        // Credentials change while a push waits for a stream (a key replaced, a token expired): not in hand now, it
+        // goes back to be parked (or answered), and this connection takes the next.
+        guard case .ready(let token) = state.credentials.status(of: pending.push.application) else {
+            state.dispatch(pending)
             return .completed
         }
         pending.token = token
@@ -262,15 +263,14 @@ final class ConnectionPool: H2ConnectionDelegate {
             member.trusted = true
             pending.complete(outcome)
         case .refreshProviderToken:
-            if !pending.renewedToken, let key = state.signingKey(for: pending.push.application), let token = pending.token,
-               state.tokens.expire(token, for: key, now: state.now()) {
+            if !pending.renewedToken, let token = pending.token, state.credentials.expire(token, of: pending.push.application) {
                 pending.renewedToken = true
-                queue.add(pending)
+                state.dispatch(pending)
             } else {
                 pending.complete(outcome)
             }
         case .invalidProviderToken:
-            state.markInvalid(pending.push.application)
+            state.credentials.markInvalid(pending.push.application)
             pending.complete(outcome)
         default:
             // A push APNs answered with a valid token still proves the connection is authenticated.

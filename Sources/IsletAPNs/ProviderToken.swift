@@ -2,6 +2,7 @@ import COpenSSL
 import Foundation
 import IsletCore
 import IsletStore
+import Synchronization
 
 /// Base64url without padding, as JWTs use.
 public enum Base64URL {
@@ -64,19 +65,23 @@ public final class SigningKey: @unchecked Sendable {
 
 /// One provider token per key, reused for about 50 minutes and never renewed more often than every 20 (A3).
 /// With `shared`, the token is the one every node of the database uses: a node asks the store when its copy
-/// is 50 minutes old, and only the first to ask signs a new one (issue 14). The store is asked on the client's
-/// loop, about once every 50 minutes per key; if it cannot answer, this node signs its own meanwhile.
+/// is 50 minutes old, and only the first to ask signs a new one (issue 14). The store is asked off the client's
+/// loop (`APNsCredentialResolver`), about once every 50 minutes per key; if it cannot answer, this node signs its own
+/// meanwhile.
 ///
-/// Loop-confined: used only on the APNs client's event loop thread.
-final class ProviderTokens {
+/// `@unchecked Sendable`: confined to the resolver's queue; only `issued` is read elsewhere, and it is atomic.
+final class ProviderTokens: @unchecked Sendable {
     static let reuseFor: TimeInterval = 50 * 60
     static let minimumAge: TimeInterval = 20 * 60
+    /// Apple refuses a token older than this.
+    static let lifetime: TimeInterval = 60 * 60
 
     private let shared: (any ClusterStore)?
     private let logger: Logger
     private var tokens: [String: (token: String, issuedAt: Date)] = [:]
+    private let signed = Atomic<Int>(0)
     /// Tokens signed by this process since the client started (first ones and renewals), for `/metrics`.
-    private(set) var issued = 0
+    var issued: Int { signed.load(ordering: .relaxed) }
 
     init(shared: (any ClusterStore)? = nil, logger: Logger = Logger(label: "islet.apns")) {
         self.shared = shared
@@ -85,9 +90,10 @@ final class ProviderTokens {
 
     static func name(_ key: SigningKey) -> String { "\(key.info.teamID).\(key.info.keyID)" }
 
-    func token(for key: SigningKey, now: Date) -> String? {
+    /// The key's token and when it was issued: the one in hand while younger than 50 minutes, else a new one.
+    func token(for key: SigningKey, now: Date) -> (token: String, issuedAt: Date)? {
         let name = Self.name(key)
-        if let current = tokens[name], now.timeIntervalSince(current.issuedAt) < Self.reuseFor { return current.token }
+        if let current = tokens[name], now.timeIntervalSince(current.issuedAt) < Self.reuseFor { return current }
         if let shared {
             // What this node signed counts only if it is what the database kept: the signing runs in a grouped
             // write, which may run again (each signature differs, ES256 being randomized).
@@ -97,22 +103,23 @@ final class ProviderTokens {
                     signed = key.providerToken(issuedAt: date)
                     return signed
                 }
-                if let signed, got?.token == signed { issued += 1 }
+                if let signed, got?.token == signed { self.signed.add(1, ordering: .relaxed) }
                 tokens[name] = got
-                return got?.token
+                return got
             } catch {
                 logger.warning("cannot read the shared provider token; this node signs its own", ["key": .string(name), "error": .string("\(error)")])
             }
         }
         guard let token = key.providerToken(issuedAt: now) else { return nil }
         tokens[name] = (token, now)
-        issued += 1
-        return token
+        signed.add(1, ordering: .relaxed)
+        return (token, now)
     }
 
     /// APNs said `token` expired (403 ExpiredProviderToken): drop it so the next call makes a new one —
     /// unless it is younger than 20 minutes, when a new one would earn 429 TooManyProviderTokenUpdates.
     /// True when a retry will carry a new token.
+    @discardableResult
     func expire(_ token: String, for key: SigningKey, now: Date) -> Bool {
         let name = Self.name(key)
         guard let current = tokens[name] else { return true }

@@ -8,7 +8,7 @@ import Synchronization
 /// lists and lock screens refresh themselves (issue 17). Changes are read from the database, so a page sees
 /// what any node accepted or delivered; the database is read only while some page listens.
 /// Lifecycle: `start()`, then `shutdown(deadline:)`, which every wait honours.
-public final class ConsoleEvents: Sendable {
+public final class ConsoleEvents: Service {
     let store: any ConsoleStore
     let logger: Logger
     let now: @Sendable () -> Date
@@ -31,7 +31,6 @@ public final class ConsoleEvents: Sendable {
         var subscribers: [UInt64: Subscriber] = [:]
         var nextID: UInt64 = 0
         var stopping = false
-        var running = false
         /// The highest message id seen; nil while nobody listens (the next look starts from where things stand).
         var highest: Int64?
         /// Messages already reported, created (above `highest - idLookback`) or finished (within `finishLookback`).
@@ -41,6 +40,7 @@ public final class ConsoleEvents: Sendable {
         var lastHeartbeat = ContinuousClock.now
     }
     private let state = Mutex(State())
+    private let threads = ServiceThreads()
     private let condition = NSCondition()
     /// One reading of changes at a time (the look thread, and a page subscribing when nobody listened).
     private let reading = Mutex(())
@@ -77,16 +77,12 @@ public final class ConsoleEvents: Sendable {
     }
 
     public func start() {
-        state.withLock { $0.running = true }
-        let thread = Thread { [self] in
-            nameCurrentThread("islet-console")
-            defer { state.withLock { $0.running = false } }
+        threads.start("islet-console") { [self] in
             while !state.withLock({ $0.stopping }) {
                 look()
                 wait(interval)
             }
         }
-        thread.start()
     }
 
     /// One look at the database: a `change` event to each page whose application changed since the last look,
@@ -160,8 +156,7 @@ public final class ConsoleEvents: Sendable {
         condition.broadcast()
         condition.unlock()
         for subscriber in open { subscriber.stream.finish() }
-        while state.withLock({ $0.running }) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
-        return !state.withLock { $0.running }
+        return threads.waitForExit(by: deadline)
     }
 
     private func wait(_ duration: Duration) {

@@ -8,7 +8,7 @@ import Synchronization
 /// and records each outcome durably with what comes next (durable pipeline, issues 4 and 10).
 ///
 /// A push waiting for its retry is a row with a due time, not a sleeping worker: workers only send.
-public final class DeliveryService: Sendable {
+public final class DeliveryService: Service {
     let messages: any MessageStore
     let devices: any DeviceStore
     let applications: any ApplicationStore
@@ -31,6 +31,7 @@ public final class DeliveryService: Sendable {
     private let pauses = NSCondition()
     private let state = Mutex(State())
     private let claiming = Mutex(())
+    private let threads = ServiceThreads()
 
     private struct State {
         var stopping = false
@@ -39,7 +40,6 @@ public final class DeliveryService: Sendable {
         var lookOwed = false
         /// Workers waiting in `sleepUntilWork`.
         var asleep = 0
-        var running = 0
         /// Workers busy per application, for `workersPerApplication`.
         var busy: [ApplicationCode: Int] = [:]
         /// When a busy worker last looked for held updates that fell due (A11).
@@ -76,13 +76,8 @@ public final class DeliveryService: Sendable {
     public func start() throws {
         try membership.join()
         membership.start(wake: { [weak self] in self?.kick() })
-        state.withLock { $0.running = configuration.workers }
         for index in 0..<configuration.workers {
-            let thread = Thread { [self] in
-                nameCurrentThread("islet-deliv-\(index)")
-                work()
-            }
-            thread.start()
+            threads.start("islet-deliv-\(index)") { [self] in work() }
         }
     }
 
@@ -105,7 +100,7 @@ public final class DeliveryService: Sendable {
     /// answer at once) and record it, and are waited for until `deadline`. Unfinished jobs and
     /// retries resume at the next start. Returns false if a worker was still busy at the deadline.
     @discardableResult
-    public func shutdown(deadline: ContinuousClock.Instant = .now + .seconds(10), unblock: () -> Void = {}) -> Bool {
+    public func shutdown(deadline: ContinuousClock.Instant, unblock: () -> Void) -> Bool {
         wakeUp.lock()
         state.withLock { $0.stopping = true }
         wakeUp.broadcast()
@@ -114,11 +109,14 @@ public final class DeliveryService: Sendable {
         pauses.broadcast()
         pauses.unlock()
         unblock()
-        while state.withLock({ $0.running }) > 0 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
-        let stopped = state.withLock { $0.running } == 0
+        let stopped = threads.waitForExit(by: deadline)
         membership.stop(deadline: max(deadline, .now + .milliseconds(300)))
         return stopped
     }
+
+    /// `shutdown(deadline:unblock:)` with nothing to unblock: a transport that answers by its own deadlines.
+    @discardableResult
+    public func shutdown(deadline: ContinuousClock.Instant) -> Bool { shutdown(deadline: deadline, unblock: {}) }
 
     var stopping: Bool { state.withLock { $0.stopping } }
 
@@ -126,7 +124,6 @@ public final class DeliveryService: Sendable {
     var workersAsleep: Int { state.withLock { $0.asleep } }
 
     private func work() {
-        defer { state.withLock { $0.running -= 1 } }
         var smallFirst = true
         // The first look, and one at a due time or the idle poll, is made whatever is owed.
         var look = Look.always

@@ -63,7 +63,9 @@ final class NodeMembership: Sendable {
     let now: @Sendable () -> Date
     private let openSession: (@Sendable (Int) throws -> any NodeSession)?
     private let session = Mutex<(any NodeSession)?>(nil)
-    private let state = Mutex((stopping: false, running: false))
+    /// Set once by `stop`.
+    private let stopRequested = Mutex(false)
+    private let threads = ServiceThreads()
     private let idle = NSCondition()
     /// How often leases are renewed and dead nodes looked for.
     let tick: Duration
@@ -109,16 +111,10 @@ final class NodeMembership: Sendable {
 
     /// Runs the node's thread: `wake` is called when another node accepted work or a rescue freed some.
     func start(wake: @escaping @Sendable () -> Void) {
-        state.withLock { $0.running = true }
-        let thread = Thread { [self] in
-            nameCurrentThread("islet-node")
-            defer { state.withLock { $0.running = false } }
-            run(wake: wake)
-        }
-        thread.start()
+        threads.start("islet-node") { [self] in run(wake: wake) }
     }
 
-    private var stopping: Bool { state.withLock { $0.stopping } }
+    private var stopping: Bool { stopRequested.withLock { $0 } }
 
     private func run(wake: @Sendable () -> Void) {
         var nextTick = ContinuousClock.now
@@ -188,12 +184,12 @@ final class NodeMembership: Sendable {
 
     /// Stops the thread (within `deadline`), leaves the cluster and closes the session.
     func stop(deadline: ContinuousClock.Instant) {
-        state.withLock { $0.stopping = true }
+        stopRequested.withLock { $0 = true }
         idle.lock()
         idle.broadcast()
         idle.unlock()
         session.withLock { $0 }?.interrupt()
-        while state.withLock({ $0.running }) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        threads.waitForExit(by: deadline)
         do { try cluster.leave(node.id, at: now()) } catch { logger.warning("could not leave the cluster cleanly", ["error": .string("\(error)")]) }
         session.withLock { $0?.close(); $0 = nil }
     }

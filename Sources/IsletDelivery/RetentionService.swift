@@ -24,14 +24,16 @@ public struct RetentionPolicy: Sendable, Equatable {
 
 /// Deletes old delivery records and finished messages in small batches (issue 12), and channels left idle
 /// (X5), on a thread of its own. Lifecycle: `start()`, then `shutdown(deadline:)`, which every wait honours.
-public final class RetentionService: Sendable {
+public final class RetentionService: Service {
     let messages: any MessageStore
     let channels: IdleChannels?
     let policy: RetentionPolicy
     let logger: Logger
     let now: @Sendable () -> Date
     private let condition = NSCondition()
-    private let state = Mutex((stopping: false, running: false))
+    /// Set once by `shutdown`.
+    private let stopRequested = Mutex(false)
+    private let threads = ServiceThreads()
 
     public init(messages: any MessageStore, channels: IdleChannels? = nil, policy: RetentionPolicy, logger: Logger,
                 now: @escaping @Sendable () -> Date = { Date() }) {
@@ -44,17 +46,13 @@ public final class RetentionService: Sendable {
 
     public func start() {
         guard policy.keep != nil || (policy.idleChannels != nil && channels != nil) else { return }
-        state.withLock { $0.running = true }
-        let thread = Thread { [self] in
-            nameCurrentThread("islet-retention")
-            defer { state.withLock { $0.running = false } }
+        threads.start("islet-retention") { [self] in
             while !stopping {
                 pruneNow()
                 deleteIdleChannels()
                 wait(policy.every)
             }
         }
-        thread.start()
     }
 
     /// Deletes everything older than the policy keeps, batch by batch; stops early when shutting down.
@@ -133,14 +131,13 @@ public final class RetentionService: Sendable {
     @discardableResult
     public func shutdown(deadline: ContinuousClock.Instant = .now + .seconds(5)) -> Bool {
         condition.lock()
-        state.withLock { $0.stopping = true }
+        stopRequested.withLock { $0 = true }
         condition.broadcast()
         condition.unlock()
-        while state.withLock({ $0.running }) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
-        return !state.withLock { $0.running }
+        return threads.waitForExit(by: deadline)
     }
 
-    private var stopping: Bool { state.withLock { $0.stopping } }
+    private var stopping: Bool { stopRequested.withLock { $0 } }
 
     private func wait(_ duration: Duration) {
         condition.lock()

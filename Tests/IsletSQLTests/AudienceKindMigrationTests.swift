@@ -46,3 +46,18 @@ struct AudienceKindMigrationTests {
         #expect(TargetSelection.users(["u"]).kind == .users && TargetSelection.users(["u"]).namedDevices == nil)
     }
 }
+
+/// The stores spell these types' values in SQL as quoted literals (`WireValue.sql`): none may hold a quote.
+@Suite("SQL spelling of typed values")
+struct SQLSpellingTests {
+    @Test func noSpelledValueHoldsAQuote() {
+        let spelled: [[String]] = [
+            MessageState.all.map(\.rawValue), DeliveryState.all.map(\.rawValue), ActivityState.all.map(\.rawValue),
+            ActivityDeviceState.all.map(\.rawValue), LiveActivityEvent.all.map(\.rawValue), PushType.all.map(\.rawValue),
+            DeviceTokenKind.all.map(\.rawValue), TargetKind.all.map(\.rawValue),
+        ]
+        for values in spelled {
+            #expect(!values.isEmpty && values.allSatisfy { !$0.isEmpty && !$0.contains("'") && !$0.contains("\\") }, "\(values)")
+        }
+    }
+}

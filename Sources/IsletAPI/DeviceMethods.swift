@@ -116,8 +116,7 @@ public struct DeviceMethods: Sendable {
     var getTags: APIMethod {
         APIMethod(name: "getTags", access: .device, effect: .reads) { [store] call in
             let hwid = try Self.hwid(call.request)
-            guard let device = try store.device(hwid: hwid, in: call.application.code),
-                  let tags = try store.tags(hwid: hwid, in: call.application.code) else {
+            guard let (device, tags) = try store.deviceWithTags(hwid: hwid, in: call.application.code) else {
                 throw Self.unknownDevice(hwid, call.application)
             }
             var result = JSONObject()

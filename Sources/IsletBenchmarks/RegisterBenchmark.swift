@@ -57,7 +57,7 @@ struct RegisterBenchmark {
             print(String(format: "%@ (%@): %.0f devices/s (%.1f s), latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
                          engine, location.description, Double(devices) / elapsed, elapsed, percentile(sorted, 0.5), percentile(sorted, 0.99),
                          sorted.last ?? 0, failures.load(ordering: .relaxed)))
-            print(String(format: "    getTags in the same run: %.0f reads/s", readRate))
+            print("    getTags in the same run: " + readRate.summary)
         }
     }
 }
@@ -67,21 +67,34 @@ func percentile(_ sorted: [Double], _ p: Double) -> Double {
     sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
 }
 
-/// getTags per second from `clients` keep-alive connections for `seconds`, client `c` asking for
-/// `hwid(c)`, `hwid(c + clients)`, …: the read ceiling measured beside a write benchmark.
-func getTagsRate(port: Int, app: String, auth: String, clients: Int, seconds: Int = 5, hwid: @escaping @Sendable (Int) -> String) -> Double {
-    let reads = Atomic<Int>(0)
+/// getTags from `clients` keep-alive connections for `seconds`, client `c` asking for `hwid(c)`, `hwid(c + clients)`,
+/// …: the read ceiling measured beside a write benchmark. Reads a second, and the answers' latency p50 and p99 (ms).
+struct ReadLoad {
+    let rate: Double
+    let p50: Double
+    let p99: Double
+
+    /// "N reads/s, p50 X ms, p99 Y ms".
+    var summary: String { String(format: "%.0f reads/s, p50 %.2f ms, p99 %.2f ms", rate, p50, p99) }
+}
+
+func getTagsRate(port: Int, app: String, auth: String, clients: Int, seconds: Int = 5, hwid: @escaping @Sendable (Int) -> String) -> ReadLoad {
+    let latencies = Mutex<[Double]>([])
     let until = ContinuousClock.now + .seconds(seconds)
     onThreads(clients) { client in
         guard let http = try? KeepAliveClient(port: port) else { return }
         var n = client
+        var mine: [Double] = []
         while ContinuousClock.now < until {
             let body = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"\#(hwid(n))"}}"#
-            if (try? http.post("/json/1.3/getTags", body)) == 200 { reads.add(1, ordering: .relaxed) }
+            let sent = ContinuousClock.now
+            if (try? http.post("/json/1.3/getTags", body)) == 200 { mine.append((ContinuousClock.now - sent).seconds * 1000) }
             n += clients
         }
+        latencies.withLock { $0 += mine }
     }
-    return Double(reads.load(ordering: .relaxed)) / Double(seconds)
+    let sorted = latencies.withLock { $0 }.sorted()
+    return ReadLoad(rate: Double(sorted.count) / Double(seconds), p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99))
 }
 
 /// Runs `body(0..<count)` on as many threads at once and waits for all: a load of `count` concurrent clients

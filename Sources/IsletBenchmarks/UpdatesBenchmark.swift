@@ -132,7 +132,7 @@ struct UpdatesBenchmark {
         let acceptance = Double(total) / loadTime
         print(method + String(format: ": %d accepted in %.1f s: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
                      total, loadTime, acceptance, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0, failures.load(ordering: .relaxed)))
-        print(String(format: "getTags in the same run: %.0f reads/s; ", readRate) + noun + String(format: " accepted / reads: %.2f", readRate > 0 ? acceptance / readRate : 0))
+        print("getTags in the same run: \(readRate.summary); " + noun + String(format: " accepted / reads: %.2f", readRate.rate > 0 ? acceptance / readRate.rate : 0))
         print("\(noun) at nginx: \(duringLoad) during the load, \(arrived) once drained"
               + (drained.map { String(format: " (drained %.1f s after the load)", $0) } ?? " (NOT drained within 600 s)")
               + (starts ? "" : "; the rest were superseded by a newer update of their activity before they were sent (latest state wins)"))

@@ -122,6 +122,9 @@ public protocol DeviceStore: Sendable {
                  at date: Date) throws(StoreError) -> [SkippedTag]?
     /// The device's custom tags, nil when the device does not exist.
     func tags(hwid: String, in application: ApplicationCode) throws(StoreError) -> [String: TagValue]?
+    /// The device and its custom tags, read together (one statement: one round trip on PostgreSQL); nil when
+    /// the device does not exist.
+    func deviceWithTags(hwid: String, in application: ApplicationCode) throws(StoreError) -> (device: Device, tags: [String: TagValue])?
     /// Types of the custom tags devices of the application have set.
     func tagTypes(in application: ApplicationCode) throws(StoreError) -> [String: TagType]
 

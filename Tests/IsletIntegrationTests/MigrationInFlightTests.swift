@@ -2,30 +2,41 @@ import Foundation
 import Testing
 import IsletCore
 import IsletSQL
+import IsletPostgres
 import IsletSQLite
 import IsletStore
+import IsletTestPeers
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Issue 43: a database an older Islet left with work in flight is migrated in place by this one on its first start,
-/// and what was in flight is delivered. `Fixtures/in-flight-v22.sqlite` was made by `make-in-flight-v22.sh` with the
+/// and what was in flight is delivered. The fixtures were made by `Fixtures/make-in-flight-v22.sh` with the
 /// islet-test-server of commit 75abecd (schema version 22), killed with kill -9: a start by filter to 120 phones a
 /// third of the way through its fan-out (claimed, under a lease), and three live activities each with an update held
-/// for later and one more accepted just before the kill.
-@Suite("An older database with work in flight", .enabled(if: !IntegrationEngine.isPostgreSQL, "the fixture is an SQLite file"))
+/// for later and one more accepted just before the kill. SQLite: the file; PostgreSQL: a pg_dump of its schema.
+@Suite("An older database with work in flight")
 struct MigrationInFlightTests {
-    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/in-flight-v22.sqlite")
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
     @Test func isMigratedOnItsFirstStartAndDeliversWhatWasInFlight() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-in-flight-\(UUID().uuidString)")
         defer { IntegrationEngine.remove(directory) }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let database = directory.appendingPathComponent("islet.sqlite")
-        try FileManager.default.copyItem(at: Self.fixture, to: database)
+        // The database, as the older Islet left it; opened as it is (never migrated) to look at.
+        let location = try IntegrationEngine.database(in: directory)
+        let open: () throws -> any SQLDatabase
+        if IntegrationEngine.isPostgreSQL {
+            let name = try #require(location.components(separatedBy: "search_path%3D").last)
+            try TestPostgres.load(dump: Self.fixtures.appendingPathComponent("in-flight-v22.postgresql.sql").path, schema: "fixture",
+                                  into: TestPostgres.Database(name: name, url: location))
+            open = { try PostgresDatabase(url: location, maximumIdleConnections: 1, maximumConnections: 1, migrate: false) }
+        } else {
+            try FileManager.default.copyItem(at: Self.fixtures.appendingPathComponent("in-flight-v22.sqlite"), to: URL(fileURLWithPath: location))
+            open = { try SQLiteDatabase(existingAt: location) }
+        }
 
-        // What the older Islet left: read as it is, before anything opens it for writing.
-        let old = try SQLiteDatabase(existingAt: database.path)
+        let old = try open()
         #expect(try old.schemaVersion() == 22)
         let half = try #require(try old.withConnection { (c) throws(StoreError) in
             try c.query("""
@@ -42,13 +53,13 @@ struct MigrationInFlightTests {
 
         let record = directory.appendingPathComponent("pushes.jsonl")
         let server = try ServeProcess(executable: "islet-test-server", arguments: [
-            "--database", database.path, "--record", record.path, "--batch-size", "10", "--batch-delay-ms", "2", "--workers", "2",
+            "--database", location, "--record", record.path, "--batch-size", "10", "--batch-delay-ms", "2", "--workers", "2",
         ], directory: directory)
         defer {
             kill(server.process.processIdentifier, SIGTERM)
             _ = server.waitForExit()
         }
-        #expect(try SQLiteDatabase(existingAt: database.path).schemaVersion() == SQLMigrations.latestVersion, "migrated in place")
+        #expect(try open().schemaVersion() == SQLMigrations.latestVersion, "migrated in place")
 
         // The start resumes where the killed run left it (its lease long gone) and reaches every phone.
         let details = #"{"request":{"auth":"SECRET_API_TOKEN","message":"\#(code)"}}"#
@@ -77,7 +88,7 @@ struct MigrationInFlightTests {
             #expect(sent.last == 2 && (sent.lastIndex(of: 3) ?? -1) < (sent.lastIndex(of: 2) ?? -1),
                     "LIVE_\(k): the held update last, nothing older after it: \(sent)")
         }
-        let after = try SQLiteDatabase(existingAt: database.path)
+        let after = try open()
         #expect(eventually(10) {
             let rest = try? after.withConnection { (c) throws(StoreError) in
                 try c.query("SELECT (SELECT COUNT(*) FROM scheduled_updates) AS held, (SELECT COUNT(*) FROM messages WHERE state IN ('pending', 'sending')) AS unfinished")[0]

@@ -84,6 +84,20 @@ public enum TestPostgres {
         try psql(try server.get(), sql)
     }
 
+    /// Loads a plain-format `pg_dump` of one schema, `schema`, as the test database `database` (made by
+    /// `createDatabase`, whose empty schema it replaces): the dump's schema name is rewritten to the database's.
+    public static func load(dump path: String, schema: String, into database: Database) throws {
+        let server = try server.get()
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let rewritten = try NSRegularExpression(pattern: "\\b\(NSRegularExpression.escapedPattern(for: schema))\\b")
+            .stringByReplacingMatches(in: text, range: NSRange(text.startIndex..., in: text), withTemplate: database.name)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("islet-dump-\(UUID().uuidString).sql")
+        try rewritten.write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try psql(server, "DROP SCHEMA \(database.name) CASCADE")
+        try run(server.binaries + "/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", server.url, "-f", file.path])
+    }
+
     /// A PostgreSQL cluster of one test's own (initdb in a temporary folder, a Unix socket there, no TCP port),
     /// for a test that restarts the server under its clients; stopped and removed by `stop()` or at exit.
     public final class PrivateCluster: Sendable {

@@ -123,10 +123,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Waits until no request is in flight or `deadline` passes; true when none is.
     @discardableResult
     private func waitForRequests(until deadline: ContinuousClock.Instant) -> Bool {
-        while context.inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return context.inFlight.load(ordering: .acquiring) == 0
+        context.waitForRequests(until: deadline)
     }
 
     @discardableResult
@@ -172,6 +169,9 @@ final class ServerContext: Sendable {
     let handler: any HTTPHandler
     let maximumBodyBytes: Int
     let inFlight = Atomic<Int>(0)
+    /// Set while the server waits for requests to end: the last one to end wakes it (`requestEnded`).
+    let draining = Atomic<Bool>(false)
+    let drained = NSCondition()
     let workers: WorkerPool
     let suspensions = Suspensions()
     let streams = OpenStreams()
@@ -397,5 +397,30 @@ private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestCo
     Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue().answer?.take()?.stream?.released()
     Unmanaged<RequestState>.fromOpaque(existing).release()
     requestContext.pointee = nil
-    Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .acquiringAndReleasing)
+    Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().requestEnded()
+}
+
+extension ServerContext {
+    /// A request's completion: counted out, and the last one wakes a shutdown waiting for them (one atomic load
+    /// otherwise).
+    func requestEnded() {
+        let left = inFlight.subtract(1, ordering: .acquiringAndReleasing).newValue
+        guard left == 0, draining.load(ordering: .acquiring) else { return }
+        drained.lock()
+        drained.broadcast()
+        drained.unlock()
+    }
+
+    /// Waits until no request is in flight or `deadline` passes, woken by the last one to end; true when none is.
+    func waitForRequests(until deadline: ContinuousClock.Instant) -> Bool {
+        draining.store(true, ordering: .releasing)
+        drained.lock()
+        defer { drained.unlock() }
+        while inFlight.load(ordering: .acquiring) > 0 {
+            let remaining = deadline - .now
+            guard remaining > .zero else { return false }
+            _ = drained.wait(until: Date().addingTimeInterval(Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18))
+        }
+        return true
+    }
 }

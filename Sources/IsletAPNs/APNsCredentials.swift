@@ -43,7 +43,7 @@ final class APNsCredentials: @unchecked Sendable {
     private var entries: [ApplicationCode: SigningCredential] = [:]
     /// Pushes waiting for their application's credentials, and the timer that answers them at their deadline.
     private var waiting: [ApplicationCode: [PendingPush]] = [:]
-    private var deadlineTimer: Int?
+    private var deadlineTimer: (id: Int, fires: ContinuousClock.Instant)?
     /// Applications whose credentials are being read, and the token to expire first on the next read.
     private var reading: Set<ApplicationCode> = []
     private var expiring: [ApplicationCode: String] = [:]
@@ -126,7 +126,7 @@ final class APNsCredentials: @unchecked Sendable {
     func shutdown() {
         loop.preconditionInLoop()
         stopped = true
-        if let deadlineTimer { loop.cancelTimer(deadlineTimer) }
+        if let deadlineTimer { loop.cancelTimer(deadlineTimer.id) }
         deadlineTimer = nil
         let parked = waiting.values.flatMap { $0 }
         waiting = [:]
@@ -139,6 +139,8 @@ final class APNsCredentials: @unchecked Sendable {
         let expiring = self.expiring.removeValue(forKey: application)
         let at = now()
         resolver.resolve(application, expiring: expiring, now: at) { [loop] resolution in
+            // A read that ends after the client stopped has nobody to tell.
+            guard !loop.isStopping else { return }
             loop.execute { [weak self] in self?.resolved(application, resolution) }
         }
     }
@@ -148,6 +150,19 @@ final class APNsCredentials: @unchecked Sendable {
         reading.remove(application)
         guard !stopped else { return }
         let previous = entries[application]
+        if let failure = resolution.failure {
+            // The store did not answer: what is in hand stays (read again after `keyRefresh`); a push with nothing in
+            // hand is given back not sent, for delivery to retry, rather than failed for want of a key.
+            if var kept = previous {
+                kept.keyReadAt = .now
+                entries[application] = kept
+            }
+            let parked = waiting.removeValue(forKey: application) ?? []
+            for pending in parked {
+                if case .ready = status(of: application) { resume?(pending) } else { pending.complete(.notSent(failure)) }
+            }
+            return
+        }
         // A changed key clears "invalid"; the same key keeps it.
         let unchanged = previous?.key?.info == resolution.key?.info && previous?.key != nil
         var entry = SigningCredential(key: resolution.key, keyReadAt: .now, token: resolution.token?.token, tokenIssuedAt: resolution.token?.issuedAt,
@@ -174,10 +189,15 @@ final class APNsCredentials: @unchecked Sendable {
         }
     }
 
-    /// One timer for every parked push: each is answered by its deadline even if its credentials never come.
+    /// One timer for every parked push, at the earliest deadline: each is answered by its deadline even if its
+    /// credentials never come.
     private func armDeadline() {
-        guard deadlineTimer == nil, let first = waiting.values.joined().map(\.deadline).min() else { return }
-        deadlineTimer = loop.schedule(after: max(.zero, first - .now)) { [weak self] in
+        guard let first = waiting.values.joined().map(\.deadline).min() else { return }
+        if let timer = deadlineTimer {
+            guard first < timer.fires else { return }
+            loop.cancelTimer(timer.id)
+        }
+        let id = loop.schedule(after: max(.zero, first - .now)) { [weak self] in
             guard let self else { return }
             self.deadlineTimer = nil
             let at = ContinuousClock.now
@@ -188,21 +208,24 @@ final class APNsCredentials: @unchecked Sendable {
             }
             self.armDeadline()
         }
+        deadlineTimer = (id, first)
     }
 }
 
-/// Reads keys from the store and signs or fetches provider tokens, off the APNs loop, one read at a time (the
-/// provider tokens it keeps are confined to its queue).
+/// Reads keys from the store and signs or fetches provider tokens, off the APNs loop, on threads of its own: the
+/// reads of different applications go at once (`APNsCredentials` makes one at a time per application), so a store
+/// that hangs for one holds up no other.
 final class APNsCredentialResolver: Sendable {
     struct Resolution: Sendable {
         let key: SigningKey?
         let token: (token: String, issuedAt: Date)?
+        /// The store could not be read (not: it has no key).
+        var failure: String?
     }
 
     private let keys: APNsClient.KeyLookup
     private let logger: Logger
-    private let queue = DispatchQueue(label: "islet-apns-credentials")
-    /// Touched only on `queue`.
+    private let queue = DispatchQueue(label: "islet-apns-credentials", attributes: .concurrent)
     private let tokens: ProviderTokens
 
     init(keys: @escaping APNsClient.KeyLookup, shared: (any ClusterStore)?, logger: Logger) {
@@ -216,9 +239,16 @@ final class APNsCredentialResolver: Sendable {
 
     func resolve(_ application: ApplicationCode, expiring: String?, now: Date, _ done: @escaping @Sendable (Resolution) -> Void) {
         queue.async { [self] in
+            let stored: APNsSigningKey?
+            do {
+                stored = try keys(application)
+            } catch {
+                logger.warning("cannot read the application's APNs key", ["application": .string(application.rawValue), "error": .string("\(error)")])
+                return done(Resolution(key: nil, token: nil, failure: "cannot read the application's APNs key: \(error)"))
+            }
             var key: SigningKey?
             do {
-                if let stored = try keys(application) { key = try SigningKey(stored) }
+                if let stored { key = try SigningKey(stored) }
             } catch {
                 logger.error("cannot use the application's APNs key", ["application": .string(application.rawValue), "error": .string("\(error)")])
             }

@@ -69,8 +69,9 @@ public final class SigningKey: @unchecked Sendable {
 /// loop (`APNsCredentialResolver`), about once every 50 minutes per key; if it cannot answer, this node signs its own
 /// meanwhile.
 ///
-/// `@unchecked Sendable`: confined to the resolver's queue; only `issued` is read elsewhere, and it is atomic.
-final class ProviderTokens: @unchecked Sendable {
+/// Used by the resolver's threads at once: the tokens in hand are behind a lock, never held across the store's calls
+/// (two reads of one key at once may both sign; either token is valid, and with `shared` the store keeps one).
+final class ProviderTokens: Sendable {
     static let reuseFor: TimeInterval = 50 * 60
     static let minimumAge: TimeInterval = 20 * 60
     /// Apple refuses a token older than this.
@@ -78,7 +79,7 @@ final class ProviderTokens: @unchecked Sendable {
 
     private let shared: (any ClusterStore)?
     private let logger: Logger
-    private var tokens: [String: (token: String, issuedAt: Date)] = [:]
+    private let tokens = Mutex<[String: (token: String, issuedAt: Date)]>([:])
     private let signed = Atomic<Int>(0)
     /// Tokens signed by this process since the client started (first ones and renewals), for `/metrics`.
     var issued: Int { signed.load(ordering: .relaxed) }
@@ -93,7 +94,7 @@ final class ProviderTokens: @unchecked Sendable {
     /// The key's token and when it was issued: the one in hand while younger than 50 minutes, else a new one.
     func token(for key: SigningKey, now: Date) -> (token: String, issuedAt: Date)? {
         let name = Self.name(key)
-        if let current = tokens[name], now.timeIntervalSince(current.issuedAt) < Self.reuseFor { return current }
+        if let current = tokens.withLock({ $0[name] }), now.timeIntervalSince(current.issuedAt) < Self.reuseFor { return current }
         if let shared {
             // What this node signed counts only if it is what the database kept: the signing runs in a grouped
             // write, which may run again (each signature differs, ES256 being randomized).
@@ -104,14 +105,14 @@ final class ProviderTokens: @unchecked Sendable {
                     return signed
                 }
                 if let signed, got?.token == signed { self.signed.add(1, ordering: .relaxed) }
-                tokens[name] = got
+                tokens.withLock { $0[name] = got }
                 return got
             } catch {
                 logger.warning("cannot read the shared provider token; this node signs its own", ["key": .string(name), "error": .string("\(error)")])
             }
         }
         guard let token = key.providerToken(issuedAt: now) else { return nil }
-        tokens[name] = (token, now)
+        tokens.withLock { $0[name] = (token, now) }
         signed.add(1, ordering: .relaxed)
         return (token, now)
     }
@@ -122,7 +123,7 @@ final class ProviderTokens: @unchecked Sendable {
     @discardableResult
     func expire(_ token: String, for key: SigningKey, now: Date) -> Bool {
         let name = Self.name(key)
-        guard let current = tokens[name] else { return true }
+        guard let current = tokens.withLock({ $0[name] }) else { return true }
         guard current.token == token else { return true }   // already replaced
         guard now.timeIntervalSince(current.issuedAt) >= Self.minimumAge else { return false }
         if let shared {
@@ -135,7 +136,9 @@ final class ProviderTokens: @unchecked Sendable {
                 logger.warning("cannot expire the shared provider token; this node renews its own", ["key": .string(name), "error": .string("\(error)")])
             }
         }
-        tokens[name] = nil
+        tokens.withLock { tokens in
+            if tokens[name]?.token == token { tokens[name] = nil }
+        }
         return true
     }
 }

@@ -169,7 +169,7 @@ struct APNsBenchmark {
                         if outcome.status == 200 {
                             ok += 1
                         } else {
-                            firstFailure.withLock { $0 = $0 ?? "\(outcome.status) \(outcome.reason ?? "")" }
+                            firstFailure.withLock { $0 = $0 ?? "\(outcome.status) \(outcome.recordedReason ?? "")" }
                         }
                     }
                     delivered.add(ok, ordering: .relaxed)

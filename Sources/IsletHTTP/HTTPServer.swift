@@ -404,8 +404,9 @@ extension ServerContext {
     /// A request's completion: counted out, and the last one wakes a shutdown waiting for them (one atomic load
     /// otherwise).
     func requestEnded() {
-        let left = inFlight.subtract(1, ordering: .acquiringAndReleasing).newValue
-        guard left == 0, draining.load(ordering: .acquiring) else { return }
+        // Sequentially consistent with `waitForRequests`' store and load: one of the two sees the other's write.
+        let left = inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue
+        guard left == 0, draining.load(ordering: .sequentiallyConsistent) else { return }
         drained.lock()
         drained.broadcast()
         drained.unlock()
@@ -413,10 +414,10 @@ extension ServerContext {
 
     /// Waits until no request is in flight or `deadline` passes, woken by the last one to end; true when none is.
     func waitForRequests(until deadline: ContinuousClock.Instant) -> Bool {
-        draining.store(true, ordering: .releasing)
+        draining.store(true, ordering: .sequentiallyConsistent)
         drained.lock()
         defer { drained.unlock() }
-        while inFlight.load(ordering: .acquiring) > 0 {
+        while inFlight.load(ordering: .sequentiallyConsistent) > 0 {
             let remaining = deadline - .now
             guard remaining > .zero else { return false }
             _ = drained.wait(until: Date().addingTimeInterval(Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18))

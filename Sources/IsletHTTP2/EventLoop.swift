@@ -16,6 +16,9 @@ public final class EventLoop: @unchecked Sendable {
     private let epoll: Int32
     private let wake: Int32
     private let queue = Mutex<[@Sendable () -> Void]>([])
+    /// Set, under its lock, as `stop` closes the wake-up descriptor: a task handed over later (a thread of another
+    /// part finishing after the loop stopped) must not signal a descriptor number the process may have reused.
+    private let closed = Mutex(false)
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private var handlers: [Int32: any LoopHandler] = [:]
@@ -55,7 +58,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `task` on the loop thread, soon.
     public func execute(_ task: @escaping @Sendable () -> Void) {
         queue.withLock { $0.append(task) }
-        islet_eventfd_signal(wake)
+        closed.withLock { closed in
+            if !closed { islet_eventfd_signal(wake) }
+        }
     }
 
     /// `stop` was called: tasks handed over now may never run.
@@ -82,8 +87,11 @@ public final class EventLoop: @unchecked Sendable {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return true }
         islet_eventfd_signal(wake)
         guard Self.wait(finished, until: deadline) else { return false }
-        close(epoll)
-        close(wake)
+        closed.withLock { closed in
+            closed = true
+            close(epoll)
+            close(wake)
+        }
         return true
     }
 

@@ -204,7 +204,7 @@ extension SQLMessageStore: DeliveryLedger {
         if started.count == 1 {
             try Self.started(activity: started[0].activity, device: started[0].device, c)
         } else if !database.dialect.writesRowsTogether {
-            try c.runRows(started.map { [.int($0.activity), .int($0.device), .text("active")] }) { values in
+            try c.runRows(started.map { [.int($0.activity), .int($0.device), ActivityDeviceState.active.parameter] }) { values in
                 "INSERT INTO activity_devices (activity, device, state) VALUES \(values) ON CONFLICT (activity, device) DO UPDATE SET state = \(ActivityDeviceState.active.sql)"
             }
         } else if !started.isEmpty {

@@ -48,7 +48,7 @@ extension SQLMessageStore: JobQueue {
                 try c.run("""
                     INSERT INTO message_shards (message, shard, after_id, up_to, cursor, state, claimed, lease) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """, [.int(id), .int(Int64(number)), .int(shard.after), .int(shard.upTo), .int(shard.after),
-                          .text(number == 0 ? "sending" : "pending"), .int(number == 0 ? 1 : 0), number == 0 ? .int(leaseID) : .null])
+                          (number == 0 ? MessageState.sending : MessageState.pending).parameter, .int(number == 0 ? 1 : 0), number == 0 ? .int(leaseID) : .null])
             }
             // The shards carry the claims from here; other nodes take the rest.
             try c.run("UPDATE messages SET claimed = 0, lease = NULL WHERE id = ?", [.int(id)])

@@ -448,8 +448,9 @@ public enum SQLMigrations {
     /// Version 23: how many devices each stored start to named devices names, from its stored target.
     static func countNamedDevices(_ c: any SQLConnection) throws(StoreError) {
         for row in try c.query("SELECT id, target FROM messages WHERE target_kind = 'devices'") {
+            // A target that does not read as a list is left uncounted: such a start is not taken for a small one.
             let list = row["target"].text.flatMap { try? JSONParser.parse($0).objectValue?["devices"]?.arrayValue }
-            try c.run("UPDATE messages SET named_devices = ? WHERE id = ?", [.int(Int64(list?.count ?? 0)), row["id"]])
+            try c.run("UPDATE messages SET named_devices = ? WHERE id = ?", [list.map { .int(Int64($0.count)) } ?? .null, row["id"]])
         }
     }
 

@@ -13,6 +13,10 @@ import Synchronization
 struct CredentialTests {
     let files: TestFiles
     let slow = ApplicationCode("SLOWW-00001")!
+    /// Signs with the same key as `application`, read for the first time while `slow`'s read hangs.
+    let other = ApplicationCode("OTHER-00003")!
+    /// Its store read fails (a database that is down), as opposed to having no key.
+    let failing = ApplicationCode("FAILS-00004")!
 
     init() throws { files = try TestFiles() }
 
@@ -23,7 +27,7 @@ struct CredentialTests {
 
     /// A client whose key lookup for `slow` waits until `gate` opens (a store that stopped answering).
     func client(_ fake: FakeAPNs, gate: DispatchSemaphore, asked: Asked, timeout: Duration = .seconds(30)) throws -> APNsClient {
-        let signingKey = files.signingKey, slow = self.slow
+        let signingKey = files.signingKey, slow = self.slow, other = self.other, failing = self.failing
         var configuration = APNsClientConfiguration(overrideURL: fake.url, extraCA: files.certificate, reconnectDelays: (.milliseconds(20), .milliseconds(200)))
         configuration.requestTimeout = timeout
         return try APNsClient(configuration: configuration, keys: { code in
@@ -32,12 +36,13 @@ struct CredentialTests {
                 gate.wait()
                 return nil
             }
-            return code == application ? signingKey : nil
+            if code == failing { throw StoreError(.io, "storage is unavailable") }
+            return code == application || code == other ? signingKey : nil
         }, logger: .discard)
     }
 
-    func slowPush() -> Push {
-        Push(application: slow, deviceToken: String(format: "%064x", 7), gateway: .production, pushType: .liveActivity,
+    func slowPush(_ code: ApplicationCode? = nil) -> Push {
+        Push(application: code ?? slow, deviceToken: String(format: "%064x", 7), gateway: .production, pushType: .liveActivity,
              topic: "com.example.slow.push-type.liveactivity", priority: 10, apnsID: UUID().uuidString, payload: Array(#"{"aps":{}}"#.utf8))
     }
 
@@ -54,9 +59,35 @@ struct CredentialTests {
         #expect(try eventually { asked.count.withLock { $0 } == 1 }, "the slow application's key is being read")
         // On the loop this read would stop every connection; off it, the other application's pushes go on.
         #expect(client.send([push(2), push(3)], deadline: .now + .seconds(5)).map(\.status) == [200, 200])
+        // Nor does it hold up an application whose key is read for the first time now.
+        #expect(client.send([slowPush(other)], deadline: .now + .seconds(5)).map(\.status) == [200], "read beside the hanging one")
         gate.signal()
         let outcome = waiting.wait(deadline: .now + .seconds(10)).first
         #expect(outcome == PushOutcome(status: 403, reason: "NoAPNsKey"), "answered once the store answers: it has no key")
+    }
+
+    @Test func aStoreThatFailsGivesThePushBackNotSent() throws {
+        let fake = try FakeAPNs(files: files, key: try SigningKey(files.signingKey))
+        let gate = DispatchSemaphore(value: 0), asked = Asked()
+        let client = try client(fake, gate: gate, asked: asked)
+        defer { client.shutdown() }
+        let outcome = client.send([slowPush(failing)], deadline: .now + .seconds(5)).first
+        #expect(outcome?.status == 0 && outcome?.fate == .notSent, "delivery retries it, where a missing key would fail it")
+        #expect(outcome?.unanswered?.hasPrefix("cannot read the application's APNs key") == true, "\(outcome?.unanswered ?? "")")
+    }
+
+    @Test func aPushParkedLaterWithAnEarlierDeadlineIsAnsweredByIt() throws {
+        let fake = try FakeAPNs(files: files, key: try SigningKey(files.signingKey))
+        let gate = DispatchSemaphore(value: 0), asked = Asked()
+        let client = try client(fake, gate: gate, asked: asked)
+        defer {
+            gate.signal()
+            client.shutdown()
+        }
+        _ = client.submit([slowPush()], deadline: .now + .seconds(20))
+        let outcome = client.send([slowPush()], deadline: .now + .milliseconds(300)).first
+        #expect(outcome?.fate == .notSent && outcome?.unanswered == "no APNs key or provider token in time (its store did not answer)",
+                "answered by its own deadline, not the first one's: \(String(describing: outcome))")
     }
 
     @Test func aPushWaitingForItsKeyIsAnsweredByItsDeadline() throws {

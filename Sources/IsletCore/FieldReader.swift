@@ -30,8 +30,10 @@ public struct FieldReader: Sendable {
         return s
     }
 
-    public func requiredString(_ key: String, allowEmpty: Bool = false) throws(APIError) -> String {
-        guard let s = try string(key) else { throw .invalid(fieldPath(key), "is required") }
+    /// `known`: the fields this object may hold; a given field outside them that looks like a misspelling of a
+    /// missing required one is named in the error (`live_activty_id` for `live_activity_id`).
+    public func requiredString(_ key: String, allowEmpty: Bool = false, known: [String] = []) throws(APIError) -> String {
+        guard let s = try string(key) else { throw missing(key, known: known) }
         guard allowEmpty || !s.isEmpty else { throw .invalid(fieldPath(key), "must not be empty") }
         return s
     }
@@ -73,9 +75,17 @@ public struct FieldReader: Sendable {
         return try FieldReader(value, path: fieldPath(key))
     }
 
-    public func requiredObject(_ key: String) throws(APIError) -> FieldReader {
-        guard let reader = try objectField(key) else { throw .invalid(fieldPath(key), "is required") }
+    public func requiredObject(_ key: String, known: [String] = []) throws(APIError) -> FieldReader {
+        guard let reader = try objectField(key) else { throw missing(key, known: known) }
         return reader
+    }
+
+    /// The error for a required `key` that is absent: with the given field that looks like a misspelling of it, when
+    /// one does (a field neither `key` nor one of `known`, within `Suggestion`'s reach).
+    public func missing(_ key: String, known: [String] = []) -> APIError {
+        let given = object.keys.filter { $0 != key && !known.contains($0) }
+        let hint = Suggestion.nearest(key, among: given).map { "; \(fieldPath($0)) was given: is it \(key) misspelt?" } ?? ""
+        return .invalid(fieldPath(key), "is required" + hint)
     }
 
     public func array(_ key: String) throws(APIError) -> [JSONValue]? {

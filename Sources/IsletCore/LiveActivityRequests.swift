@@ -181,14 +181,14 @@ public enum LiveActivityRequests {
 
     /// Validates one startLiveActivity notification at `now`.
     public static func start(_ n: FieldReader, now: Date) throws(APIError) -> StartNotification {
-        let activity = try n.requiredObject("live_activity")
+        let activity = try n.requiredObject("live_activity", known: startFields)
         if let event = try activity.string("event"), event != LiveActivityEvent.start.rawValue {
             throw .invalid(activity.fieldPath("event"), "must be \"start\" in startLiveActivity (use updateLiveActivity for \"\(event)\")")
         }
-        let contentState = try activity.requiredObject("content-state").object
-        let attributesType = try activity.requiredString("attributes-type")
-        var attributes = try activity.requiredObject("attributes").object
-        let activityID = try n.requiredString("live_activity_id")
+        let contentState = try activity.requiredObject("content-state", known: startActivityFields).object
+        let attributesType = try activity.requiredString("attributes-type", known: startActivityFields)
+        var attributes = try activity.requiredObject("attributes", known: startActivityFields).object
+        let activityID = try n.requiredString("live_activity_id", known: startFields)
         guard activityID.count <= 256 else { throw .invalid(n.fieldPath("live_activity_id"), "must be at most 256 characters") }
 
         // A4: the Pushwoosh SDK finds the activity's id in attributes.pushwoosh.activityId.
@@ -301,7 +301,7 @@ public enum LiveActivityRequests {
         if n.value("apns_expiration") != nil {
             throw .invalid(n.fieldPath("apns_expiration"), "is for broadcasts to a channel (X5); an activity's pushes expire when Islet stops retrying them")
         }
-        return try update(n, activityID: try n.requiredString("live_activity_id"), now: now)
+        return try update(n, activityID: try n.requiredString("live_activity_id", known: updateFields), now: now)
     }
 
     /// X5: a notification with `channel` (an Islet channel name) instead of `live_activity_id`: one
@@ -323,12 +323,12 @@ public enum LiveActivityRequests {
     }
 
     static func update(_ n: FieldReader, activityID: String, now: Date) throws(APIError) -> UpdateNotification {
-        let activity = try n.requiredObject("live_activity")
+        let activity = try n.requiredObject("live_activity", known: updateFields)
         guard let eventText = try activity.string("event") else { throw .invalid(activity.fieldPath("event"), "is required: \"update\" or \"end\"") }
         guard let event = LiveActivityEvent(rawValue: eventText), event != .start else {
             throw .invalid(activity.fieldPath("event"), "must be \"update\" or \"end\" (start with startLiveActivity)")
         }
-        let contentState = try activity.requiredObject("content-state").object
+        let contentState = try activity.requiredObject("content-state", known: updateActivityFields).object
         let relevance = try relevanceScore(activity)
 
         // U6: any of content/title/subtitle makes it an alert; older revisions put the title in live_activity.

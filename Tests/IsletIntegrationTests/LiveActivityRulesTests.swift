@@ -38,6 +38,8 @@ struct StartRulesTests {
         (startNotification(["live_activity": nil]), "notifications[0].live_activity: is required"),
         (startNotification(activity: ["content-state": "x"]), "notifications[0].live_activity.content-state: must be an object, got string"),
         (startNotification(activity: ["content-state": nil]), "notifications[0].live_activity.content-state: is required"),
+        (startNotification(["live_activity_id": nil, "liveactivity_id": "ORDER_9"]),
+         "notifications[0].live_activity_id: is required; notifications[0].liveactivity_id was given: is it live_activity_id misspelt?"),
         (startNotification(activity: ["attributes-type": ""]), "notifications[0].live_activity.attributes-type: must not be empty"),
         (startNotification(activity: ["attributes": [1]]), "notifications[0].live_activity.attributes: must be an object, got array"),
         (startNotification(activity: ["event": "update"]), "notifications[0].live_activity.event: must be \"start\" in startLiveActivity (use updateLiveActivity for \"update\")"),
@@ -224,6 +226,11 @@ struct UpdateRulesTests {
         (updateNotification(activity: ["relevance-score": 1.5]), "notifications[0].live_activity.relevance-score: must be an integer, got number"),
         (updateNotification(activity: ["stale-date": true]), "notifications[0].live_activity.stale-date: must be a date as an integer of seconds since 1970 (e.g. 1767225600), got boolean"),
         (updateNotification(["live_activity_id": nil]), "notifications[0].live_activity_id: is required"),
+        // Issue 48: a missing required field names the given field that looks like its misspelling.
+        (updateNotification(["live_activity_id": nil, "live_activty_id": "ORDER_1"]),
+         "notifications[0].live_activity_id: is required; notifications[0].live_activty_id was given: is it live_activity_id misspelt?"),
+        (updateNotification(activity: ["content-state": nil, "content_state": ["step": 2]]),
+         "notifications[0].live_activity.content-state: is required; notifications[0].live_activity.content_state was given: is it content-state misspelt?"),
     ])
     func refusesBadUpdatesNamingTheField(notification: JSONObject, message: String) throws {
         let response = try update([notification])

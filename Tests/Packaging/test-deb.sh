@@ -33,13 +33,16 @@ getent passwd islet | grep -q ":/usr/sbin/nologin$" || fail "no islet system use
 [ "$(stat -c '%U:%G %a' /etc/islet/islet.env)" = "root:islet 640" ] || fail "/etc/islet/islet.env is $(stat -c '%U:%G %a' /etc/islet/islet.env)"
 [ "$(stat -c '%U %a' /etc/islet/master.key)" = "islet 600" ] || fail "/etc/islet/master.key is $(stat -c '%U %a' /etc/islet/master.key)"
 [ "$(tr -d '\n' < /etc/islet/master.key | wc -c)" = "64" ] || fail "the master key is not 64 hex digits"
+for doc in README.md API.md PRODUCTION.md CONSOLE.md ARCHITECTURE.md; do
+  [ -f "/usr/share/doc/islet/$doc" ] || fail "no /usr/share/doc/islet/$doc (README links to it)"
+done
 page="$(zcat /usr/share/man/man1/islet.1.gz)"
 grep -q '^\.TH ISLET 1' <<<"${page%%$'\n'*}" || fail "no man page"
 if command -v man >/dev/null; then
   rendered="$(man -l /usr/share/man/man1/islet.1.gz 2>/dev/null)"
   grep -q "islet db backup" <<<"$rendered" || fail "the man page lacks islet db backup"
 fi
-ok "files, user, permissions and man page in place"
+ok "files, user, permissions, docs and man page in place"
 if command -v systemd-analyze >/dev/null; then
   systemd-analyze verify "$unit" 2>"$work/verify.txt" || true
   grep -v -e "not running" -e "Failed to connect" -e "Cannot find" -e "^$" "$work/verify.txt" | grep -i "islet.service" && fail "systemd-analyze verify: $(cat "$work/verify.txt")"

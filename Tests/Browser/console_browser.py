@@ -271,6 +271,10 @@ def run(driver):
     # Keyboard: the first Tab reaches the skip link, and focus is visible.
     driver.get(BASE + "/console#/overview")
     wait_for(driver, lambda d: "devices" in text_of(d, ".stat"), "the overview again")
+    # ORDER_42 is the one live activity now: its count reads in the singular (issue 48), the two devices' in the plural.
+    tiles = [(e.find_element(By.CSS_SELECTOR, ".value").text, e.find_element(By.CSS_SELECTOR, ".label").text)
+             for e in driver.find_elements(By.CSS_SELECTOR, ".stat")]
+    check(("1", "live activity") in tiles and ("2", "devices") in tiles, f"a count of one in the singular, of two in the plural: {tiles}")
     driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
     focused = driver.switch_to.active_element
     check(focused.get_attribute("class") == "skip", "the first Tab focuses the skip link")

@@ -316,13 +316,16 @@ function moreButton(label, cursor, next, extend) {
 pages.overview = async () => {
   const { holder, update } = refreshing(async () => {
     const overview = await api("overview");
-    const stat = (label, value) => h("div", { class: "stat" }, h("div", { class: "value" }, Number(value).toLocaleString()), h("div", { class: "label" }, label));
+    // A count and what it counts, in the singular for one: "1 live activity", "2 live activities".
+    const stat = (label, value, one = label) => h("div", { class: "stat" }, h("div", { class: "value" }, Number(value).toLocaleString()),
+      h("div", { class: "label" }, Number(value) === 1 ? one : label));
     const reasons = {};
     for (const minute of overview.pushes) if (minute.state === "failed") reasons[minute.reason || "(no reason)"] = (reasons[minute.reason || "(no reason)"] || 0) + minute.count;
     return h("div", {},
       h("div", { class: "grid" },
-        stat("devices", overview.devices), stat("push-to-start tokens", overview.push_to_start_tokens),
-        stat("live activities", overview.activities.active), stat("scheduled", overview.activities.scheduled), stat("ended", overview.activities.ended)),
+        stat("devices", overview.devices, "device"), stat("push-to-start tokens", overview.push_to_start_tokens, "push-to-start token"),
+        stat("live activities", overview.activities.active, "live activity"), stat("scheduled", overview.activities.scheduled),
+        stat("ended", overview.activities.ended)),
       h("h2", {}, "Pushes per minute, last hour ", liveBadge()),
       h("div", { class: "panel chart" }, chart(overview)),
       h("div", { class: "split" },

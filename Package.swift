@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "IsletSQLite", dependencies: ["IsletSQL", "IsletStore", "CSQLite"]),
         .target(name: "IsletPostgres", dependencies: ["IsletSQL", "IsletStore", "CPostgres"]),
         .target(name: "IsletDelivery", dependencies: ["IsletCore", "IsletStore", "IsletCrypto"]),
-        .target(name: "IsletHTTP", dependencies: ["CMicroHTTPD"]),
+        .target(name: "IsletHTTP", dependencies: ["CMicroHTTPD", "IsletCore"]),
         .target(name: "IsletHTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CEpoll"]),
         .target(name: "IsletAPNs", dependencies: ["IsletCore", "IsletStore", "IsletDelivery", "IsletHTTP2", "COpenSSL"]),
         .target(name: "IsletSimulator", dependencies: ["IsletCore", "IsletStore", "IsletHTTP2", "IsletAPNs"]),

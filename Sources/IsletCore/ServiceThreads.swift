@@ -48,11 +48,6 @@ public final class ServiceThreads: @unchecked Sendable {
     public func waitForExit(by deadline: ContinuousClock.Instant) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while running > 0 {
-            let remaining = deadline - .now
-            guard remaining > .zero else { return false }
-            _ = condition.wait(until: Date().addingTimeInterval(Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18))
-        }
-        return true
+        return condition.wait(while: { running > 0 }, until: deadline)
     }
 }

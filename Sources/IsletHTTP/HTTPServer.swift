@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import IsletCore
 import Synchronization
 
 /// Limits and address of the HTTP server.
@@ -106,25 +107,20 @@ public final class HTTPServer: @unchecked Sendable {
         let deadline = ContinuousClock.now + gracePeriod
         // Streams never end on their own: they end now, once what they have queued is written.
         context.streams.finishAll()
-        let drained = waitForRequests(until: deadline)
+        let drained = context.waitForRequests(until: deadline)
         let handler = context.handler
         if context.suspensions.stop(answer: { request, started in handler.unfinished(request, started: started) }) > 0 {
             // The 503s go out on the connection threads: a moment for them to be written before the stop.
-            waitForRequests(until: ContinuousClock.now + .milliseconds(250))
+            context.waitForRequests(until: ContinuousClock.now + .milliseconds(250))
         }
         // Again, for any stream that slipped in meanwhile: none may be suspended when libmicrohttpd stops.
-        if context.streams.finishAll() > 0 { waitForRequests(until: ContinuousClock.now + .milliseconds(250)) }
+        if context.streams.finishAll() > 0 { context.waitForRequests(until: ContinuousClock.now + .milliseconds(250)) }
         MHD_stop_daemon(running)
         // A handler still running was answered 503 above; it may yet commit, so the caller hears of it.
         let workersDone = context.workers.shutdown(deadline: max(deadline, ContinuousClock.now + .milliseconds(100)))
         return drained && workersDone
     }
 
-    /// Waits until no request is in flight or `deadline` passes; true when none is.
-    @discardableResult
-    private func waitForRequests(until deadline: ContinuousClock.Instant) -> Bool {
-        context.waitForRequests(until: deadline)
-    }
 
     @discardableResult
     static func socketAddress(host: String, port: Int, into storage: inout sockaddr_storage) throws(HTTPServerError) -> Int {
@@ -413,15 +409,11 @@ extension ServerContext {
     }
 
     /// Waits until no request is in flight or `deadline` passes, woken by the last one to end; true when none is.
+    @discardableResult
     func waitForRequests(until deadline: ContinuousClock.Instant) -> Bool {
         draining.store(true, ordering: .sequentiallyConsistent)
         drained.lock()
         defer { drained.unlock() }
-        while inFlight.load(ordering: .sequentiallyConsistent) > 0 {
-            let remaining = deadline - .now
-            guard remaining > .zero else { return false }
-            _ = drained.wait(until: Date().addingTimeInterval(Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18))
-        }
-        return true
+        return drained.wait(while: { inFlight.load(ordering: .sequentiallyConsistent) > 0 }, until: deadline)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import IsletCore
 
 /// A fixed set of threads for handlers that wait (a durable commit, a database across the network), so the
 /// few connection threads keep serving other requests meanwhile, and enough requests wait at once for
@@ -56,12 +57,7 @@ final class WorkerPool: @unchecked Sendable {
         defer { condition.unlock() }
         stopping = true
         condition.broadcast()
-        while running > 0 {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { return false }
-            _ = condition.wait(until: Date(timeIntervalSinceNow: Self.seconds(left)))
-        }
-        return true
+        return condition.wait(while: { running > 0 }, until: deadline)
     }
 
     private func work() {
@@ -91,9 +87,5 @@ final class WorkerPool: @unchecked Sendable {
         running -= 1
         condition.broadcast()
         condition.unlock()
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

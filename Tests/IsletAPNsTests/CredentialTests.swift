@@ -20,25 +20,41 @@ struct CredentialTests {
 
     init() throws { files = try TestFiles() }
 
-    /// How often the slow application's key was asked for.
-    final class Asked: Sendable {
-        let count = Mutex(0)
-    }
+    /// A fake APNs and a client of it whose key lookup for `slow` waits until `gate` opens (a store that stopped
+    /// answering), counting the asks. `stop()` opens the gate and shuts the client down.
+    final class Stalled {
+        let fake: FakeAPNs
+        let client: APNsClient
+        let gate = DispatchSemaphore(value: 0)
+        /// How often the slow application's key was asked for.
+        let asked = Asked()
 
-    /// A client whose key lookup for `slow` waits until `gate` opens (a store that stopped answering).
-    func client(_ fake: FakeAPNs, gate: DispatchSemaphore, asked: Asked, timeout: Duration = .seconds(30)) throws -> APNsClient {
-        let signingKey = files.signingKey, slow = self.slow, other = self.other, failing = self.failing
-        var configuration = APNsClientConfiguration(overrideURL: fake.url, extraCA: files.certificate, reconnectDelays: (.milliseconds(20), .milliseconds(200)))
-        configuration.requestTimeout = timeout
-        return try APNsClient(configuration: configuration, keys: { code in
-            if code == slow {
-                asked.count.withLock { $0 += 1 }
-                gate.wait()
-                return nil
-            }
-            if code == failing { throw StoreError(.io, "storage is unavailable") }
-            return code == application || code == other ? signingKey : nil
-        }, logger: .discard)
+        final class Asked: Sendable {
+            let count = Mutex(0)
+        }
+
+        init(_ test: CredentialTests, timeout: Duration = .seconds(30)) throws {
+            fake = try FakeAPNs(files: test.files, key: try SigningKey(test.files.signingKey))
+            let signingKey = test.files.signingKey, slow = test.slow, other = test.other, failing = test.failing
+            let gate = self.gate
+            var configuration = APNsClientConfiguration(overrideURL: fake.url, extraCA: test.files.certificate,
+                                                        reconnectDelays: (.milliseconds(20), .milliseconds(200)))
+            configuration.requestTimeout = timeout
+            client = try APNsClient(configuration: configuration, keys: { [asked] code in
+                if code == slow {
+                    asked.count.withLock { $0 += 1 }
+                    gate.wait()
+                    return nil
+                }
+                if code == failing { throw StoreError(.io, "storage is unavailable") }
+                return code == application || code == other ? signingKey : nil
+            }, logger: .discard)
+        }
+
+        func stop() {
+            gate.signal()
+            client.shutdown()
+        }
     }
 
     func slowPush(_ code: ApplicationCode? = nil) -> Push {
@@ -47,43 +63,31 @@ struct CredentialTests {
     }
 
     @Test func aStoreThatDoesNotAnswerHoldsUpOnlyItsOwnApplication() throws {
-        let fake = try FakeAPNs(files: files, key: try SigningKey(files.signingKey))
-        let gate = DispatchSemaphore(value: 0), asked = Asked()
-        let client = try client(fake, gate: gate, asked: asked)
-        defer {
-            gate.signal()
-            client.shutdown()
-        }
+        let stalled = try Stalled(self), client = stalled.client
+        defer { stalled.stop() }
         #expect(client.send([push(1)]).map(\.status) == [200], "the application's key and token in hand")
         let waiting = client.submit([slowPush()], deadline: .now + .seconds(30))
-        #expect(try eventually { asked.count.withLock { $0 } == 1 }, "the slow application's key is being read")
+        #expect(try eventually { stalled.asked.count.withLock { $0 } == 1 }, "the slow application's key is being read")
         // On the loop this read would stop every connection; off it, the other application's pushes go on.
         #expect(client.send([push(2), push(3)], deadline: .now + .seconds(5)).map(\.status) == [200, 200])
         // Nor does it hold up an application whose key is read for the first time now.
         #expect(client.send([slowPush(other)], deadline: .now + .seconds(5)).map(\.status) == [200], "read beside the hanging one")
-        gate.signal()
+        stalled.gate.signal()
         let outcome = waiting.wait(deadline: .now + .seconds(10)).first
         #expect(outcome == PushOutcome(status: 403, reason: "NoAPNsKey"), "answered once the store answers: it has no key")
     }
 
     @Test func aStoreThatFailsGivesThePushBackNotSent() throws {
-        let fake = try FakeAPNs(files: files, key: try SigningKey(files.signingKey))
-        let gate = DispatchSemaphore(value: 0), asked = Asked()
-        let client = try client(fake, gate: gate, asked: asked)
-        defer { client.shutdown() }
+        let stalled = try Stalled(self), client = stalled.client
+        defer { stalled.stop() }
         let outcome = client.send([slowPush(failing)], deadline: .now + .seconds(5)).first
         #expect(outcome?.status == 0 && outcome?.fate == .notSent, "delivery retries it, where a missing key would fail it")
         #expect(outcome?.unanswered?.hasPrefix("cannot read the application's APNs key") == true, "\(outcome?.unanswered ?? "")")
     }
 
     @Test func aPushParkedLaterWithAnEarlierDeadlineIsAnsweredByIt() throws {
-        let fake = try FakeAPNs(files: files, key: try SigningKey(files.signingKey))
-        let gate = DispatchSemaphore(value: 0), asked = Asked()
-        let client = try client(fake, gate: gate, asked: asked)
-        defer {
-            gate.signal()
-            client.shutdown()
-        }
+        let stalled = try Stalled(self), client = stalled.client
+        defer { stalled.stop() }
         _ = client.submit([slowPush()], deadline: .now + .seconds(20))
         let outcome = client.send([slowPush()], deadline: .now + .milliseconds(300)).first
         #expect(outcome?.fate == .notSent && outcome?.unanswered == "no APNs key or provider token in time (its store did not answer)",
@@ -91,17 +95,12 @@ struct CredentialTests {
     }
 
     @Test func aPushWaitingForItsKeyIsAnsweredByItsDeadline() throws {
-        let fake = try FakeAPNs(files: files, key: try SigningKey(files.signingKey))
-        let gate = DispatchSemaphore(value: 0), asked = Asked()
-        let client = try client(fake, gate: gate, asked: asked, timeout: .milliseconds(800))
-        defer {
-            gate.signal()
-            client.shutdown()
-        }
+        let stalled = try Stalled(self, timeout: .milliseconds(800)), client = stalled.client
+        defer { stalled.stop() }
         let outcome = client.send([slowPush()], deadline: .now + .milliseconds(800)).first
         #expect(outcome?.status == 0 && outcome?.fate == .notSent, "never written: safe to send again")
         #expect(outcome?.unanswered == "no APNs key or provider token in time (its store did not answer)")
-        #expect(fake.processed.isEmpty)
+        #expect(stalled.fake.processed.isEmpty)
     }
 }
 

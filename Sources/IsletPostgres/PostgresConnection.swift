@@ -41,22 +41,33 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// the transaction fails too, or is skipped in a pipeline): its number and its error.
     private var firstFailed: (statement: Int, error: StoreError)?
 
-    /// Every write transaction holds this advisory lock, with its schema's hash, to its commit: the writers
-    /// of every process on one Islet database (a schema, `public` by default) are serialized, as SQLite's
-    /// single writer is, so both engines decide on the same facts.
-    static let writerLock: Int32 = 0x4953_4C45   // "ISLE"
+    /// How long a write waits for a row another transaction holds, in milliseconds. Writes of different nodes
+    /// run at once and lock only the rows they change (an update its activity): they meet only on the same rows,
+    /// for the few milliseconds of a group. Past this, the member that waited gives way (`.busy`) and the group
+    /// commit runs it again in its next group, so a node paused holding a row (SIGSTOP, a VM freeze) holds up
+    /// the calls on that row only, and briefly, never every writer of the cluster; two groups locking the
+    /// same activities in opposite orders part after this wait too, long before PostgreSQL's
+    /// one-second `deadlock_timeout`.
+    static let writeLockWait = 200
+
+    /// A write transaction's first round trip. Its shared hold of the schema's turn (`SQLDialect.takingTurns(on: nil)`)
+    /// costs nothing among writers, who all share it, and keeps them apart from a migration, and from the writes of
+    /// a node of an older Islet during a rolling upgrade, which took that lock alone.
+    static let beginWrite = "BEGIN; SET LOCAL lock_timeout = '\(writeLockWait)ms'; "
+        + "SELECT pg_advisory_xact_lock_shared(\(SQLDialect.turnsClass), hashtext(current_schema()))"
 
     /// Seconds a session may stay idle inside a transaction before the server ends it (and its locks).
     static let idleInTransactionLimit = 5
 
     /// Connects to `url` (`postgresql://user:password@host:port/database?sslmode=…`); `origin` names the
     /// server in messages, without the password.
-    init(url: String, origin: String, replanInterval: Duration = PostgresDatabase.replanInterval) throws(StoreError) {
+    /// `name`: the session's `application_name` (what `pg_stat_activity` shows), unless the URL sets one.
+    init(url: String, origin: String, name: String = "islet", replanInterval: Duration = PostgresDatabase.replanInterval) throws(StoreError) {
         self.origin = origin
         self.replanInterval = replanInterval
         // URL values win over these defaults, which come before it.
         let keywords = ["connect_timeout", "application_name", "dbname"]
-        let values = ["5", "islet", url]
+        let values = ["5", name, url]
         let connection = keywords.withCStrings { keywordPointers in
             values.withCStrings { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
         }
@@ -68,9 +79,9 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         }
         handle = connection
         islet_pq_quiet(connection)
-        // A process paused (SIGSTOP, a VM freeze) inside a transaction would hold the writers' lock, and every
-        // node's writes with it: the server ends such a session after this. Islet's own transactions never wait
-        // on anything but the database, so they are never idle this long.
+        // A process paused (SIGSTOP, a VM freeze) inside a transaction would hold its row locks, and the writes
+        // of other nodes to those rows: the server ends such a session after this. Islet's own transactions never
+        // wait on anything but the database, so they are never idle this long.
         try execute("SET TIME ZONE 'UTC'; SET idle_in_transaction_session_timeout = '\(Self.idleInTransactionLimit)s'")
     }
 
@@ -132,7 +143,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         }
         // Writes that would fill libpq's buffer go at once (with the writes ahead): past 8 KB libpq hands the pipeline
         // to the server before its sync, and the server does not count a session whose statements wait for a sync as
-        // idle in its transaction, so a process paused then would hold the writers' lock past
+        // idle in its transaction, so a process paused then would hold its row locks past
         // `idle_in_transaction_session_timeout`. Held back until the sync, they are never on the server alone.
         let bytes = Self.size(of: parameters)
         if unansweredBytes + bytes > Self.pipelineBytes {
@@ -239,7 +250,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     }
 
     func inTransaction<T>(_ body: () throws -> T) throws -> T {
-        try transaction(opening: "BEGIN; SELECT pg_advisory_xact_lock(\(Self.writerLock), hashtext(current_schema()))", body)
+        try transaction(opening: Self.beginWrite, body)
     }
 
     // MARK: - Statements
@@ -501,10 +512,15 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else { return }
         let message = Self.trimmed(result.map(PQresultErrorMessage) ?? PQerrorMessage(handle))
         let state = Self.sqlState(result) ?? ""
-        // Class 23: integrity constraint violation (a unique value taken).
+        // foreign_key_violation: a row referred to went at this moment (pruned, ended) in another transaction: the
+        // write runs again on what is there now. Otherwise class 23: integrity constraint violation (a unique value taken).
+        if state == "23503" { throw StoreError(.busy, "a row referred to changed in another transaction: \(message)") }
         if state.hasPrefix("23") { throw StoreError(.conflict, message) }
-        // lock_not_available: a claim's lock_timeout ran out (`PostgresDatabase.inClaimTransaction`).
-        if state == "55P03" { throw StoreError(.busy, "a row was locked by another transaction: \(message)") }
+        // lock_not_available: a lock_timeout ran out (a claim's, or a write's); deadlock_detected and
+        // serialization_failure: PostgreSQL chose this transaction to give way. Each is worth trying again.
+        if ["55P03", "40P01", "40001"].contains(state) {
+            throw StoreError(.busy, "a row was locked by another transaction: \(message)")
+        }
         if PQstatus(handle) != CONNECTION_OK {
             throw StoreError(.io, "lost the connection to PostgreSQL at \(origin): \(message)")
         }

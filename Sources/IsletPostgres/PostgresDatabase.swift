@@ -29,14 +29,15 @@ public final class PostgresDatabase: SQLDatabase {
     /// commands that only inspect it). `migrateUpTo` stops at an older version; only migration tests use it.
     /// At most `maximumConnections` are open at once (each is a server process): more concurrent callers wait
     /// for one, instead of opening and closing connections under load. `.fresh` queries are planned again once
-    /// their plan is `replanInterval` old.
+    /// their plan is `replanInterval` old. `name` is each session's `application_name` (a node's says which node it
+    /// is, in `pg_stat_activity`), unless the URL sets one.
     public init(url: String, maximumIdleConnections: Int = 16, maximumConnections: Int = 16, migrate: Bool = true,
-                migrateUpTo: Int? = nil, replanInterval: Duration = PostgresDatabase.replanInterval) throws(StoreError) {
+                migrateUpTo: Int? = nil, replanInterval: Duration = PostgresDatabase.replanInterval, name: String = "islet") throws(StoreError) {
         let origin = Self.redacted(url)
         self.origin = origin
         let reconnect = Reconnect()
         pool = SQLConnectionPool(maximumIdle: maximumIdleConnections, maximumOpen: maximumConnections,
-                                 connect: { () throws(StoreError) in try reconnect.attempt { () throws(StoreError) in try PostgresConnection(url: url, origin: origin, replanInterval: replanInterval) } },
+                                 connect: { () throws(StoreError) in try reconnect.attempt { () throws(StoreError) in try PostgresConnection(url: url, origin: origin, name: name, replanInterval: replanInterval) } },
                                  reusable: { $0.isUsable })
         let connection = try pool.checkOut()
         if migrate {

@@ -22,6 +22,8 @@ public final class GroupCommit: @unchecked Sendable {
         var done = false
         /// Its thread leads the next group (set by the leader that hands over, or by the first writer).
         var leads = false
+        /// Times it gave way to another transaction's lock (`StoreError.busy`) and was put back for the next group.
+        var retries = 0
         /// Signalled once: when the job is done, or when its thread is to lead.
         let wake = DispatchSemaphore(value: 0)
         init(bulk: Bool = false, _ body: @escaping (any SQLConnection) throws -> Void) {
@@ -108,11 +110,23 @@ public final class GroupCommit: @unchecked Sendable {
         lock.unlock()
         let ran = Self.run(group, budget: budget, transaction)
         lock.lock()
-        for member in group[..<ran] { member.done = true }
-        // Members the budget left out lead the next group, ahead of writes that came since.
-        pending = Array(group[ran...]) + pending
-        return group[..<ran].filter { $0 !== own }.map(\.wake)
+        // A member that gave way to another transaction's row lock (PostgreSQL: its wait ran out, or it was chosen
+        // to break a deadlock) runs again in the next group, after this one's commit let go of its own locks.
+        let again = group[..<ran].filter { member in
+            guard member.retries < Self.retriesOfABusyWrite, (member.error as? StoreError)?.code == .busy else { return false }
+            member.retries += 1
+            member.error = nil
+            return true
+        }
+        for member in group[..<ran] where !again.contains(where: { $0 === member }) { member.done = true }
+        // Members the budget left out, and those to run again, lead the next group, ahead of writes that came since.
+        pending = again + Array(group[ran...]) + pending
+        return group[..<ran].filter { $0 !== own && $0.done }.map(\.wake)
     }
+
+    /// How many times a write that gave way to another's lock is run again before its caller gets the `.busy`:
+    /// with PostgreSQL's 200 ms wait for a lock, a write waits less than a second in all.
+    static let retriesOfABusyWrite = 3
 
     /// One transaction for the first members of the group, a savepoint each, until their bodies have run for
     /// `budget`; returns how many ran (at least one). A failed commit fails every member that ran. A group of one

@@ -36,10 +36,14 @@ extension SQLMessageStore: ActivitySchedule {
     func release(_ rows: [SQLRow], pacing: UpdatePacing, at date: Date, _ c: any SQLConnection) throws(StoreError) -> Int {
         var released = 0
         var budgets: [ApplicationCode: UpdateBudget] = [:]
-        for row in rows {
-            guard let application = ApplicationCode(row["application"].text ?? "") else { continue }
-            let activityID = row["activity_id"].text ?? "", event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
+        for candidate in rows {
+            guard let application = ApplicationCode(candidate["application"].text ?? "") else { continue }
+            let activityID = candidate["activity_id"].text ?? ""
             guard let (activity, log, _, channel) = try lockedActivity(activityID, application, c) else { continue }
+            // Read again under its activity's lock: another node may have released or cancelled it, or a renewal moved
+            // it to the new session, since the unlocked read.
+            guard let row = try c.query(Self.selectHeld + " WHERE s.id = ?", [candidate["id"]]).first else { continue }
+            let event = LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update
             var sameSession = true
             if let start = row["start"].int {
                 sameSession = try Self.currentStart(activity.id, c) == start
@@ -49,7 +53,7 @@ extension SQLMessageStore: ActivitySchedule {
                 try c.run("UPDATE scheduled_updates SET due_at = ? WHERE id = ?", [Self.milliseconds(date.addingTimeInterval(1)), row["id"]])
                 continue
             }
-            // Writers take turns, so each row leaves the hold once, on one node.
+            // Under its activity's lock, each row leaves the hold once, on one node.
             guard try c.run("DELETE FROM scheduled_updates WHERE id = ?", [row["id"]]) == 1 else { continue }
             let dueAt = Self.date(milliseconds: row["due_at"].int ?? 0)
             let contentState = row["content_state"].text.flatMap { try? JSONParser.parse($0).objectValue } ?? activity.contentState ?? [:]

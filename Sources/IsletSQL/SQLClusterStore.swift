@@ -16,6 +16,8 @@ public struct SQLClusterStore: ClusterStore {
     public func register(_ node: NodeInfo, at date: Date) throws(StoreError) -> Int {
         try database.write { (c) throws(StoreError) -> Int in
             if let number = try c.query("SELECT number FROM nodes WHERE id = ?", [.text(node.id.rawValue)]).first?["number"].int { return Int(number) }
+            // Nodes starting at once take turns for their numbers.
+            if let turn = database.dialect.takingTurns(on: "nodes") { _ = try c.query(turn.sql, turn.parameters) }
             let number = try c.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM nodes")[0]["next"].int ?? 1
             try c.run("""
                 INSERT INTO nodes (id, number, host, pid, version, started_at, heartbeat_at, stopped_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL)
@@ -155,8 +157,9 @@ public struct SQLClusterStore: ClusterStore {
 
     public func providerToken(named name: String, issuedAfter: Date, at date: Date, sign: (Date) -> String?) throws(StoreError)
         -> (token: String, issuedAt: Date)? {
-        // A write: the writers' lock makes nodes asking at once take turns, so only the first signs.
+        // Nodes asking at once take turns on the name, so only the first signs and the others read its token.
         try database.write { (c) throws(StoreError) -> (token: String, issuedAt: Date)? in
+            if let turn = database.dialect.takingTurns(on: "provider-token/" + name) { _ = try c.query(turn.sql, turn.parameters) }
             if let row = try c.query("SELECT token, issued_at, expired FROM provider_tokens WHERE name = ?", [.text(name)]).first,
                !row["expired"].bool, let token = row["token"].text, let issued = row["issued_at"].int,
                Double(issued) > issuedAfter.timeIntervalSince1970 {
@@ -174,7 +177,7 @@ public struct SQLClusterStore: ClusterStore {
 
     public func expireProviderToken(named name: String, token: String, renewableBefore: Date) throws(StoreError) -> Bool {
         try database.write { (c) throws(StoreError) -> Bool in
-            guard let row = try c.query("SELECT token, issued_at FROM provider_tokens WHERE name = ?", [.text(name)]).first,
+            guard let row = try c.query("SELECT token, issued_at FROM provider_tokens WHERE name = ? \(database.dialect.forUpdate)", [.text(name)]).first,
                   row["token"].text == token else { return true }   // none stored, or already replaced
             guard Double(row["issued_at"].int ?? 0) < renewableBefore.timeIntervalSince1970 else { return false }
             try c.run("UPDATE provider_tokens SET expired = 1 WHERE name = ?", [.text(name)])

@@ -115,8 +115,8 @@ public protocol SQLConnection: AnyObject {
     /// Runs queries one after the other (each sees what the ones before it did) and returns each one's rows. In a
     /// transaction an engine may send them together (PostgreSQL: one round trip, with the writes sent ahead).
     func queries(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]]
-    /// Runs `body` in a write transaction that no other writer of the database interleaves with (SQLite:
-    /// BEGIN IMMEDIATE; PostgreSQL: an advisory lock held to the commit). Any error `body` throws rolls
+    /// Runs `body` in a write transaction (SQLite: BEGIN IMMEDIATE, the one writer; PostgreSQL: READ COMMITTED,
+    /// writers of different nodes at once, each locking the rows it decides on). Any error `body` throws rolls
     /// the transaction back and is rethrown as it is.
     func inTransaction<T>(_ body: () throws -> T) throws -> T
     /// How many statements this connection has issued: a group commit numbers each member's statements by it.
@@ -324,6 +324,30 @@ public struct SQLDialect: Sendable {
 
     /// Locks the row read until the transaction ends (a decision made on it must not race a claim).
     public var forUpdate: String { engine == .postgresql ? "FOR UPDATE" : "" }
+
+    /// Locks the row read until the transaction ends, for a change of its other columns than its key: the writers
+    /// deciding on it take turns, while rows referring to it (a message of an activity, which takes FOR KEY SHARE
+    /// of it) can still be written. PostgreSQL's FOR NO KEY UPDATE; SQLite's single writer needs none.
+    public var forNoKeyUpdate: String { engine == .postgresql ? "FOR NO KEY UPDATE" : "" }
+
+    /// Makes the transactions of every node that take it with the same `key` (a short text) take turns until their
+    /// commits: for decisions on a fact no single row stands for yet (a schema being migrated, a provider token
+    /// not stored yet). PostgreSQL's transaction advisory lock on the schema's `advisoryClass` and the key's hash; nil
+    /// on SQLite, whose single writer takes turns already.
+    /// With no key, the turn is the whole schema's: the lock every write took when Islet serialized all writers
+    /// (before 2026-12), so a migration also waits for the writes of such a node during a rolling upgrade.
+    public func takingTurns(on key: String?) -> SQLStatement? {
+        guard engine == .postgresql else { return nil }
+        guard let key else { return SQLStatement("SELECT pg_advisory_xact_lock(\(Self.turnsClass), hashtext(current_schema())) AS turn") }
+        return SQLStatement("SELECT pg_advisory_xact_lock(\(Self.turnsClass), hashtext(current_schema() || '/' || ?)) AS turn", [.text(key)])
+    }
+
+    /// The advisory lock class of `takingTurns` ("ISLE").
+    public static let turnsClass: Int32 = 0x4953_4C45
+
+    /// Lifts a write transaction's short wait for locks (PostgreSQL's `lock_timeout`), for a transaction that must
+    /// wait its turn however long it takes and is not run again (a migration); nil on SQLite.
+    public var waitingAsLongAsItTakes: String? { engine == .postgresql ? "SET LOCAL lock_timeout = 0" : nil }
 
     /// Keeps the row read from being deleted until the transaction ends, without stopping updates of its
     /// other columns (PostgreSQL's FOR KEY SHARE; SQLite's single writer needs none).

@@ -13,7 +13,7 @@ extension SQLMessageStore: DeliveryLedger {
                 let job = outcome.job
                 try write(outcome.result, message: job.id, at: date, c)
                 if outcome.finished {
-                    try c.send("UPDATE messages SET state = \(MessageState.done.sql), claimed = 0, lease = NULL, finished_at = ?, cursor = ? WHERE id = ?",
+                    try c.send("UPDATE messages SET state = \(MessageState.done.sql), claimed = 0, lease = NULL, finished_at = ?, cursor = ?, superseded_by = \(Self.superseding("messages")) WHERE id = ?",
                               [SQLValue.seconds(date), .int(outcome.result.cursor), .int(job.id)])
                     try Self.broadcastAlong(job, at: date, c)
                 } else {

@@ -55,7 +55,7 @@ public struct SQLDeviceStore: DeviceStore {
 
     public func unregisterDevice(hwid: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool {
         try database.write { (c) throws(StoreError) in
-            guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
+            guard let device = try lockedDevice(hwid: hwid, app: application, c) else { return false }
             try c.run("UPDATE devices SET push_token = NULL, updated_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(device.id)])
             try Self.recordToken(nil, .push, slot: device.gateway.rawValue, device: device.id, at: date, c)
             try c.run("DELETE FROM push_to_start_tokens WHERE device = ?", [.int(device.id)])
@@ -76,7 +76,7 @@ public struct SQLDeviceStore: DeviceStore {
     public func setTags(_ tags: [(name: String, value: TagValue?)], hwid: String, in application: ApplicationCode,
                         at date: Date) throws(StoreError) -> [SkippedTag]? {
         try database.write { (c) throws(StoreError) -> [SkippedTag]? in
-            guard let device = try Self.device(hwid: hwid, app: application, c) else { return nil }
+            guard let device = try lockedDevice(hwid: hwid, app: application, c) else { return nil }
             let skipped = try applyTags(tags, device: device.id, application: application, c)
             try c.run("UPDATE devices SET updated_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(device.id)])
             return skipped
@@ -136,8 +136,12 @@ public struct SQLDeviceStore: DeviceStore {
             try c.run("DELETE FROM device_tags WHERE device = ? AND name = ?", [.int(device), .text(name)])
             guard let value else { continue }
             if existing == nil {
-                try c.run("INSERT INTO tag_types (application, name, type) VALUES (?, ?, ?)",
-                          [.text(application.rawValue), .text(name), .text(value.type.rawValue)])
+                // The first call to use a name fixes its type; another node's call fixing it at this moment goes first,
+                // and this write runs again on the type it fixed.
+                guard try c.run("INSERT INTO tag_types (application, name, type) VALUES (?, ?, ?) ON CONFLICT (application, name) DO NOTHING",
+                                [.text(application.rawValue), .text(name), .text(value.type.rawValue)]) == 1 else {
+                    throw StoreError(.busy, "tag \(name) was given its type by another write at this moment")
+                }
             }
             let values: [SQLValue]
             switch value {
@@ -158,7 +162,7 @@ public struct SQLDeviceStore: DeviceStore {
     public func setPushToStartToken(_ token: String?, attributesType: String, hwid: String, in application: ApplicationCode,
                                     at date: Date) throws(StoreError) -> Bool {
         try database.write { (c) throws(StoreError) in
-            guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
+            guard let device = try lockedDevice(hwid: hwid, app: application, c) else { return false }
             if let token {
                 try c.run("""
                     INSERT INTO push_to_start_tokens (device, attributes_type, token, updated_at) VALUES (?, ?, ?, ?)
@@ -175,7 +179,7 @@ public struct SQLDeviceStore: DeviceStore {
     public func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
                                  at date: Date, admit: (ActivityJoinFacts) throws -> Void) throws -> Bool {
         try database.write(rethrowing: { c in
-            guard let device = try Self.device(hwid: hwid, app: application, c) else { return false }
+            guard let device = try lockedDevice(hwid: hwid, app: application, c) else { return false }
             if token != nil && !activityID.isEmpty {
                 try admit(try joinFacts(activityID, device: device, application: application, c))
             }
@@ -202,7 +206,9 @@ public struct SQLDeviceStore: DeviceStore {
     /// The facts D5 decides on, read in the reporting transaction: primary-key and index lookups only.
     private func joinFacts(_ activityID: String, device: Device, application: ApplicationCode,
                            _ c: any SQLConnection) throws(StoreError) -> ActivityJoinFacts {
-        guard let activity = try c.query("SELECT id FROM activities WHERE application = ? AND activity_id = ?",
+        // Locked before the token row is written, as a start locks it before it ends a session's tokens: a start of a new
+        // session on another node goes before this decision or after this report, never in between.
+        guard let activity = try c.query("SELECT id FROM activities WHERE application = ? AND activity_id = ? \(database.dialect.forNoKeyUpdate)",
                                          [.text(application.rawValue), .text(activityID)]).first?["id"] else { return ActivityJoinFacts() }
         // The current session's start: a restart after an end addresses its own devices, not the last session's.
         let row = try c.query("""
@@ -539,6 +545,13 @@ public struct SQLDeviceStore: DeviceStore {
     static func device(hwid: String, app: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> Device? {
         try c.query("SELECT \(deviceColumns), NULL AS push_to_start FROM devices d WHERE d.application = ? AND d.hwid = ?",
                     [.text(app.rawValue), .text(hwid)]).first.map { device($0, app) }
+    }
+
+    /// The device, locked to the commit for a change of its tags or tokens: two calls for one device on two nodes
+    /// take turns (a list tag's values are replaced, not merged; its token history keeps one order).
+    func lockedDevice(hwid: String, app: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> Device? {
+        try c.query("SELECT \(Self.deviceColumns), NULL AS push_to_start FROM devices d WHERE d.application = ? AND d.hwid = ? \(database.dialect.forNoKeyUpdate)",
+                    [.text(app.rawValue), .text(hwid)]).first.map { Self.device($0, app) }
     }
 
     static func device(_ row: SQLRow, _ application: ApplicationCode) -> Device {

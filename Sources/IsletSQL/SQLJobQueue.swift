@@ -301,7 +301,7 @@ extension SQLMessageStore: JobQueue {
 
     public func supersededBy(_ job: MessageJob) throws(StoreError) -> Int64? {
         try database.withConnection { (c) throws(StoreError) in
-            try c.query("SELECT superseded_by FROM messages WHERE id = ?", [.int(job.id)]).first?["superseded_by"].int
+            try c.query("SELECT \(Self.superseding("m")) AS superseded_by FROM messages m WHERE m.id = ?", [.int(job.id)]).first?["superseded_by"].int
         }
     }
 
@@ -314,7 +314,7 @@ extension SQLMessageStore: JobQueue {
             }
             // A sharded message is done with its last shard.
             try c.run("""
-                UPDATE messages SET state = \(MessageState.done.sql), claimed = 0, lease = NULL, finished_at = ?1
+                UPDATE messages SET state = \(MessageState.done.sql), claimed = 0, lease = NULL, finished_at = ?1, superseded_by = \(Self.superseding("messages"))
                 WHERE id = ?2 AND NOT EXISTS (SELECT 1 FROM message_shards WHERE message = ?2 AND state != \(MessageState.done.sql))
                 """, [SQLValue.seconds(date), .int(job.id)])
             try Self.broadcastAlong(job, at: date, c)

@@ -31,14 +31,19 @@ extension SQLMessageStore: MessageIntake {
                               message.schemaVersion.map { .int(Int64($0)) } ?? .null, startedAt, .int(existing.id)])
                     activity = existing.id
                 } else {
-                    activity = try c.query("""
+                    // Another node may be starting the same new id at this moment: the second to insert finds the first's
+                    // row, and this write runs again (`StoreError.busy`), this time on the activity that exists.
+                    guard let id = try c.query("""
                         INSERT INTO activities (application, activity_id, state, attributes_type, name, content_state, updated_at, schema_version,
                                                 started_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (application, activity_id) DO NOTHING RETURNING id
                         """, [.text(application.rawValue), .text(message.activityID), .text(state.rawValue),
                               Self.optional(message.attributesType), Self.optional(message.name),
                               .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
-                              message.schemaVersion.map { .int(Int64($0)) } ?? .null, startedAt])[0]["id"].int ?? 0
+                              message.schemaVersion.map { .int(Int64($0)) } ?? .null, startedAt]).first?["id"].int else {
+                        throw StoreError(.busy, "activity \(message.activityID) was created by another write at this moment")
+                    }
+                    activity = id
                 }
                 guard message.scheduledEnd != nil || message.renew else {
                     // No id needed back: the insert goes with the next statements (one round trip on PostgreSQL).
@@ -86,11 +91,18 @@ extension SQLMessageStore: MessageIntake {
                                 _ c: any SQLConnection) throws(StoreError) {
         // ?1 goes unused then (typed, so both engines accept it).
         let newest = id == nil ? "(SELECT MAX(n.id) FROM messages n WHERE n.activity = ?2)" : "?1"
+        // Only waiting messages are marked: one a sender holds (claimed) learns of the newer message by reading
+        // (`superseding`), and one a claim is taking at this moment (locked) is being sent. Neither is written nor
+        // waited for here, so a node paused in the middle of a claim or a record holds up no update of the activity,
+        // and a node paused in the middle of an update holds up no sender.
+        let notHeld = database.dialect.skipLocked(of: "o", updatingKey: false)
         if unfinishedUpdates {
             try c.send("""
                 UPDATE messages SET superseded_by = \(newest), state = CASE WHEN state = \(MessageState.pending.sql) AND claimed = 0 THEN \(MessageState.done.sql) ELSE state END,
                     finished_at = CASE WHEN state = \(MessageState.pending.sql) AND claimed = 0 THEN ?3 ELSE finished_at END
-                WHERE activity = ?2 AND id < \(newest) AND event = \(LiveActivityEvent.update.sql) AND state IN \([MessageState.pending, .sending].sqlList) AND superseded_by IS NULL
+                WHERE id IN (SELECT o.id FROM messages o
+                             WHERE o.activity = ?2 AND o.id < \(newest) AND o.event = \(LiveActivityEvent.update.sql) AND o.state IN \([MessageState.pending, .sending].sqlList)
+                               AND o.claimed = 0 AND o.superseded_by IS NULL \(notHeld))
                 """, [.int(id ?? 0), .int(activity), SQLValue.seconds(date)])
         }
         // Owed pushes are rare outside an outage: one probe of their index spares listing the activity's history.
@@ -98,10 +110,12 @@ extension SQLMessageStore: MessageIntake {
         if let owed { anyOwed = owed } else { anyOwed = try !c.query(Self.owedPushesProbe, [], planning: .fresh).isEmpty }
         guard anyOwed else { return }
         try c.send("""
-            UPDATE deliveries \(database.dialect.indexedBy("deliveries_owed")) SET state = \(DeliveryState.superseded.sql), next_at = NULL, reason = 'a newer update or end of the activity went instead'
-            WHERE state IN \([DeliveryState.retrying, .unconfirmed].sqlList)
-              AND message IN (SELECT id FROM messages WHERE activity = ?2 AND id < \(newest) AND event IN \([LiveActivityEvent.update, .end].sqlList))
-              AND message NOT IN (SELECT end_message FROM activity_renewals WHERE activity = ?2 AND end_message IS NOT NULL)
+            UPDATE deliveries SET state = \(DeliveryState.superseded.sql), next_at = NULL, reason = 'a newer update or end of the activity went instead'
+            WHERE (message, device) IN (
+                SELECT o.message, o.device FROM deliveries o \(database.dialect.indexedBy("deliveries_owed"))
+                WHERE o.state IN \([DeliveryState.retrying, .unconfirmed].sqlList)
+                  AND o.message IN (SELECT id FROM messages WHERE activity = ?2 AND id < \(newest) AND event IN \([LiveActivityEvent.update, .end].sqlList))
+                  AND o.message NOT IN (SELECT end_message FROM activity_renewals WHERE activity = ?2 AND end_message IS NOT NULL) \(notHeld))
             """, [.int(id ?? 0), .int(activity)])
     }
 
@@ -147,14 +161,16 @@ extension SQLMessageStore: MessageIntake {
     /// An accepted update or end into the queue: the activity takes its state, the budget (A7) and its turn
     /// (A9) are decided, and older updates not sent yet are superseded. The activity is locked by the caller.
     func enqueue(_ message: NewMessage, activity: ActivityRecord, log stored: PriorityTenLog, channel: SQLValue, application: ApplicationCode,
-                         budget: UpdateBudget, pacing: UpdatePacing, latest: LatestUpdate? = nil, at date: Date,
+                         budget: UpdateBudget, pacing: UpdatePacing, latest given: LatestUpdate? = nil, at date: Date,
                          _ c: any SQLConnection) throws(StoreError) -> AcceptedUpdate {
         // The session's latest update, locked so no claim takes it meanwhile (claims skip locked rows):
         // still waiting, it is superseded below, and this message takes its turn (A9) and its budget (A7).
-        let previous: SQLRow?
-        if let latest { previous = latest.row } else { previous = try c.query(latestUpdate(of: "?1"), [.int(activity.id)]).first }
+        // One a claim holds at this moment is being sent: not waiting.
+        let latest: LatestUpdate
+        if let read = given { latest = read } else { latest = try latestUpdate(of: activity.id, c) }
+        let previous = latest.row
         let previousState = previous.flatMap { MessageState(rawValue: $0["state"].text ?? "") }
-        let waiting = previousState == .pending && previous.map { !$0["claimed"].bool } == true
+        let waiting = latest.held && previousState == .pending && previous.map { !$0["claimed"].bool } == true
         var log = stored
         if waiting, let previous { log = log.returning(Self.priorities(previous)) }
         var priority = BudgetedPriority(requested: message.priority)
@@ -182,7 +198,7 @@ extension SQLMessageStore: MessageIntake {
                                  channel: channel, c))
         // A message is claimed only once every older one of its activity has finished: when the session's latest
         // update is done, so is every update before it, and there is nothing to supersede but owed pushes.
-        try supersedeOlder(than: nil, activity: activity.id, owed: latest?.owedPushes,
+        try supersedeOlder(than: nil, activity: activity.id, owed: latest.owedPushes,
                            unfinishedUpdates: previousState != .done, at: date, c)
         // An end ends the renewals too (A8).
         if message.event == .end { try c.send("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)]) }
@@ -208,17 +224,24 @@ extension SQLMessageStore: MessageIntake {
 
     public func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> CancelResult {
         try database.write { (c) throws(StoreError) -> CancelResult in
-            // Locked: a node claiming it at this moment either has it (then it is sending) or skips it.
+            // Its activity first, locked as every writer of an activity's messages locks it (no claim takes a start
+            // of it meanwhile, no update of it goes in between); then the message or the held update itself.
+            let key: [SQLValue] = [.text(code), .text(application.rawValue)]
+            guard let activity = try c.query("""
+                SELECT activity FROM messages WHERE code = ?1 AND application = ?2
+                UNION ALL SELECT activity FROM scheduled_updates WHERE code = ?1 AND application = ?2
+                """, key).first?["activity"] else { return .notFound }
+            _ = try c.query("SELECT id FROM activities WHERE id = ? \(database.dialect.forNoKeyUpdate)", [activity])
             guard let row = try c.query("SELECT id, state, event, activity FROM messages WHERE code = ? AND application = ? \(database.dialect.forUpdate)",
-                                        [.text(code), .text(application.rawValue)]).first else {
+                                        key).first else {
                 // A11: an update or end still held for later is taken back, and kept as a cancelled message so its code
-                // still answers (an end_date's end had no payload yet).
+                // still answers (an end_date's end had no payload yet). Released meanwhile, it is a message now.
                 guard try c.run("""
                     INSERT INTO messages (code, application, activity, event, payload, priority, state, due_at, created_at, finished_at, expires_at)
                     SELECT code, application, activity, event, COALESCE(payload, ?3), priority, \(MessageState.cancelled.sql), due_at, created_at, ?4, expires_at
                     FROM scheduled_updates WHERE code = ?1 AND application = ?2
-                    """, [.text(code), .text(application.rawValue), .blob([]), SQLValue.seconds(date)]) == 1 else { return .notFound }
-                try c.run("DELETE FROM scheduled_updates WHERE code = ? AND application = ?", [.text(code), .text(application.rawValue)])
+                    """, key + [.blob([]), SQLValue.seconds(date)]) == 1 else { return .notFound }
+                try c.run("DELETE FROM scheduled_updates WHERE code = ? AND application = ?", key)
                 return .cancelled
             }
             let state = MessageState(rawValue: row["state"].text ?? "") ?? .done

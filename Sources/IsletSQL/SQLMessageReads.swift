@@ -19,7 +19,7 @@ extension SQLMessageStore: MessageReads {
             }
             guard let row = try c.query("""
                 SELECT m.id, m.event, a.activity_id, m.state, m.created_at, m.due_at, m.finished_at, m.expires_at, m.priority,
-                       (SELECT s.code FROM messages s WHERE s.id = m.superseded_by) AS superseded_by
+                       (SELECT s.code FROM messages s WHERE s.id = \(Self.superseding("m"))) AS superseded_by
                 FROM messages m JOIN activities a ON a.id = m.activity WHERE m.code = ? AND m.application = ?
                 """, [.text(code), .text(application.rawValue)]).first else { return nil }
             let id = row["id"]

@@ -159,32 +159,61 @@ public struct SQLMessageStore: Sendable {
         (activity(row), PriorityTenLog(json: row["priority_ten_log"].text), heldDueBy != nil && row["held_due"].bool, row["session_channel"])
     }
 
-    /// What `enqueue` reads besides the activity: its session's latest update (locked), and whether any push is owed.
+    /// What `enqueue` reads besides the activity: its session's latest update, whether this transaction holds it,
+    /// and whether any push is owed.
     struct LatestUpdate {
         let row: SQLRow?
-        let owedPushes: Bool
+        /// The latest update is locked by this transaction, so no claim takes it before the commit. False when a
+        /// sender holds it (claimed), or a claim of another transaction is taking it at this moment: it is being
+        /// sent, and is neither locked, waited for nor counted as waiting (a node paused in the middle of a claim
+        /// or a record holds up no update of that activity, and no update holds up a sender).
+        let held: Bool
+        /// Nil when not read with it.
+        let owedPushes: Bool?
     }
 
-    /// The session's latest update of the activity `activity` (a column, a parameter or a subquery), locked.
-    func latestUpdate(of activity: String) -> String {
+    /// The session's latest update of the activity `activity` (a column, a parameter or a subquery), then the same
+    /// row locked unless another transaction holds it (`LatestUpdate.held`).
+    func latestUpdate(of activity: String, _ parameters: [SQLValue]) -> [SQLStatement] {
+        let latest = """
+            SELECT id FROM messages
+            WHERE activity = \(activity) AND event = \(LiveActivityEvent.update.sql) AND state != \(MessageState.cancelled.sql) AND id > COALESCE(\(Self.currentStart(of: activity)), 0)
+            ORDER BY id DESC LIMIT 1
+            """
+        return [
+            SQLStatement("SELECT due_at, state, claimed, priority, priority_standard, priority_frequent FROM messages WHERE id = (\(latest))", parameters),
+            SQLStatement("SELECT id FROM messages WHERE id = (\(latest)) AND claimed = 0 \(database.dialect.skipLocked(of: "messages", updatingKey: false))", parameters),
+        ]
+    }
+
+    /// The message that superseded the message `m` (an alias), if any. A waiting message is marked when a newer update
+    /// or end is accepted (`supersedeOlder`); one a sender holds (claimed) is never written by another transaction, so
+    /// its sender is never made to wait for the writer, nor the writer for it: for it the first newer update or end of its
+    /// activity is the one, and its sender stores it when it finishes.
+    static func superseding(_ m: String) -> String {
         """
-        SELECT due_at, state, claimed, priority, priority_standard, priority_frequent FROM messages
-        WHERE activity = \(activity) AND event = \(LiveActivityEvent.update.sql) AND state != \(MessageState.cancelled.sql) AND id > COALESCE(\(Self.currentStart(of: activity)), 0)
-        ORDER BY id DESC LIMIT 1 \(database.dialect.forUpdate)
+        COALESCE(\(m).superseded_by, CASE WHEN \(m).claimed = 1 AND \(m).event = \(LiveActivityEvent.update.sql) THEN (
+            SELECT MIN(n.id) FROM messages n WHERE n.activity = \(m).activity AND n.id > \(m).id
+              AND n.event IN \([LiveActivityEvent.update, .end].sqlList) AND n.state != \(MessageState.cancelled.sql)) END)
         """
+    }
+
+    /// `latestUpdate` of an activity by its id.
+    func latestUpdate(of activity: Int64, _ c: any SQLConnection) throws(StoreError) -> LatestUpdate {
+        let read = try c.queries(latestUpdate(of: "?1", [.int(activity)]))
+        return LatestUpdate(row: read[0].first, held: !read[1].isEmpty, owedPushes: nil)
     }
 
     /// `lockedActivity` with what an update reads next (`LatestUpdate`): one round trip on PostgreSQL, where the
-    /// three queries go together. The update is read by the activity's key, as its id is not known yet.
+    /// queries go together. The update is read by the activity's key, as its id is not known yet.
     func lockedForUpdate(_ activityID: String, _ application: ApplicationCode, heldDueBy: Date? = nil, _ c: any SQLConnection)
         throws(StoreError) -> (activity: LockedActivity?, latest: LatestUpdate) {
         let key: [SQLValue] = [.text(application.rawValue), .text(activityID)]
-        let read = try c.queries([
-            activityStatement(activityID, application, locking: true, heldDueBy: heldDueBy),
-            SQLStatement(latestUpdate(of: "(SELECT k.id FROM activities k WHERE k.application = ?1 AND k.activity_id = ?2)"), key),
-            SQLStatement(Self.owedPushesProbe, [], planning: .fresh),
-        ])
-        return (read[0].first.map { Self.locked($0, heldDueBy: heldDueBy) }, LatestUpdate(row: read[1].first, owedPushes: !read[2].isEmpty))
+        let read = try c.queries([activityStatement(activityID, application, locking: true, heldDueBy: heldDueBy)]
+            + latestUpdate(of: "(SELECT k.id FROM activities k WHERE k.application = ?1 AND k.activity_id = ?2)", key)
+            + [SQLStatement(Self.owedPushesProbe, [], planning: .fresh)])
+        return (read[0].first.map { Self.locked($0, heldDueBy: heldDueBy) },
+                LatestUpdate(row: read[1].first, held: !read[2].isEmpty, owedPushes: !read[3].isEmpty))
     }
 
     func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil,
@@ -198,7 +227,7 @@ public struct SQLMessageStore: Sendable {
         let channel = locking ? ", \(Self.sessionChannel(of: "activities.id")) AS session_channel" : ""
         return SQLStatement("""
             SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at\(held)\(channel)
-            FROM activities WHERE application = ?1 AND activity_id = ?2 \(locking ? database.dialect.forUpdate : "")
+            FROM activities WHERE application = ?1 AND activity_id = ?2 \(locking ? database.dialect.forNoKeyUpdate : "")
             """, [.text(application.rawValue), .text(activityID)] + (heldDueBy.map { [Self.milliseconds($0)] } ?? []))
     }
 

@@ -468,7 +468,10 @@ public enum SQLMigrations {
     public static func migrate(_ connection: any SQLConnection, dialect: SQLDialect, upTo target: Int? = nil) throws(StoreError) {
         let target = target ?? latestVersion
         try connection.transaction { () throws(StoreError) in
-            // Inside the transaction (after its writer lock): another process may be migrating the same database.
+            // Processes opening one database at once migrate it in turn: the next finds it migrated. A migration
+            // waits for every write under way (they share the schema's turn), however long they take.
+            if let wait = dialect.waitingAsLongAsItTakes { try connection.execute(wait) }
+            if let turn = dialect.takingTurns(on: nil) { _ = try connection.query(turn.sql, turn.parameters) }
             try connection.execute(sql(for: dialect, """
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version INTEGER PRIMARY KEY,

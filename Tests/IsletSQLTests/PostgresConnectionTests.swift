@@ -362,7 +362,7 @@ struct PostgresConnectionTests {
 
     /// A write with large values is not left in the pipeline: past 8 KB libpq would hand it to the server before the
     /// sync, and the server does not count such a session as idle in its transaction (its 5 s limit would not end a
-    /// paused writer). Here 10 KB: it waits for the row it writes, which another session holds for a second.
+    /// paused writer). Here 10 KB: it waits for the row it writes, which another session holds for a tenth of a second.
     @Test func aWriteWithLargeValuesIsAnsweredAtOnce() throws {
         let created = try TestPostgres.createDatabase()
         defer { created.drop() }
@@ -370,13 +370,63 @@ struct PostgresConnectionTests {
         try database.withConnection { (c) throws(StoreError) in
             try c.execute("CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL); INSERT INTO notes VALUES (1, '')")
         }
-        let holder = RowHolder(database, lock: "UPDATE notes SET body = 'held' WHERE id = 1", seconds: 1)
+        let holder = RowHolder(database, lock: "UPDATE notes SET body = 'held' WHERE id = 1", seconds: 0.1)
         try database.write { (c) throws(StoreError) in
             try c.send("UPDATE notes SET body = ? WHERE id = 1", [.text(String(repeating: "x", count: 10_000))])
             holder.signal()
         }
         #expect(!holder.signalledWhileHeld && holder.wasReleased, "the large write waited for its row, as a statement run at once does")
         #expect(try database.withConnection { (c) throws(StoreError) in try c.query("SELECT length(body) AS n FROM notes")[0]["n"].int } == 10_000)
+    }
+
+    /// Writes of different nodes run at once and lock only their rows. One that meets a row another session holds
+    /// past the write's short wait gives way and runs again in the next group; held longer than its few tries, its
+    /// caller gets `.busy` (a 503 at the API) within a second, nothing of it written, while a write of another row
+    /// beside it goes through at once.
+    @Test func aWriteThatMeetsAHeldRowGivesWayAndRunsAgain() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url)
+        try database.withConnection { (c) throws(StoreError) in
+            try c.execute("CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL); INSERT INTO notes VALUES (1, ''), (2, '')")
+        }
+        // Held for half a second: past one wait, within the tries.
+        let briefly = RowHolder(database, lock: "UPDATE notes SET body = 'held' WHERE id = 1", seconds: 0.5)
+        var runs = 0
+        try database.write { (c) throws(StoreError) in
+            runs += 1
+            try c.run("UPDATE notes SET body = 'written' WHERE id = 1")
+        }
+        #expect(runs >= 2, "the write gave way at least once, and went through once the row was let go: \(runs) runs")
+        #expect(!briefly.signalledWhileHeld)
+
+        // Held for 3 s, as by a node paused in the middle of its transaction.
+        let paused = RowHolder(database, lock: "UPDATE notes SET body = 'paused' WHERE id = 1", seconds: 3)
+        let besideError = Mutex<String?>("not run")
+        let other = Thread {
+            do {
+                try database.write { (c) throws(StoreError) in _ = try c.run("UPDATE notes SET body = 'beside' WHERE id = 2") }
+                besideError.withLock { $0 = nil }
+            } catch {
+                besideError.withLock { $0 = "\(error)" }
+            }
+        }
+        let began = ContinuousClock.now
+        other.start()
+        let refused = #expect(throws: StoreError.self) {
+            try database.write { (c) throws(StoreError) in try c.run("UPDATE notes SET body = 'late' WHERE id = 1") }
+        }
+        #expect(refused?.code == .busy, "\(String(describing: refused))")
+        let waited = ContinuousClock.now - began
+        #expect(waited < .seconds(1.5), "the caller got its answer within about a second: \(waited)")
+        #expect(waitUntil(seconds: 1) { besideError.withLock { $0 != "not run" } })
+        #expect(besideError.withLock { $0 } == nil)
+        #expect(!paused.wasReleased, "the row was still held when the write gave up, and the other row's write was done")
+        let bodies = try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT id, body FROM notes ORDER BY id").map { $0["body"].text ?? "" }
+        }
+        #expect(bodies == ["written", "beside"], "the other row was written beside it, and nothing of the write that gave up: \(bodies)")
+        paused.signal()
     }
 
     /// Many small writes sent on, 20 KB in all: none reaches the server before the sync. libpq hands its buffer over

@@ -47,7 +47,7 @@ public final class IsletServer: Sendable {
                 clock: @escaping @Sendable () -> Date = { Date() }) throws {
         self.configuration = configuration
         self.logger = logger
-        let storage = try Storage(configuration.location)
+        let storage = try Storage(configuration.location, node: configuration.node)
         let store = storage.applications(masterKey: configuration.masterKey)
         let devices = storage.devices, messages = storage.messages, schemas = storage.schemas
         self.store = store

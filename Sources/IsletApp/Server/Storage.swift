@@ -47,13 +47,14 @@ public struct Storage: Sendable {
     /// Who uses the database: a server keeps a pool of connections; a command needs one at a time.
     public enum Purpose: Sendable { case server, command }
 
-    /// Opens (creating an SQLite file if needed) and migrates the database.
-    public init(_ location: StorageLocation, for purpose: Purpose = .server) throws(StoreError) {
+    /// Opens (creating an SQLite file if needed) and migrates the database. `node`: the server node it is opened
+    /// for, named in its PostgreSQL sessions' `application_name` ("islet node-2").
+    public init(_ location: StorageLocation, for purpose: Purpose = .server, node: NodeID? = nil) throws(StoreError) {
         self.location = location
         switch (location, purpose) {
         case (.sqlite(let path), .server): database = try SQLiteDatabase(path: path)
         case (.sqlite(let path), .command): database = try SQLiteDatabase(path: path, maximumIdleConnections: 1)
-        case (.postgresql(let url), .server): database = try PostgresDatabase(url: url)
+        case (.postgresql(let url), .server): database = try PostgresDatabase(url: url, name: node.map { "islet \($0.rawValue)" } ?? "islet")
         case (.postgresql(let url), .command): database = try PostgresDatabase(url: url, maximumIdleConnections: 1, maximumConnections: 4)
         }
     }

@@ -70,11 +70,10 @@ public final class PostgresDatabase: SQLDatabase {
         try pool.inWriteTransaction(bulk: bulk, body)
     }
 
-    /// A plain READ COMMITTED transaction: claims lock their rows with SKIP LOCKED, not the writers' lock. A row
-    /// they must wait for (a scheduled start's activity, which a write under the writers' lock may hold while it
-    /// waits for a message this claim has locked) is waited for `claimLockWait` at most: then the claim gives up
-    /// with `.busy` and the write goes on, where waiting would deadlock for a second (PostgreSQL's
-    /// `deadlock_timeout`) with every writer of the cluster held up, and then fail one side, maybe an API call.
+    /// A plain READ COMMITTED transaction: claims lock their rows with SKIP LOCKED. A row they must wait for (a
+    /// scheduled start's activity, which a write may hold while it waits for a message this claim has locked) is
+    /// waited for `claimLockWait` at most: then the claim gives up with `.busy` and the write goes on, where waiting
+    /// would deadlock for a second (PostgreSQL's `deadlock_timeout`) and then fail one side, maybe an API call.
     public func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         try pool.withConnection { (connection) throws(StoreError) -> T in
             do {

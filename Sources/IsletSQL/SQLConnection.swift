@@ -195,8 +195,8 @@ public protocol SQLDatabase: Sendable {
     /// of many rows (a fan-out page's records) that the writes waiting beside it need not queue behind.
     func inWriteTransaction<T>(bulk: Bool, _ body: (any SQLConnection) throws -> T) throws -> T
     /// Runs a claim in a transaction of its own. SQLite: a write transaction like any other. PostgreSQL: one
-    /// that does not take the writers' lock, so the nodes' claims run at once, each skipping the rows another
-    /// is claiming (`SQLDialect.skipLocked`) rather than queueing behind every write of the cluster.
+    /// outside the group commit, with a short wait for locks, so the nodes' claims run at once, each skipping the
+    /// rows another is claiming (`SQLDialect.skipLocked`).
     func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T
 }
 

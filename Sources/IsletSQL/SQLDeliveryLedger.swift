@@ -164,7 +164,7 @@ extension SQLMessageStore: DeliveryLedger {
                                [.text(state.rawValue), .text(reason), SQLValue.seconds(date), .text(state.rawValue), row["message"], row["device"]])
                     // A start confirmed because its device runs the activity has that row already. Touching it would wait
                     // for a token report of the phone holding it, which waits for the delivery row locked here: a
-                    // deadlock on PostgreSQL, where claims do not take the writers' lock.
+                    // deadlock on PostgreSQL.
                     if state == .sent && due.event == .start && !due.tokenReportedSince {
                         try Self.started(activity: due.activity, device: due.device, c)
                     }

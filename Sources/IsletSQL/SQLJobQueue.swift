@@ -6,8 +6,7 @@ import IsletStore
 extension SQLMessageStore: JobQueue {
     /// What a claim takes on the messages it claims (PostgreSQL): a lock no other claim takes (they skip the rows),
     /// that does not stop a write's foreign-key check (a delivery row, a catch-up, a shard naming the message: key
-    /// share locks), as a claim changes no key. FOR UPDATE made such a write wait, holding the writers' lock, for
-    /// the claim's commit.
+    /// share locks), as a claim changes no key. FOR UPDATE made such a write wait for the claim's commit.
     var claimLock: String { database.dialect.skipLocked(of: "m", updatingKey: false) }
 
     public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,

@@ -172,18 +172,18 @@ public struct SQLMessageStore: Sendable {
         let owedPushes: Bool?
     }
 
-    /// The session's latest update of the activity `activity` (a column, a parameter or a subquery), then the same
-    /// row locked unless another transaction holds it (`LatestUpdate.held`).
-    func latestUpdate(of activity: String, _ parameters: [SQLValue]) -> [SQLStatement] {
-        let latest = """
-            SELECT id FROM messages
-            WHERE activity = \(activity) AND event = \(LiveActivityEvent.update.sql) AND state != \(MessageState.cancelled.sql) AND id > COALESCE(\(Self.currentStart(of: activity)), 0)
-            ORDER BY id DESC LIMIT 1
-            """
-        return [
-            SQLStatement("SELECT due_at, state, claimed, priority, priority_standard, priority_frequent FROM messages WHERE id = (\(latest))", parameters),
-            SQLStatement("SELECT id FROM messages WHERE id = (\(latest)) AND claimed = 0 \(database.dialect.skipLocked(of: "messages", updatingKey: false))", parameters),
-        ]
+    /// The session's latest update of the activity `activity` (a column, a parameter or a subquery), and in `held`
+    /// its id when this statement locked it: unless a sender holds it (claimed) or another transaction is claiming it
+    /// (`LatestUpdate.held`). One row at most, so the lock is taken once.
+    func latestUpdate(of activity: String, _ parameters: [SQLValue]) -> SQLStatement {
+        SQLStatement("""
+            SELECT m.due_at, m.state, m.claimed, m.priority, m.priority_standard, m.priority_frequent,
+                   (SELECT l.id FROM messages l WHERE l.id = m.id AND l.claimed = 0 \(database.dialect.skipLocked(of: "l", updatingKey: false))) AS held
+            FROM messages m WHERE m.id = (
+                SELECT id FROM messages
+                WHERE activity = \(activity) AND event = \(LiveActivityEvent.update.sql) AND state != \(MessageState.cancelled.sql) AND id > COALESCE(\(Self.currentStart(of: activity)), 0)
+                ORDER BY id DESC LIMIT 1)
+            """, parameters)
     }
 
     /// The message that superseded the message `m` (an alias), if any. A waiting message is marked when a newer update
@@ -200,8 +200,9 @@ public struct SQLMessageStore: Sendable {
 
     /// `latestUpdate` of an activity by its id.
     func latestUpdate(of activity: Int64, _ c: any SQLConnection) throws(StoreError) -> LatestUpdate {
-        let read = try c.queries(latestUpdate(of: "?1", [.int(activity)]))
-        return LatestUpdate(row: read[0].first, held: !read[1].isEmpty, owedPushes: nil)
+        let statement = latestUpdate(of: "?1", [.int(activity)])
+        let row = try c.query(statement.sql, statement.parameters).first
+        return LatestUpdate(row: row, held: row.map { $0["held"] != .null } ?? false, owedPushes: nil)
     }
 
     /// `lockedActivity` with what an update reads next (`LatestUpdate`): one round trip on PostgreSQL, where the
@@ -209,11 +210,14 @@ public struct SQLMessageStore: Sendable {
     func lockedForUpdate(_ activityID: String, _ application: ApplicationCode, heldDueBy: Date? = nil, _ c: any SQLConnection)
         throws(StoreError) -> (activity: LockedActivity?, latest: LatestUpdate) {
         let key: [SQLValue] = [.text(application.rawValue), .text(activityID)]
-        let read = try c.queries([activityStatement(activityID, application, locking: true, heldDueBy: heldDueBy)]
-            + latestUpdate(of: "(SELECT k.id FROM activities k WHERE k.application = ?1 AND k.activity_id = ?2)", key)
-            + [SQLStatement(Self.owedPushesProbe, [], planning: .fresh)])
+        let read = try c.queries([
+            activityStatement(activityID, application, locking: true, heldDueBy: heldDueBy),
+            latestUpdate(of: "(SELECT k.id FROM activities k WHERE k.application = ?1 AND k.activity_id = ?2)", key),
+            SQLStatement(Self.owedPushesProbe, [], planning: .fresh),
+        ])
+        let latest = read[1].first
         return (read[0].first.map { Self.locked($0, heldDueBy: heldDueBy) },
-                LatestUpdate(row: read[1].first, held: !read[2].isEmpty, owedPushes: !read[3].isEmpty))
+                LatestUpdate(row: latest, held: latest.map { $0["held"] != .null } ?? false, owedPushes: !read[2].isEmpty))
     }
 
     func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil,

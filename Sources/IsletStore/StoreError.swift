@@ -17,9 +17,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A claim's lease was rescued (it expired, or its node was taken for gone): its work is another
         /// node's now, and nothing of this write was kept (issue 14).
         public static let leaseLost = Code(rawValue: "lease_lost")
-        /// A claim met a row another transaction held past its short wait, and claimed nothing: it looks again
-        /// shortly. (PostgreSQL: claims never wait long, so a write that holds the row and then waits on the
-        /// claim's own rows never deadlocks with it while holding up the writers' lock.)
+        /// A row another transaction held past a short wait, or a deadlock PostgreSQL broke on this side: nothing
+        /// was written, and trying again shortly is right. A claim claimed nothing and looks again; a write is
+        /// run again by its group commit (a few times, then its caller gets this: a 503 at the API).
         public static let busy = Code(rawValue: "busy")
     }
 

@@ -30,7 +30,8 @@ public final class DeliveryService: Service {
     private let wakeUp = NSCondition()
     private let pauses = NSCondition()
     private let state = Mutex(State())
-    private let claiming = Mutex(())
+    /// Held while a worker looks for work; holds when the last look after a kick was made (`lookSpacing`).
+    private let claiming = Mutex<ContinuousClock.Instant?>(nil)
     private let threads = ServiceThreads()
 
     private struct State {
@@ -228,7 +229,12 @@ public final class DeliveryService: Service {
     private func workOnce(smallFirst: Bool, look: Look) throws -> LookOutcome {
         // Claiming and counting the claim against its application happen together, so two workers
         // cannot both take a slow application's work past its share.
-        let claim: Claim = try claiming.withLock { _ in
+        let claim: Claim = try claiming.withLock { lastLook in
+            // A look owed to a kick waits for its turn: the updates accepted meanwhile are claimed with it.
+            if look == .ifOwed, let last = lastLook {
+                let wait = last + configuration.lookSpacing - .now
+                if wait > .zero && !stopping { Thread.sleep(forTimeInterval: wait.timeInterval) }
+            }
             // Looks are made one at a time, and a look owed after a kick is owed to one of them: a worker that waited
             // here while another looked after the last kick has nothing to look for. The owed look is taken just before
             // the claims, so a kick that lands during them (work committed after they read) is owed another.
@@ -237,6 +243,7 @@ public final class DeliveryService: Service {
                 return s.lookOwed
             }
             guard owed || look == .always else { return .nothingOwed }
+            lastLook = .now
             // Without its liveness session the other nodes count this node gone and take over its leases: a claim
             // now could be sent twice. The session, once back, wakes the workers; till then they poll.
             guard membership.isAlive else { return .withheld }

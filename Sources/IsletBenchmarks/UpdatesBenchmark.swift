@@ -26,6 +26,9 @@ struct UpdatesBenchmark {
     var history = 0
     /// What the load sends: updates of the started activities, or starts of new ones.
     var event = LiveActivityEvent.update
+    /// Islet nodes on the one PostgreSQL database (in this process, each with its own node id, pool and group
+    /// commit, as `islet-bench cluster` runs them); the clients take turns among them.
+    var nodes = 1
 
     func run() throws {
         // One address and one token are the whole load here: E6's per-client limits would refuse most of it.
@@ -37,9 +40,19 @@ struct UpdatesBenchmark {
         }
         let method = starts ? "startLiveActivity" : "updateLiveActivity", noun = starts ? "starts" : "updates"
         defer { world.stop() }
-        let nginx = world.nginx, port = world.port, app = world.app, auth = world.auth
+        var servers = [world.server]
+        defer { for server in servers.dropFirst() { server.shutdown() } }
+        var ports = [world.port]
+        for n in (nodes > 1 ? Array(2...nodes) : []) {
+            var configuration = world.server.configuration
+            configuration.node = NodeID("bench-node-\(n)")!
+            let server = try IsletServer(configuration: configuration, logger: .discard)
+            ports.append(try server.start())
+            servers.append(server)
+        }
+        let nginx = world.nginx, port = world.port, app = world.app, auth = world.auth, nodePorts = ports
         print("Islet \(noun): \(activities) " + (starts ? "phones, a startLiveActivity to one of them" : "activities with one phone each, updateLiveActivity")
-              + " from \(clients) connections for \(seconds) s"
+              + " from \(clients) connections" + (nodes > 1 ? " spread over \(nodes) nodes" : "") + " for \(seconds) s"
               + (rate > 0 ? " at \(rate)/s" : " as fast as they go") + ", nginx \(nginx.version) as APNs, database \(world.server.configuration.location)")
         print("machine: \(ProcessInfo.processInfo.processorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB")
 
@@ -77,11 +90,14 @@ struct UpdatesBenchmark {
         let emptyLooksBefore = Self.sample(metricsBefore, "islet_cluster_empty_looks_total") ?? 0
         let accepted = Atomic<Int>(0)
         let latencies = Mutex<[Double]>([])
+        let postgres: Bool
+        if case .postgresql = world.server.configuration.location { postgres = true } else { postgres = false }
+        let postgresCPUBefore = postgres ? ClusterBenchmark.cpuSeconds(named: "postgres") : 0
         let loadEnd = ContinuousClock.now + .seconds(seconds)
         started = ContinuousClock.now
         let interval = rate > 0 ? Double(clients) / Double(rate) : 0
         onThreads(clients) { client in
-            guard let http = try? KeepAliveClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+            guard let http = try? KeepAliveClient(port: nodePorts[client % nodePorts.count]) else { failures.add(1, ordering: .relaxed); return }
             var mine: [Double] = []
             // Paced clients start spread over one interval, so they do not fire in step.
             var n = 0, next = ContinuousClock.now + .seconds(interval * Double(client) / Double(clients))
@@ -107,6 +123,7 @@ struct UpdatesBenchmark {
             latencies.withLock { $0 += mine }
         }
         let loadTime = (ContinuousClock.now - started).seconds
+        let postgresCPU = postgres ? ClusterBenchmark.cpuSeconds(named: "postgres") - postgresCPUBefore : 0
         let duringLoad = nginx.requests() - before
 
         // 3. Drain: until no job is due.
@@ -132,6 +149,10 @@ struct UpdatesBenchmark {
         let acceptance = Double(total) / loadTime
         print(method + String(format: ": %d accepted in %.1f s: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
                      total, loadTime, acceptance, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0, failures.load(ordering: .relaxed)))
+        if postgres {
+            print(String(format: "PostgreSQL CPU during the load: %.1f s, %.0f µs per accepted ", postgresCPU, total > 0 ? postgresCPU / Double(total) * 1e6 : 0)
+                  + String(noun.dropLast()) + " (its delivery included)")
+        }
         print("getTags in the same run: \(readRate.summary); " + noun + String(format: " accepted / reads: %.2f", readRate.rate > 0 ? acceptance / readRate.rate : 0))
         print("\(noun) at nginx: \(duringLoad) during the load, \(arrived) once drained"
               + (drained.map { String(format: " (drained %.1f s after the load)", $0) } ?? " (NOT drained within 600 s)")

@@ -10,7 +10,7 @@ let usage = """
            islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
            islet-bench e2e [--devices N] [--clients N] [--probes N]
            islet-bench register --database PATH|URL[,PATH|URL...] [--devices N] [--clients N] [--threads N]
-           islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--history N] [--event update|start] [--database PATH|URL]
+           islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--history N] [--event update|start] [--database PATH|URL] [--nodes N]
            islet-bench cluster [--devices N] [--nodes N,N...] [--database URL]
 
     """
@@ -83,6 +83,10 @@ do {
         benchmark.seconds = number("--seconds", benchmark.seconds)
         if options["--rate"] != nil { benchmark.rate = number("--rate", 1) }
         benchmark.database = take("--database")
+        if options["--nodes"] != nil { benchmark.nodes = number("--nodes", 1) }
+        guard benchmark.nodes == 1 || benchmark.database.map({ $0.hasPrefix("postgres") }) == true else {
+            fail("islet-bench: --nodes above 1 needs a PostgreSQL --database\n", code: 64)
+        }
         if options["--history"] != nil { benchmark.history = number("--history", 1) }
         if let event = take("--event") {
             guard let chosen = LiveActivityEvent(rawValue: event), chosen != .end else { fail("islet-bench: --event is update or start\n", code: 64) }

@@ -106,6 +106,7 @@ struct FrozenNodeTests {
         let whileFrozen = ofB.filter { $0.began >= frozen && $0.began < thawed }
         let rateFrozen = Double(whileFrozen.count) / 4
         let slowest = whileFrozen.map(\.took).max() ?? .zero
+        print("frozen node: node B took \(rateBefore) updates/s before, \(rateFrozen)/s while node A was frozen (caught in a write after \(tries) tries); slowest call \(slowest)")
         #expect(rateBefore > 20, "node B took updates before the freeze: \(rateBefore)/s")
         #expect(rateFrozen >= rateBefore / 2, "node B took \(rateFrozen) updates/s while node A was frozen, \(rateBefore)/s before")
         #expect(slowest < .seconds(1), "no call to node B waited a second while node A was frozen: \(slowest)")

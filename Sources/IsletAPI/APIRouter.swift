@@ -90,6 +90,7 @@ public struct APIRouter: HTTPHandler {
         case "/healthz":
             guard request.method == "GET" || request.method == "HEAD" else { return ("healthz", Self.methodNotAllowed(request, allow: "GET, HEAD")) }
             var details = healthDetails()
+            details["version"] = .string(IsletVersion.current)   // which build answers, even when the database does not
             do {
                 _ = try store.hasNoApplications()
                 details["status"] = "ok"

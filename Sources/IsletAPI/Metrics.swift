@@ -1,3 +1,4 @@
+import IsletCore
 import Synchronization
 
 /// Request counters and a latency histogram, exposed in Prometheus text format at `GET /metrics`.
@@ -47,7 +48,8 @@ public final class Metrics: Sendable {
     /// The Prometheus exposition text (format 0.0.4).
     public func render() -> String {
         let snapshot = state.withLock { $0 }
-        var out = """
+        var out = Self.buildInfo.text
+        out += """
             # HELP islet_http_requests_total HTTP requests answered, by API method (route) and HTTP status.
             # TYPE islet_http_requests_total counter\n
             """
@@ -67,6 +69,14 @@ public final class Metrics: Sendable {
         }
         for collector in collectors.withLock({ $0 }) { out += collector() }
         return out
+    }
+
+    /// The build's version as a label, the usual Prometheus way: dashboards and alerts can tell nodes on
+    /// different versions apart during an upgrade.
+    static var buildInfo: MetricFamily {
+        var family = MetricFamily("islet_build_info", .gauge, help: "The version of this islet build, as its label (always 1).")
+        family.add(1, labels: ["version": IsletVersion.current])
+        return family
     }
 
     /// A histogram's samples in the text format: a cumulative bucket per bound (`counts[i]` observations fell

@@ -159,6 +159,19 @@ struct CLICommandTests {
         #expect(run.output.isEmpty)
     }
 
+    /// Issue 48: both spellings print the one version line on stdout, and take nothing else.
+    @Test func versionPrintsOneLineByEitherSpelling() {
+        #expect(IsletVersion.current.wholeMatch(of: /[0-9]+\.[0-9]+\.[0-9]+/) != nil, "a version such as 0.1.0: \(IsletVersion.current)")
+        for words in [["--version"], ["version"]] {
+            let run = islet(words)
+            #expect(run.status == 0 && run.errors.isEmpty, "\(words): \(run.errors)")
+            #expect(run.output == "islet \(IsletVersion.current)\n", "\(words)")
+        }
+        let extra = islet(["--version", "now"])
+        #expect(extra.status == 64 && extra.output.isEmpty)
+        #expect(extra.errors == "error: islet version: unexpected argument 'now'; see 'islet version --help'\n")
+    }
+
     @Test func simulatedDevicesAreAddedChangedAndShown() throws {
         let code = try #require(try create()["application"]?.stringValue)
         let added = islet(["simulator", "device", "add", "--application", code, "--hwid", "phone", "--ios", "18.0", "--database", workspace.database, "--json"])

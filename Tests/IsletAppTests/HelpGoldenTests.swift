@@ -9,7 +9,7 @@ struct HelpGoldenTests {
                            "app token revoke", "app set-apns-key", "app set-update-budget", "app rotate-master-key", "simulator", "simulator run", "simulator device",
                            "simulator device add", "simulator device set", "simulator show", "schema", "schema set", "schema get",
                            "schema list", "schema delete", "schema infer", "db", "db backup", "db version", "db migrate-to", "cluster",
-                           "cluster status", "console", "console set-password", "manual"]
+                           "cluster status", "console", "console set-password", "manual", "version"]
 
     static func golden(_ command: String) throws -> String {
         let name = (["islet"] + command.split(separator: " ").map(String.init)).joined(separator: "-")

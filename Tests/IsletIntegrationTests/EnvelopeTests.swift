@@ -111,6 +111,7 @@ struct EnvelopeTests {
         let fields = health.json?.objectValue
         #expect(fields?["status"] == "ok" && fields?["database"] == "reachable" && fields?["liveness"] == .bool(true))
         #expect(fields?["node"]?.stringValue.flatMap(NodeID.init) != nil, "this node's id (issue 14)")
+        #expect(fields?["version"] == .string(IsletVersion.current), "the build answering (issue 48)")
         #expect(try request(running.port, method: "POST", "/healthz", body: "{}").status == 405)
 
         _ = try request(running.port, "/json/1.3/getApplication", body: demoRequest)
@@ -124,6 +125,9 @@ struct EnvelopeTests {
         #expect(text.contains("islet_http_requests_total{route=\"healthz\",status=\"200\"} 1\n"))
         #expect(text.contains("islet_http_request_duration_seconds_count{route=\"getApplication\"} 2\n"))
         #expect(text.contains("islet_http_request_duration_seconds_bucket{route=\"getApplication\",le=\"+Inf\"} 2\n"))
+        // Issue 48: the version as a build-info gauge, with its HELP and TYPE lines.
+        #expect(text.contains("# HELP islet_build_info The version of this islet build, as its label (always 1).\n"
+                              + "# TYPE islet_build_info gauge\nislet_build_info{version=\"\(IsletVersion.current)\"} 1\n"), "\(text.prefix(400))")
     }
 
     @Test func keepAliveConnectionServesSeveralRequests() throws {

@@ -128,6 +128,15 @@ struct ServeProcessTests {
         #expect(try local.createDemoIfEligible() == nil, "only into an empty database")
     }
 
+    /// Issue 48: the built `islet`, as a shell runs it, answers `--version` and `version` with its version, exit 0.
+    @Test func theExecutablePrintsItsVersion() throws {
+        for words in [["--version"], ["version"]] {
+            let run = try runProgram(try builtExecutable("islet"), words)
+            #expect(run.status == 0, "\(words): \(run.output)")
+            #expect(run.output == "islet \(IsletVersion.current)\n", "\(words)")
+        }
+    }
+
     @Test func refusesToStartOnAnAddressInUse() throws {
         let first = try ServeProcess()
         let process = Process()

@@ -61,7 +61,8 @@ public enum CommandLineTool {
     public static func main(_ words: [String], context: CLIContext) -> Int32 {
         var command: any CLICommand.Type = IsletCommand.self
         var path = "islet"
-        var rest = words
+        // The root's `--version` is the `version` command by its other name, so both print the same line.
+        var rest = words.first == "--version" ? ["version"] + words.dropFirst() : words
         while let next = rest.first, let sub = command.spec.subcommands.first(where: { $0.spec.name == next }) {
             command = sub
             path += " " + next

@@ -11,8 +11,9 @@ struct IsletCommand: CLIGroup {
     static let spec = CommandSpec(
         name: "islet",
         abstract: "Islet: a self-hosted Live Activity push server.",
+        options: [OptionSpec.flag("--version", "Print the version (as islet version does).")],
         subcommands: [ServeCommand.self, AppCommand.self, SimulatorCommand.self, SchemaCommand.self, DatabaseCommand.self,
-                      ClusterCommand.self, ConsoleCommand.self, ManualCommand.self])
+                      ClusterCommand.self, ConsoleCommand.self, ManualCommand.self, VersionCommand.self])
 }
 
 /// Options and helpers several commands share.

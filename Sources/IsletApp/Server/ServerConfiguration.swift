@@ -6,11 +6,6 @@ import IsletDelivery
 import IsletHTTP
 import IsletStore
 
-/// This build's version, as nodes report it to each other (`islet cluster status`).
-public enum IsletVersion {
-    public static let current = "0.1.0"
-}
-
 /// Where pushes go: the built-in simulator or Apple's APNs.
 public struct APNsMode: WireValue {
     public let rawValue: String

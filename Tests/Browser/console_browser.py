@@ -12,6 +12,7 @@ every wait has a deadline.
 """
 import json
 import os
+import re
 import struct
 import sys
 import urllib.error
@@ -275,6 +276,15 @@ def run(driver):
     tiles = [(e.find_element(By.CSS_SELECTOR, ".value").text, e.find_element(By.CSS_SELECTOR, ".label").text)
              for e in driver.find_elements(By.CSS_SELECTOR, ".stat")]
     check(("1", "live activity") in tiles and ("2", "devices") in tiles, f"a count of one in the singular, of two in the plural: {tiles}")
+    # The chart's scales, as shown (issue 48): the top of the scale is the legend's peak (ORDER_42's start made one), with
+    # its unit and base, and the time axis spans the hour. Read in one script: the overview re-renders every 10 s.
+    y_axis, x_axis, legend = driver.execute_script("""
+        const texts = (selector) => [...document.querySelectorAll(selector)].map((e) => e.innerText.trim());
+        return [texts('.chart .y-axis span'), texts('.chart .x-axis span'), texts('.chart .legend span').join(' ')];""")
+    peak = re.search(r"peak ([0-9,]+) a minute", legend)
+    check(peak is not None and peak.group(1) != "0" and y_axis == [peak.group(1), "pushes/min", "0"],
+          f"the chart's y-axis shows its top (the peak), unit and base: {y_axis}, legend {legend!r}")
+    check(x_axis == ["60 min ago", "now"], f"the chart's time axis spans the last hour: {x_axis}")
     driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
     focused = driver.switch_to.active_element
     check(focused.get_attribute("class") == "skip", "the first Tab focuses the skip link")

@@ -66,9 +66,13 @@ struct ReadmeTests {
         return text
     }
 
-    /// Whether `actual` matches `expected`, where `…` in `expected` stands for any text.
+    /// Whether `actual` matches `expected`, where `"…"` in `expected` stands for one JSON string (any text without a
+    /// quote: a value that differs from run to run, never the fields after it), and `…` elsewhere for any text (what a
+    /// sample leaves out on purpose, said so by the `…` itself).
     static func matches(expected: String, actual: String) -> Bool {
-        let parts = normalized(expected).components(separatedBy: "…").map { NSRegularExpression.escapedPattern(for: $0) }
+        let value = "\u{1}"
+        let parts = normalized(expected).replacingOccurrences(of: "\"…\"", with: value).components(separatedBy: "…")
+            .map { NSRegularExpression.escapedPattern(for: $0).replacingOccurrences(of: value, with: #""[^"]*""#) }
         guard let pattern = try? Regex("^" + parts.joined(separator: ".*?") + "$").dotMatchesNewlines() else { return false }
         return normalized(actual).wholeMatch(of: pattern) != nil
     }
@@ -80,6 +84,11 @@ struct ReadmeTests {
         #expect(!Self.matches(expected: #"{"n":1}"#, actual: #"{"n":2}"#))
         #expect(!Self.matches(expected: #"{"state":"ended",…}"#, actual: #"{"state":"active","x":1}"#))
         #expect(!Self.matches(expected: "", actual: "something"))
+        // A value's `…` stands for that value only: fields the sample does not show make it fail.
+        #expect(!Self.matches(expected: #"{"updated_at":"…","renews_at":null}"#,
+                              actual: #"{"updated_at":"2026-11-30T07:55:42Z","started_at":"2026-11-30T07:55:42Z","renews_at":null}"#))
+        #expect(Self.matches(expected: #"{"updated_at":"…",…,"renews_at":null}"#,
+                             actual: #"{"updated_at":"2026-11-30T07:55:42Z","started_at":"2026-11-30T07:55:42Z","renews_at":null}"#))
     }
 
     @Test func theWalkthroughRunsAsWritten() throws {

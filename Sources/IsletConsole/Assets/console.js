@@ -344,11 +344,12 @@ pages.overview = async () => {
 
 // Pushes a minute as stacked bars (SVG): sent, failed, and the rest (skipped, superseded, retrying…).
 function chart(overview) {
+  const span = 60;   // minutes: the server's window (an hour before now), a bar for each minute it touches
   const start = Math.floor(new Date(overview.window_start).getTime() / 60000);
-  const minutes = Array.from({ length: 61 }, () => ({ sent: 0, failed: 0, other: 0 }));
+  const minutes = Array.from({ length: span + 1 }, () => ({ sent: 0, failed: 0, other: 0 }));
   for (const entry of overview.pushes) {
     const index = Math.floor(new Date(entry.minute).getTime() / 60000) - start;
-    if (index < 0 || index > 60) continue;
+    if (index < 0 || index > span) continue;
     const key = entry.state === "sent" ? "sent" : entry.state === "failed" ? "failed" : "other";
     minutes[index][key] += entry.count;
   }
@@ -357,6 +358,8 @@ function chart(overview) {
   const ns = "http://www.w3.org/2000/svg";
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("viewBox", "0 0 610 180");
+  // Stretched to the panel's width, so the time axis under it lines up with the first and last bars.
+  svg.setAttribute("preserveAspectRatio", "none");
   svg.setAttribute("role", "img");
   const total = minutes.reduce((sum, m) => sum + m.sent + m.failed + m.other, 0);
   const title = document.createElementNS(ns, "title");
@@ -384,7 +387,10 @@ function chart(overview) {
     h("span", {}, h("span", { class: "swatch", "data-color": "other" }), "skipped, superseded, retrying"),
     h("span", {}, total.toLocaleString() + " in the hour, peak " + peak.toLocaleString() + " a minute"));
   for (const swatch of legend.querySelectorAll(".swatch")) swatch.style.background = "var(--chart-" + swatch.dataset.color + ")";
-  return h("div", {}, svg, legend);
+  // The scales, as text beside the bars: the top of the bars' scale with its unit, and the span they cover.
+  const yAxis = h("div", { class: "y-axis" }, h("span", {}, highest.toLocaleString()), h("span", {}, "pushes/min"), h("span", {}, "0"));
+  const xAxis = h("div", { class: "x-axis" }, h("span", {}, span + " min ago"), h("span", {}, "now"));
+  return h("div", {}, h("div", { class: "plot" }, yAxis, svg, h("span", {}), xAxis), legend);
 }
 
 pages.activities = async (current) => {

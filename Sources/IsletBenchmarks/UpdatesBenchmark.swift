@@ -29,6 +29,9 @@ struct UpdatesBenchmark {
     /// Islet nodes on the one PostgreSQL database (in this process, each with its own node id, pool and group
     /// commit, as `islet-bench cluster` runs them); the clients take turns among them.
     var nodes = 1
+    /// Each client sends its calls to the nodes in turn, so every activity is updated through every node at once
+    /// (its writers meet on its row); otherwise a client, and its activities, stay with one node.
+    var rotateNodes = false
 
     func run() throws {
         // One address and one token are the whole load here: E6's per-client limits would refuse most of it.
@@ -52,7 +55,7 @@ struct UpdatesBenchmark {
         }
         let nginx = world.nginx, port = world.port, app = world.app, auth = world.auth, nodePorts = ports
         print("Islet \(noun): \(activities) " + (starts ? "phones, a startLiveActivity to one of them" : "activities with one phone each, updateLiveActivity")
-              + " from \(clients) connections" + (nodes > 1 ? " spread over \(nodes) nodes" : "") + " for \(seconds) s"
+              + " from \(clients) connections" + (nodes > 1 ? " spread over \(nodes) nodes" + (rotateNodes ? ", each client's calls going to each node in turn" : "") : "") + " for \(seconds) s"
               + (rate > 0 ? " at \(rate)/s" : " as fast as they go") + ", nginx \(nginx.version) as APNs, database \(world.server.configuration.location)")
         print("machine: \(ProcessInfo.processInfo.processorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB")
 
@@ -97,7 +100,9 @@ struct UpdatesBenchmark {
         started = ContinuousClock.now
         let interval = rate > 0 ? Double(clients) / Double(rate) : 0
         onThreads(clients) { client in
-            guard let http = try? KeepAliveClient(port: nodePorts[client % nodePorts.count]) else { failures.add(1, ordering: .relaxed); return }
+            let ports = rotateNodes ? nodePorts : [nodePorts[client % nodePorts.count]]
+            let https = ports.compactMap { try? KeepAliveClient(port: $0) }
+            guard https.count == ports.count else { failures.add(1, ordering: .relaxed); return }
             var mine: [Double] = []
             // Paced clients start spread over one interval, so they do not fire in step.
             var n = 0, next = ContinuousClock.now + .seconds(interval * Double(client) / Double(clients))
@@ -115,7 +120,7 @@ struct UpdatesBenchmark {
                     ? Self.start("ORDER-\(phone)-\(n)", on: "phone-\(phone)")
                     : #"{"live_activity":{"event":"update","content-state":{"status":"moving","n":\#(n)}},"live_activity_id":"ORDER-\#(phone)"}"#
                 let sent = ContinuousClock.now
-                let answer = try? http.call(method, app, auth, #""notifications":[\#(notification)]"#)
+                let answer = try? https[(client + n) % https.count].call(method, app, auth, #""notifications":[\#(notification)]"#)
                 mine.append((ContinuousClock.now - sent).seconds * 1000)
                 if answer?.contains(#""status_code":200"#) == true { accepted.add(1, ordering: .relaxed) } else { failures.add(1, ordering: .relaxed) }
                 n += 1

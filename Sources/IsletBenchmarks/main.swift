@@ -10,7 +10,7 @@ let usage = """
            islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
            islet-bench e2e [--devices N] [--clients N] [--probes N]
            islet-bench register --database PATH|URL[,PATH|URL...] [--devices N] [--clients N] [--threads N]
-           islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--history N] [--event update|start] [--database PATH|URL] [--nodes N]
+           islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--history N] [--event update|start] [--database PATH|URL] [--nodes N [--rotate-nodes yes]]
            islet-bench cluster [--devices N] [--nodes N,N...] [--database URL]
 
     """
@@ -84,6 +84,10 @@ do {
         if options["--rate"] != nil { benchmark.rate = number("--rate", 1) }
         benchmark.database = take("--database")
         if options["--nodes"] != nil { benchmark.nodes = number("--nodes", 1) }
+        if let rotate = take("--rotate-nodes") {
+            guard rotate == "yes" || rotate == "no" else { fail("islet-bench: --rotate-nodes is yes or no\n", code: 64) }
+            benchmark.rotateNodes = rotate == "yes"
+        }
         guard benchmark.nodes == 1 || benchmark.database.map({ $0.hasPrefix("postgres") }) == true else {
             fail("islet-bench: --nodes above 1 needs a PostgreSQL --database\n", code: 64)
         }

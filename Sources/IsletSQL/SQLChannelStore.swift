@@ -33,7 +33,7 @@ public struct SQLChannelStore: ChannelStore {
     public func saveChannel(_ record: ChannelRecord, in application: ApplicationCode) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
             // Two saves of one name on two nodes take turns: the second finds the first's channel.
-            if let turn = database.dialect.takingTurns(on: "channel/\(application.rawValue)/\(record.name)") { _ = try c.query(turn.sql, turn.parameters) }
+            try database.dialect.takeTurn(on: "channel/\(application.rawValue)/\(record.name)", c)
             guard try c.query("SELECT 1 FROM channels WHERE application = ? AND name = ?", [.text(application.rawValue), .text(record.name)]).isEmpty else {
                 throw StoreError(.conflict, "a channel named '\(record.name)' already exists")
             }

@@ -17,7 +17,7 @@ public struct SQLClusterStore: ClusterStore {
         try database.write { (c) throws(StoreError) -> Int in
             if let number = try c.query("SELECT number FROM nodes WHERE id = ?", [.text(node.id.rawValue)]).first?["number"].int { return Int(number) }
             // Nodes starting at once take turns for their numbers.
-            if let turn = database.dialect.takingTurns(on: "nodes") { _ = try c.query(turn.sql, turn.parameters) }
+            try database.dialect.takeTurn(on: "nodes", c)
             let number = try c.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM nodes")[0]["next"].int ?? 1
             try c.run("""
                 INSERT INTO nodes (id, number, host, pid, version, started_at, heartbeat_at, stopped_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL)
@@ -159,7 +159,7 @@ public struct SQLClusterStore: ClusterStore {
         -> (token: String, issuedAt: Date)? {
         // Nodes asking at once take turns on the name, so only the first signs and the others read its token.
         try database.write { (c) throws(StoreError) -> (token: String, issuedAt: Date)? in
-            if let turn = database.dialect.takingTurns(on: "provider-token/" + name) { _ = try c.query(turn.sql, turn.parameters) }
+            try database.dialect.takeTurn(on: "provider-token/" + name, c)
             if let row = try c.query("SELECT token, issued_at, expired FROM provider_tokens WHERE name = ?", [.text(name)]).first,
                !row["expired"].bool, let token = row["token"].text, let issued = row["issued_at"].int,
                Double(issued) > issuedAfter.timeIntervalSince1970 {

@@ -342,6 +342,11 @@ public struct SQLDialect: Sendable {
         return SQLStatement("SELECT pg_advisory_xact_lock(\(Self.turnsClass), hashtext(current_schema() || '/' || ?)) AS turn", [.text(key)])
     }
 
+    /// Waits, in the transaction of `c`, for the turn `takingTurns(on:)` names (at once on SQLite).
+    public func takeTurn(on key: String?, _ c: any SQLConnection) throws(StoreError) {
+        if let turn = takingTurns(on: key) { _ = try c.query(turn.sql, turn.parameters) }
+    }
+
     /// The advisory lock class of `takingTurns` ("ISLE").
     public static let turnsClass: Int32 = 0x4953_4C45
 

@@ -542,16 +542,16 @@ public struct SQLDeviceStore: DeviceStore {
 
     static let deviceColumns = "d.id, d.hwid, d.push_token, d.sandbox, d.language, d.timezone, d.os_version, d.user_id, d.frequent_updates"
 
-    static func device(hwid: String, app: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> Device? {
-        try c.query("SELECT \(deviceColumns), NULL AS push_to_start FROM devices d WHERE d.application = ? AND d.hwid = ?",
+    /// `lock`: a locking clause (`SQLDialect.forNoKeyUpdate`), or none.
+    static func device(hwid: String, app: ApplicationCode, lock: String = "", _ c: any SQLConnection) throws(StoreError) -> Device? {
+        try c.query("SELECT \(deviceColumns), NULL AS push_to_start FROM devices d WHERE d.application = ? AND d.hwid = ? \(lock)",
                     [.text(app.rawValue), .text(hwid)]).first.map { device($0, app) }
     }
 
     /// The device, locked to the commit for a change of its tags or tokens: two calls for one device on two nodes
     /// take turns (a list tag's values are replaced, not merged; its token history keeps one order).
     func lockedDevice(hwid: String, app: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> Device? {
-        try c.query("SELECT \(Self.deviceColumns), NULL AS push_to_start FROM devices d WHERE d.application = ? AND d.hwid = ? \(database.dialect.forNoKeyUpdate)",
-                    [.text(app.rawValue), .text(hwid)]).first.map { Self.device($0, app) }
+        try Self.device(hwid: hwid, app: app, lock: database.dialect.forNoKeyUpdate, c)
     }
 
     static func device(_ row: SQLRow, _ application: ApplicationCode) -> Device {

@@ -170,6 +170,13 @@ public struct SQLMessageStore: Sendable {
         let held: Bool
         /// Nil when not read with it.
         let owedPushes: Bool?
+
+        /// From the row `latestUpdate` read (nil: the session has no update yet).
+        init(_ row: SQLRow?, owedPushes: Bool?) {
+            self.row = row
+            held = row.map { $0["held"] != .null } ?? false
+            self.owedPushes = owedPushes
+        }
     }
 
     /// The session's latest update of the activity `activity` (a column, a parameter or a subquery), and in `held`
@@ -201,8 +208,7 @@ public struct SQLMessageStore: Sendable {
     /// `latestUpdate` of an activity by its id.
     func latestUpdate(of activity: Int64, _ c: any SQLConnection) throws(StoreError) -> LatestUpdate {
         let statement = latestUpdate(of: "?1", [.int(activity)])
-        let row = try c.query(statement.sql, statement.parameters).first
-        return LatestUpdate(row: row, held: row.map { $0["held"] != .null } ?? false, owedPushes: nil)
+        return LatestUpdate(try c.query(statement.sql, statement.parameters).first, owedPushes: nil)
     }
 
     /// `lockedActivity` with what an update reads next (`LatestUpdate`): one round trip on PostgreSQL, where the
@@ -215,9 +221,7 @@ public struct SQLMessageStore: Sendable {
             latestUpdate(of: "(SELECT k.id FROM activities k WHERE k.application = ?1 AND k.activity_id = ?2)", key),
             SQLStatement(Self.owedPushesProbe, [], planning: .fresh),
         ])
-        let latest = read[1].first
-        return (read[0].first.map { Self.locked($0, heldDueBy: heldDueBy) },
-                LatestUpdate(row: latest, held: latest.map { $0["held"] != .null } ?? false, owedPushes: !read[2].isEmpty))
+        return (read[0].first.map { Self.locked($0, heldDueBy: heldDueBy) }, LatestUpdate(read[1].first, owedPushes: !read[2].isEmpty))
     }
 
     func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil,

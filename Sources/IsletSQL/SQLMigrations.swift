@@ -471,7 +471,7 @@ public enum SQLMigrations {
             // Processes opening one database at once migrate it in turn: the next finds it migrated. A migration
             // waits for every write under way (they share the schema's turn), however long they take.
             if let wait = dialect.waitingAsLongAsItTakes { try connection.execute(wait) }
-            if let turn = dialect.takingTurns(on: nil) { _ = try connection.query(turn.sql, turn.parameters) }
+            try dialect.takeTurn(on: nil, connection)
             try connection.execute(sql(for: dialect, """
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version INTEGER PRIMARY KEY,

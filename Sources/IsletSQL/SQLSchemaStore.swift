@@ -12,7 +12,7 @@ public struct SQLSchemaStore: SchemaStore {
                            in application: ApplicationCode, at date: Date) throws(StoreError) -> Int {
         try database.write { (c) throws(StoreError) -> Int in
             // Saves of one type's schema on two nodes take turns for the next version number.
-            if let turn = database.dialect.takingTurns(on: "schema/\(application.rawValue)/\(attributesType)") { _ = try c.query(turn.sql, turn.parameters) }
+            try database.dialect.takeTurn(on: "schema/\(application.rawValue)/\(attributesType)", c)
             let next = Int(try c.query("SELECT COALESCE(MAX(version), 0) + 1 AS next FROM live_activity_schemas WHERE application = ? AND attributes_type = ?",
                                        [.text(application.rawValue), .text(attributesType)])[0]["next"].int ?? 1)
             try c.run("""

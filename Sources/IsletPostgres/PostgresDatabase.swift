@@ -70,6 +70,10 @@ public final class PostgresDatabase: SQLDatabase {
         try pool.inWriteTransaction(bulk: bulk, body)
     }
 
+    public func inWriteTransaction<T>(reading reads: GroupReads, _ body: (any SQLConnection, [[SQLRow]]) throws -> T) throws -> T {
+        try pool.inWriteTransaction(reading: reads, body)
+    }
+
     /// A plain READ COMMITTED transaction: claims lock their rows with SKIP LOCKED. A row they must wait for (a
     /// scheduled start's activity, which a write may hold while it waits for a message this claim has locked) is
     /// waited for `claimLockWait` at most: then the claim gives up with `.busy` and the write goes on, where waiting

@@ -16,8 +16,14 @@ import IsletStore
 public final class GroupCommit: @unchecked Sendable {
     /// One waiting write: its body (run by whichever thread leads its group) and what came of it.
     final class Job {
-        let body: (any SQLConnection) throws -> Void
+        let body: (any SQLConnection, [[SQLRow]]) throws -> Void
         let bulk: Bool
+        /// What its body reads first; in a group, read together with the next members' reads (`GroupReads`).
+        let reads: GroupReads?
+        /// Its reads' rows, when read with other members' before its body began.
+        var readAhead: [[SQLRow]]?
+        /// Its reads failed together with others' (a row not granted in time): they are made again in its savepoint.
+        var readsAlone = false
         var error: (any Error)?
         var done = false
         /// Its thread leads the next group (set by the leader that hands over, or by the first writer).
@@ -26,8 +32,9 @@ public final class GroupCommit: @unchecked Sendable {
         var retries = 0
         /// Signalled once: when the job is done, or when its thread is to lead.
         let wake = DispatchSemaphore(value: 0)
-        init(bulk: Bool = false, _ body: @escaping (any SQLConnection) throws -> Void) {
+        init(bulk: Bool = false, reads: GroupReads? = nil, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> Void) {
             self.bulk = bulk
+            self.reads = reads
             self.body = body
         }
     }
@@ -58,10 +65,17 @@ public final class GroupCommit: @unchecked Sendable {
     /// transaction on a connection of the leader's and commits it.
     public func write<T>(bulk: Bool = false, _ body: (any SQLConnection) throws -> T,
                          transaction: (_ group: (any SQLConnection) throws -> Void) throws -> Void) throws -> T {
+        try write(bulk: bulk, reading: nil, { connection, _ in try body(connection) }, transaction: transaction)
+    }
+
+    /// `write` for a body that begins with `reads`, and is given their rows: in a group they are read in one round trip
+    /// with the reads of the members after it (see `GroupReads`).
+    public func write<T>(bulk: Bool = false, reading reads: GroupReads?, _ body: (any SQLConnection, [[SQLRow]]) throws -> T,
+                         transaction: (_ group: (any SQLConnection) throws -> Void) throws -> Void) throws -> T {
         var result: T?
         // `body` is only run before this call returns: the waiting below guarantees it.
         try withoutActuallyEscaping(body) { body in
-            let job = Job(bulk: bulk) { connection in result = try body(connection) }
+            let job = Job(bulk: bulk, reads: reads) { connection, rows in result = try body(connection, rows) }
             lock.lock()
             precondition(!(leading && leader.map { pthread_equal($0, pthread_self()) != 0 } == true),
                          "a write inside a write would wait for itself")
@@ -116,6 +130,8 @@ public final class GroupCommit: @unchecked Sendable {
             guard member.retries < Self.retriesOfABusyWrite, (member.error as? StoreError)?.code == .busy else { return false }
             member.retries += 1
             member.error = nil
+            member.readAhead = nil
+            member.readsAlone = false
             return true
         }
         for member in group[..<ran] where !again.contains(where: { $0 === member }) { member.done = true }
@@ -139,7 +155,11 @@ public final class GroupCommit: @unchecked Sendable {
     /// skipped, run again.
     private static func run(_ group: [Job], budget: Duration, _ transaction: ((any SQLConnection) throws -> Void) throws -> Void) -> Int {
         if group.count == 1, let only = group.first {
-            do { try transaction { connection in try only.body(connection) } } catch { only.error = error }
+            do {
+                try transaction { connection in try only.body(connection, try only.reads.map { try connection.queries($0.statements) } ?? []) }
+            } catch {
+                only.error = error
+            }
             return 1
         }
         // Members whose bodies began (all fail if the transaction does), and members done when it commits.
@@ -156,12 +176,20 @@ public final class GroupCommit: @unchecked Sendable {
                     while index < group.count {
                         if index > 0 && ContinuousClock.now - started >= budget { break }
                         let job = group[index]
+                        if job.reads != nil, job.readAhead == nil, !job.readsAlone {
+                            if let failed = try readAhead(group, from: index, marks: marks, connection) {
+                                index = failed + 1
+                                continue
+                            }
+                        }
                         marks.removeSubrange(index...)
                         marks.append(connection.statementsIssued)
                         begun = max(begun, index + 1)
                         do {
                             try connection.send("SAVEPOINT islet_write")
-                            try job.body(connection)
+                            // Read ahead, or alone in its savepoint (a row it waits for in vain fails it only).
+                            let rows = try job.readAhead ?? job.reads.map { try connection.queries($0.statements) } ?? []
+                            try job.body(connection, rows)
                             try connection.send("RELEASE islet_write")
                             index += 1
                         } catch {
@@ -186,6 +214,46 @@ public final class GroupCommit: @unchecked Sendable {
         }
         return ran
     }
+
+    /// Reads ahead for the members from `index` on whose reads do not touch what another's does (`GroupReads.keys`),
+    /// in one round trip (it also answers the writes sent ahead of it), their statements in order of their keys so two
+    /// nodes' groups lock rows in one order. Reads that fail (a row lock not granted in time, a deadlock) are rolled
+    /// back and made again by each member in its own savepoint; a failure of an earlier member's writes is rolled back
+    /// as in `run`, and the index of the member that failed returned.
+    private static func readAhead(_ group: [Job], from index: Int, marks: [Int], _ connection: any SQLConnection) throws -> Int? {
+        var wave: [Job] = []
+        var keys = Set<String>()
+        for job in group[index...] {
+            guard let reads = job.reads, !job.bulk, job.readAhead == nil, !job.readsAlone, keys.isDisjoint(with: reads.keys),
+                  wave.count < maximumReadAhead else { break }
+            keys.formUnion(reads.keys)
+            wave.append(job)
+        }
+        let ordered = wave.sorted { ($0.reads?.keys.min() ?? "") < ($1.reads?.keys.min() ?? "") }
+        let readsBegin = connection.statementsIssued
+        do {
+            try connection.send("SAVEPOINT islet_reads")
+            let rows = try connection.queries(ordered.flatMap { $0.reads?.statements ?? [] })
+            try connection.send("RELEASE islet_reads")
+            var next = 0
+            for job in ordered {
+                let count = job.reads?.statements.count ?? 0
+                job.readAhead = Array(rows[next..<next + count])
+                next += count
+            }
+            return nil
+        } catch {
+            if index > 0, let first = connection.firstFailure(), first.statement < readsBegin {
+                return try rollBack(group, marks: marks, running: index - 1, error, connection)
+            }
+            try connection.execute("ROLLBACK TO islet_reads; RELEASE islet_reads")
+            for job in wave { job.readsAlone = true }
+            return nil
+        }
+    }
+
+    /// Members whose reads go in one round trip at most.
+    static let maximumReadAhead = 64
 
     /// After `error` while member `running` ran (or while the writes up to it were answered): fails the member
     /// whose statement failed first, rolled back to its savepoint (the one open: the statements after the

@@ -95,6 +95,19 @@ public struct SQLStatement: Sendable {
     }
 }
 
+/// What a write reads before it decides, to be read with the reads of the writes grouped with it (`GroupCommit`):
+/// one round trip for the group's reads on PostgreSQL, not one a write. `keys` name what the reads' answers depend
+/// on (the rows they lock): writes whose keys meet are read one after the other's writes, never ahead of them.
+public struct GroupReads: Sendable {
+    public let statements: [SQLStatement]
+    public let keys: Set<String>
+
+    public init(_ statements: [SQLStatement], keys: Set<String>) {
+        self.statements = statements
+        self.keys = keys
+    }
+}
+
 /// One connection of an engine. A connection is used by one thread at a time, the one that checked it
 /// out of its database's pool.
 public protocol SQLConnection: AnyObject {
@@ -194,9 +207,13 @@ public protocol SQLDatabase: Sendable {
     /// Runs `body` inside one write transaction; any error it throws rolls back and is rethrown. `bulk`: a write
     /// of many rows (a fan-out page's records) that the writes waiting beside it need not queue behind.
     func inWriteTransaction<T>(bulk: Bool, _ body: (any SQLConnection) throws -> T) throws -> T
-    /// Runs a claim in a transaction of its own. SQLite: a write transaction like any other. PostgreSQL: one
-    /// outside the group commit, with a short wait for locks, so the nodes' claims run at once, each skipping the
-    /// rows another is claiming (`SQLDialect.skipLocked`).
+    /// `inWriteTransaction` for a body that begins with `reads` and is given their rows, read with the reads of the
+    /// writes grouped with it (`GroupReads`).
+    func inWriteTransaction<T>(reading reads: GroupReads, _ body: (any SQLConnection, [[SQLRow]]) throws -> T) throws -> T
+    /// Runs a claim, or the records of a claim's small jobs, in a transaction of its own. SQLite: a write transaction
+    /// like any other. PostgreSQL: one outside the group commit, with a short wait for locks, so the nodes' claims run
+    /// at once, each skipping the rows another is claiming (`SQLDialect.skipLocked`), and records take no turn in the
+    /// group that API calls wait for.
     func inClaimTransaction<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T
 }
 

@@ -116,7 +116,13 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
     /// whose server went away fails only when used: if it fails before the group's code ran, the group
     /// runs once more, on a new connection (the other idle ones may have lost their server too).
     public func inWriteTransaction<T>(bulk: Bool = false, _ body: (any SQLConnection) throws -> T) throws -> T {
-        try writers.write(bulk: bulk, body) { group in
+        try inWriteTransaction(bulk: bulk, reading: nil) { connection, _ in try body(connection) }
+    }
+
+    /// `inWriteTransaction` for a body that begins with `reads` (`GroupReads`).
+    public func inWriteTransaction<T>(bulk: Bool = false, reading reads: GroupReads?,
+                                      _ body: (any SQLConnection, [[SQLRow]]) throws -> T) throws -> T {
+        try writers.write(bulk: bulk, reading: reads, body) { group in
             var retried = false
             while true {
                 let connection = try retried ? checkOut(fresh: true) : takeWriter() ?? checkOut()

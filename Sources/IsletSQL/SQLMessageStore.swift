@@ -20,16 +20,29 @@ public struct SQLMessageStore: Sendable {
 
     /// Runs `body` in one write transaction, rolled back when only validating.
     func accept(validateOnly: Bool, _ body: (any SQLConnection) throws -> Void) throws {
+        try accept(validateOnly: validateOnly, reading: nil) { c, _ in try body(c) }
+    }
+
+    /// `accept` for a body that begins with `reads` and is given their rows (`GroupReads`: read with the reads of the
+    /// writes grouped with it).
+    func accept(validateOnly: Bool, reading reads: GroupReads?, _ body: (any SQLConnection, [[SQLRow]]) throws -> Void) throws {
         struct RollBack: Error {}
         do {
-            try database.write(rethrowing: { c in
-                try body(c)
-                // A dry run answers for the writes sent on too: their errors come before the rollback, which drops them.
-                if validateOnly {
-                    try c.flush()
-                    throw RollBack()
+            try withoutActuallyEscaping(body) { body in
+                let write = { (c: any SQLConnection, rows: [[SQLRow]]) throws in
+                    try body(c, rows)
+                    // A dry run answers for the writes sent on too: their errors come before the rollback, which drops them.
+                    if validateOnly {
+                        try c.flush()
+                        throw RollBack()
+                    }
                 }
-            })
+                if let reads {
+                    try database.inWriteTransaction(reading: reads, write)
+                } else {
+                    try database.write(rethrowing: { c in try write(c, []) })
+                }
+            }
         } catch is RollBack {
             return
         }
@@ -215,14 +228,27 @@ public struct SQLMessageStore: Sendable {
     /// queries go together. The update is read by the activity's key, as its id is not known yet.
     func lockedForUpdate(_ activityID: String, _ application: ApplicationCode, heldDueBy: Date? = nil, _ c: any SQLConnection)
         throws(StoreError) -> (activity: LockedActivity?, latest: LatestUpdate) {
+        Self.lockedForUpdate(try c.queries(lockedForUpdate(activityID, application, heldDueBy: heldDueBy))[...], heldDueBy: heldDueBy)
+    }
+
+    /// The statements of `lockedForUpdate`, to be read ahead (`GroupReads`).
+    func lockedForUpdate(_ activityID: String, _ application: ApplicationCode, heldDueBy: Date?) -> [SQLStatement] {
         let key: [SQLValue] = [.text(application.rawValue), .text(activityID)]
-        let read = try c.queries([
+        return [
             activityStatement(activityID, application, locking: true, heldDueBy: heldDueBy),
             latestUpdate(of: "(SELECT k.id FROM activities k WHERE k.application = ?1 AND k.activity_id = ?2)", key),
             SQLStatement(Self.owedPushesProbe, [], planning: .fresh),
-        ])
-        return (read[0].first.map { Self.locked($0, heldDueBy: heldDueBy) }, LatestUpdate(read[1].first, owedPushes: !read[2].isEmpty))
+        ]
     }
+
+    /// `lockedForUpdate` from the rows its statements read.
+    static func lockedForUpdate(_ read: ArraySlice<[SQLRow]>, heldDueBy: Date?) -> (activity: LockedActivity?, latest: LatestUpdate) {
+        let rows = Array(read)
+        return (rows[0].first.map { locked($0, heldDueBy: heldDueBy) }, LatestUpdate(rows[1].first, owedPushes: !rows[2].isEmpty))
+    }
+
+    /// What an activity's writers lock first, as `GroupReads` name it.
+    static func lockKey(_ activityID: String, _ application: ApplicationCode) -> String { "activity \(application.rawValue) \(activityID)" }
 
     func activityQuery(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil,
                                _ c: any SQLConnection) throws(StoreError) -> SQLRow? {

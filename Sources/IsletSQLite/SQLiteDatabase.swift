@@ -59,6 +59,10 @@ public final class SQLiteDatabase: SQLDatabase {
         try pool.inWriteTransaction(bulk: bulk, body)
     }
 
+    public func inWriteTransaction<T>(reading reads: GroupReads, _ body: (any SQLConnection, [[SQLRow]]) throws -> T) throws -> T {
+        try pool.inWriteTransaction(reading: reads, body)
+    }
+
     /// Writes a consistent copy of the whole database to `destination` while the server keeps running
     /// (`VACUUM INTO` reads one snapshot; writers are not blocked). The copy holds the APNs keys, so it is
     /// created readable by its owner only; an existing non-empty file is refused rather than overwritten.

@@ -107,6 +107,13 @@ struct GroupCommitTests {
     /// `StoreError`'s code, or "refused n"), and how many transactions ran.
     static func oneGroup(_ database: any SQLDatabase, writers count: Int,
                          _ body: @escaping @Sendable (Int, any SQLConnection) throws -> Void) -> (outcomes: [Int: String], transactions: Int) {
+        oneGroup(database, writers: count, reads: { _ in nil }, { n, c, _ in try body(n, c) })
+    }
+
+    /// `oneGroup` for writers that read first (`reads`: each writer's `GroupReads`, or nil), given their rows.
+    static func oneGroup(_ database: any SQLDatabase, writers count: Int, reads: @escaping @Sendable (Int) -> GroupReads?,
+                         wrapping wrap: @escaping @Sendable (any SQLConnection) -> any SQLConnection = { $0 },
+                         _ body: @escaping @Sendable (Int, any SQLConnection, [[SQLRow]]) throws -> Void) -> (outcomes: [Int: String], transactions: Int) {
         let commit = GroupCommit(budget: .seconds(600))
         let release = DispatchSemaphore(value: 0), leading = Atomic<Bool>(false), finished = Atomic<Int>(0)
         let outcomes = Mutex<[Int: String]>([:]), transactions = Atomic<Int>(0)
@@ -114,15 +121,15 @@ struct GroupCommitTests {
             Thread {
                 var outcome = "ok"
                 do {
-                    try commit.write(bulk: false, { c in
+                    try commit.write(bulk: false, reading: reads(n), { c, rows in
                         if n == 0 {
                             leading.store(true, ordering: .relaxed)
                             release.wait()
                         }
-                        try body(n, c)
+                        try body(n, c, rows)
                     }, transaction: { group in
                         transactions.add(1, ordering: .relaxed)
-                        try database.inWriteTransaction { c in try group(c) }
+                        try database.inWriteTransaction { c in try group(wrap(c)) }
                     })
                 } catch let error as StoreError {
                     outcome = error.code.rawValue
@@ -188,6 +195,86 @@ struct GroupCommitTests {
             let before = (0..<n).filter { !failing.contains($0) && !refusing.contains($0) }.count
             #expect(count == Int64(before + 1), "writer \(n) read \(count)")
         }
+    }
+
+    /// Writes that read first (`GroupReads`) have their reads made together, one round trip for as many members as
+    /// read different keys: 23 writers over 6 keys, each counting the filters of its key and then adding one. A writer
+    /// whose key an earlier member of the group wrote reads after that member's writes, so each counts exactly the
+    /// writers of its key before it; the group asks 4 times (`queries`), never a query per member.
+    @Test(arguments: Engine.allCases) func aGroupsReadsGoTogetherYetEachSeesTheWritesBeforeIt(_ engine: Engine) throws {
+        let db = try engine.open()
+        let database = db.database
+        try Self.application("GROUP-00006", withAFilterNamed: "taken", in: database)
+        let seen = Mutex<[Int: Int64]>([:])
+        let asked = AskCounting.Notes()
+        let (outcomes, transactions) = Self.oneGroup(database, writers: 24, reads: { n in Self.countingReads(n) },
+                                                     wrapping: { AskCounting($0, asked) }) { n, c, rows in
+            seen.withLock { $0[n] = rows[0][0]["count"].int ?? -1 }
+            try c.send("INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00006', ?, 'AND', '[]', 0)",
+                       [.text("key\(n % 6)-\(n)")])
+        }
+        #expect(outcomes == Dictionary(uniqueKeysWithValues: (0..<24).map { ($0, "ok") }))
+        #expect(transactions == 2, "the leader alone, then the 23 in one group")
+        for (n, count) in seen.withLock({ $0 }) where n > 0 {
+            #expect(count == Int64((0..<n).filter { $0 % 6 == n % 6 }.count), "writer \(n) read \(count)")
+        }
+        // The leader's one query, then members 1–6, 7–12, 13–18 and 19–23 (a key repeats every sixth member).
+        #expect(asked.entries.withLock { $0 } == ["queries 1", "queries 6", "queries 6", "queries 6", "queries 5"])
+    }
+
+    /// A write's reads that fail when read ahead (here a statement the server refuses; in production a row lock not
+    /// granted in time) are rolled back and made again by each member alone: only the failing writer fails. A member's
+    /// sent write that fails surfaces in the next reads' round trip and still fails its own writer only.
+    @Test(arguments: Engine.allCases) func aReadAheadThatFailsFailsOnlyItsWriter(_ engine: Engine) throws {
+        let db = try engine.open()
+        let database = db.database
+        try Self.application("GROUP-00007", withAFilterNamed: "taken", in: database)
+        let (outcomes, _) = Self.oneGroup(database, writers: 24, reads: { n in
+            n == 9 ? GroupReads([SQLStatement("SELECT no_such_column AS count FROM filters")], keys: ["key\(n % 6)"]) : Self.countingReads(n)
+        }) { n, c, rows in
+            let insert = "INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00007', ?, 'AND', '[]', 0)"
+            #expect(rows.count == 1)
+            try c.send(insert, [.text(n == 18 ? "taken" : "key\(n % 6)-\(n)")])
+        }
+        var expected = Dictionary(uniqueKeysWithValues: (0..<24).map { ($0, "ok") })
+        expected[9] = StoreError.Code.io.rawValue
+        expected[18] = StoreError.Code.conflict.rawValue
+        #expect(outcomes == expected)
+        let stored = try database.withConnection { (c) throws(StoreError) in
+            Set(try c.query("SELECT name FROM filters WHERE application = 'GROUP-00007'").compactMap { $0["name"].text })
+        }
+        #expect(stored == Set((0..<24).filter { $0 != 9 && $0 != 18 }.map { "key\($0 % 6)-\($0)" } + ["taken"]))
+    }
+
+    /// Writer `n`'s read: how many filters of its key (`n % 6`) there are.
+    static func countingReads(_ n: Int) -> GroupReads {
+        GroupReads([SQLStatement("SELECT COUNT(*) AS count FROM filters WHERE name LIKE ?", [.text("key\(n % 6)-%")])], keys: ["key\(n % 6)"])
+    }
+
+    /// A connection that notes each `query` and `queries` asked of it, with how many statements, and passes it on.
+    final class AskCounting: SQLConnection, @unchecked Sendable {
+        final class Notes: Sendable { let entries = Mutex<[String]>([]) }
+        let wrapped: any SQLConnection
+        let asked: Notes
+        init(_ wrapped: any SQLConnection, _ asked: Notes) {
+            self.wrapped = wrapped
+            self.asked = asked
+        }
+        func execute(_ sql: String) throws(StoreError) { try wrapped.execute(sql) }
+        func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int { try wrapped.run(sql, parameters) }
+        func query(_ sql: String, _ parameters: [SQLValue], planning: SQLPlanning) throws(StoreError) -> [SQLRow] {
+            asked.entries.withLock { $0.append("query") }
+            return try wrapped.query(sql, parameters, planning: planning)
+        }
+        func send(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) { try wrapped.send(sql, parameters) }
+        func flush() throws(StoreError) { try wrapped.flush() }
+        func queries(_ statements: [SQLStatement]) throws(StoreError) -> [[SQLRow]] {
+            asked.entries.withLock { $0.append("queries \(statements.count)") }
+            return try wrapped.queries(statements)
+        }
+        func inTransaction<T>(_ body: () throws -> T) throws -> T { try wrapped.inTransaction(body) }
+        var statementsIssued: Int { wrapped.statementsIssued }
+        func firstFailure() -> (statement: Int, error: StoreError)? { wrapped.firstFailure() }
     }
 
     @Test(arguments: Engine.allCases) func aLoneWriteThatFailsLeavesNothing(_ engine: Engine) throws {

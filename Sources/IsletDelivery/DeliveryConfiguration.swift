@@ -33,10 +33,11 @@ public struct DeliveryConfiguration: Sendable {
     /// transaction (issue 18).
     public var smallJobsPerClaim: Int
     public var smallJobDevices: Int
-    /// Looks for work made after a kick (work was accepted) come at most this often on a node: the updates
-    /// accepted meanwhile are claimed together, one claim (a transaction, and its record another) for many, where
-    /// a look at each kick claimed a few at a time and most looks of a busy cluster found none. A push waits this
-    /// long at most before its claim; a look at a due time or at the idle poll is never held back.
+    /// Looks for work made after a kick (work was accepted) come at most this often on a node, times the nodes
+    /// running on the database (each node is kicked by the work every node accepts): the updates accepted
+    /// meanwhile are claimed together, one claim (a transaction, and its record another) for many, where a look at
+    /// each kick claimed a few at a time and most looks of a busy cluster found none. A push waits about this long
+    /// at most before some node's claim; a look at a due time or at the idle poll is never held back.
     public var lookSpacing: Duration = .milliseconds(10)
     /// How long a claim stays this node's without a renewal (issue 14): a node that stops renewing (paused,
     /// cut off from the database) loses its work to another node after this, and a node that sees it has

@@ -72,6 +72,8 @@ public final class DeliveryService: Service {
     /// This node's id and whether its liveness session holds its lock (`/healthz`).
     public var node: NodeID { membership.node.id }
     public var nodeIsAlive: Bool { membership.isAlive }
+    /// Nodes running on the database, this one included (`NodeMembership.runningNodes`).
+    public var runningNodes: Int { membership.runningNodes }
 
     /// Joins the cluster (resuming what a previous run left unfinished), then starts the workers.
     public func start() throws {
@@ -232,7 +234,9 @@ public final class DeliveryService: Service {
         let claim: Claim = try claiming.withLock { lastLook in
             // A look owed to a kick waits for its turn: the updates accepted meanwhile are claimed with it.
             if look == .ifOwed, let last = lastLook {
-                let wait = last + configuration.lookSpacing - .now
+                // Every node is kicked by every accepted message (NOTIFY): spaced by the nodes running, the cluster as a
+                // whole looks about as often as one node does, and each look claims as much.
+                let wait = last + configuration.lookSpacing * membership.runningNodes - .now
                 if wait > .zero && !stopping { Thread.sleep(forTimeInterval: wait.timeInterval) }
             }
             // Looks are made one at a time, and a look owed after a kick is owed to one of them: a worker that waited

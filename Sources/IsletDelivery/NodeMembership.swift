@@ -69,6 +69,8 @@ final class NodeMembership: Sendable {
     private let idle = NSCondition()
     /// How often leases are renewed and dead nodes looked for.
     let tick: Duration
+    /// Nodes running on the database, this one included, as counted at the last heartbeat (at least 1).
+    private let running = Atomic<Int>(1)
 
     init(cluster: any ClusterStore, node: NodeInfo, leaseDuration: Duration, session: (@Sendable (Int) throws -> any NodeSession)?,
          metrics: DeliveryMetrics, logger: Logger, now: @escaping @Sendable () -> Date) {
@@ -107,7 +109,22 @@ final class NodeMembership: Sendable {
             throw error
         }
         logger.info("joined the cluster", ["node": .string(node.id.rawValue), "number": .int(Int64(number))])
+        countRunningNodes()
     }
+
+    /// Nodes running on the database, this one included (at least 1), as of the last heartbeat.
+    var runningNodes: Int { running.load(ordering: .relaxed) }
+
+    /// Counts the nodes that beat in the last three heartbeats and have not stopped (a node frozen or cut off counts
+    /// until then). A failed read keeps the last count.
+    private func countRunningNodes() {
+        guard let nodes = try? cluster.nodes(since: now().addingTimeInterval(-3 * Self.heartbeat.timeInterval)) else { return }
+        let count = nodes.filter { $0.stoppedAt == nil && $0.alive != false }.count
+        running.store(max(1, count), ordering: .relaxed)
+    }
+
+    /// How often the node says it runs (`islet cluster status`) and counts the nodes running.
+    static let heartbeat: Duration = .seconds(5)
 
     /// Runs the node's thread: `wake` is called when another node accepted work or a rescue freed some.
     func start(wake: @escaping @Sendable () -> Void) {
@@ -118,7 +135,7 @@ final class NodeMembership: Sendable {
 
     private func run(wake: @Sendable () -> Void) {
         var nextTick = ContinuousClock.now
-        var nextHeartbeat = ContinuousClock.now + .seconds(5)
+        var nextHeartbeat = ContinuousClock.now + Self.heartbeat
         var reported: String?
         while !stopping {
             let wait = min(max(.zero, nextTick - .now), .milliseconds(250))
@@ -140,8 +157,9 @@ final class NodeMembership: Sendable {
             renew()
             rescue(wake: wake)
             if ContinuousClock.now >= nextHeartbeat {
-                nextHeartbeat = .now + .seconds(5)
+                nextHeartbeat = .now + Self.heartbeat
                 do { try cluster.heartbeat(node.id, at: now()) } catch { logger.warning("cluster heartbeat failed", ["error": .string("\(error)")]) }
+                countRunningNodes()
             }
         }
     }

@@ -152,6 +152,9 @@ struct ClusterTests {
         try cluster.start("node-2")
         try cluster.start("node-3")
         #expect(try request(cluster.port("node-2"), method: "GET", "/healthz").json?.objectValue?["node"] == "node-2")
+        // Each node counts the three at its next heartbeat (5 s): its looks after a kick are spaced by that many.
+        #expect(eventually(20) { ["node-1", "node-2", "node-3"].allSatisfy { Self.metric("islet_cluster_nodes_running", port: cluster.port($0)) == 3 } },
+                "every node counts three running")
 
         // 10,000 devices with push-to-start tokens, written straight into the database: registering them one by
         // one would take most of this test's time, and registration is not under test here.

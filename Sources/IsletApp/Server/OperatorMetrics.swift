@@ -28,6 +28,9 @@ struct OperatorMetrics: Sendable {
             out += node.text
             out += Self.single("islet_node_liveness", .gauge, "1 while this node's liveness session holds its lock (PostgreSQL; always 1 on SQLite).",
                                delivery.nodeIsAlive ? 1 : 0)
+            out += Self.single("islet_cluster_nodes_running", .gauge,
+                               "Nodes running on this database, this one included, as counted at its last heartbeat (every 5 s): its looks after a kick are spaced by this many times the look spacing.",
+                               Double(delivery.runningNodes))
             out += Self.single("islet_cluster_claims_total", .counter, "Claims this node made that took work: a job or shard, a group of small messages, a group of due retries.",
                                Double(cluster.claims))
             out += Self.single("islet_cluster_empty_looks_total", .counter,

@@ -218,6 +218,20 @@ struct ServeProcessTests {
         let second = try Self.serveRefused(["--database", database], logsIn: first.directory)
         #expect(second.status == 1)
         #expect(second.errors.contains("another islet serve (pid \(first.process.processIdentifier)) is using \(database)"), "\(second.errors)")
+        // Issue 44: the lock is the file's own, whatever names it: a symlink (the holder named through the real path)
+        // and a hard link in another folder are refused as well.
+        let symlink = first.directory.appendingPathComponent("another-name.sqlite").path
+        try FileManager.default.createSymbolicLink(atPath: symlink, withDestinationPath: database)
+        let throughSymlink = try Self.serveRefused(["--database", symlink], logsIn: first.directory)
+        #expect(throughSymlink.status == 1)
+        #expect(throughSymlink.errors.contains("another islet serve (pid \(first.process.processIdentifier)) is using \(symlink)"), "\(throughSymlink.errors)")
+        let folder = first.directory.appendingPathComponent("elsewhere")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let hardLink = folder.appendingPathComponent("linked.sqlite").path
+        try FileManager.default.linkItem(atPath: database, toPath: hardLink)
+        let throughHardLink = try Self.serveRefused(["--database", hardLink], logsIn: first.directory)
+        #expect(throughHardLink.status == 1)
+        #expect(throughHardLink.errors.contains("is using \(hardLink): one server per SQLite file"), "\(throughHardLink.errors)")
         let listed = try runProgram(try builtExecutable("islet"), ["app", "list", "--database", database])
         #expect(listed.status == 0 && listed.output.contains("XXXXX-XXXXX"), "the CLI works beside the server: \(listed.output)")
         kill(first.process.processIdentifier, SIGTERM)

@@ -156,13 +156,23 @@ public struct SQLApplicationStore: ApplicationStore {
     }
 
     /// Re-seals every stored APNs key with `newKey` (or, with nil, stores them plain), in one transaction;
-    /// keys are opened with this store's master key. Returns how many keys were rewritten.
+    /// keys are opened with this store's master key. Returns how many keys were rewritten. The shared provider tokens
+    /// are sealed again too (so the nodes need not sign new ones, which Apple throttles); one this store's key cannot
+    /// open is dropped.
     public func resealAPNsKeys(with newKey: MasterKey?) throws(StoreError) -> Int {
         try changing { (c) throws(StoreError) -> Int in
             let keys = try storedKeys(c)
             for key in keys {
                 let pem = try open(key.stored, application: key.application)
                 try c.run("UPDATE apns_keys SET pem = ? WHERE application = ?", [.text(newKey.map { $0.seal(pem) } ?? pem), .text(key.application.rawValue)])
+            }
+            for row in try c.query("SELECT name, token FROM provider_tokens ORDER BY name") {
+                let stored = row["token"].text ?? ""
+                if let token = MasterKey.isSealed(stored) ? masterKey?.open(stored) : stored {
+                    try c.run("UPDATE provider_tokens SET token = ? WHERE name = ?", [.text(newKey.map { $0.seal(token) } ?? token), row["name"]])
+                } else {
+                    try c.run("DELETE FROM provider_tokens WHERE name = ?", [row["name"]])
+                }
             }
             return keys.count
         }

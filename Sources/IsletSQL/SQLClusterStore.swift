@@ -1,5 +1,6 @@
 import Foundation
 import IsletCore
+import IsletCrypto
 import IsletStore
 
 /// The nodes sharing a database, the leases of their claims, and shared provider tokens, in either engine.
@@ -7,8 +8,14 @@ import IsletStore
 /// live node by its advisory lock (`SQLDialect.nodeIsAlive`), and a lease by its expiry on the database's clock.
 public struct SQLClusterStore: ClusterStore {
     let database: any SQLDatabase
+    /// Seals the provider tokens it stores (a copy of the database cannot push without it); nil: they are kept
+    /// plain, as the APNs keys are then.
+    let masterKey: MasterKey?
 
-    public init(database: any SQLDatabase) { self.database = database }
+    public init(database: any SQLDatabase, masterKey: MasterKey? = nil) {
+        self.database = database
+        self.masterKey = masterKey
+    }
 
     /// Nodes not seen for this long, holding no lease, are forgotten.
     static let forgetAfter: TimeInterval = 24 * 3600
@@ -161,7 +168,7 @@ public struct SQLClusterStore: ClusterStore {
         try database.write { (c) throws(StoreError) -> (token: String, issuedAt: Date)? in
             try database.dialect.takeTurn(on: "provider-token/" + name, c)
             if let row = try c.query("SELECT token, issued_at, expired FROM provider_tokens WHERE name = ?", [.text(name)]).first,
-               !row["expired"].bool, let token = row["token"].text, let issued = row["issued_at"].int,
+               !row["expired"].bool, let token = row["token"].text.flatMap(opened), let issued = row["issued_at"].int,
                Double(issued) > issuedAfter.timeIntervalSince1970 {
                 return (token, Self.date(issued))
             }
@@ -170,7 +177,7 @@ public struct SQLClusterStore: ClusterStore {
             try c.run("""
                 INSERT INTO provider_tokens (name, token, issued_at, expired) VALUES (?, ?, ?, 0)
                 ON CONFLICT (name) DO UPDATE SET token = excluded.token, issued_at = excluded.issued_at, expired = 0
-                """, [.text(name), .text(token), SQLValue.seconds(issuedAt)])
+                """, [.text(name), .text(masterKey?.seal(token) ?? token), SQLValue.seconds(issuedAt)])
             return (token, issuedAt)
         }
     }
@@ -178,7 +185,7 @@ public struct SQLClusterStore: ClusterStore {
     public func expireProviderToken(named name: String, token: String, renewableBefore: Date) throws(StoreError) -> Bool {
         try database.write { (c) throws(StoreError) -> Bool in
             guard let row = try c.query("SELECT token, issued_at FROM provider_tokens WHERE name = ? \(database.dialect.forUpdate)", [.text(name)]).first,
-                  row["token"].text == token else { return true }   // none stored, or already replaced
+                  row["token"].text.flatMap(opened) == token else { return true }   // none stored, or already replaced
             guard Double(row["issued_at"].int ?? 0) < renewableBefore.timeIntervalSince1970 else { return false }
             try c.run("UPDATE provider_tokens SET expired = 1 WHERE name = ?", [.text(name)])
             return true
@@ -186,4 +193,12 @@ public struct SQLClusterStore: ClusterStore {
     }
 
     static func date(_ seconds: Int64?) -> Date { Date(timeIntervalSince1970: Double(seconds ?? 0)) }
+
+    /// A stored provider token as nodes use it: opened with the master key. One sealed with another key (or none
+    /// given) is no token: a new one is signed. One stored plain before a master key was set is used until it is
+    /// replaced (within the hour), as signing a new one sooner could earn TooManyProviderTokenUpdates (A3).
+    func opened(_ stored: String) -> String? {
+        guard MasterKey.isSealed(stored) else { return stored }
+        return masterKey?.open(stored)
+    }
 }

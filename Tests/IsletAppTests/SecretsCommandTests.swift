@@ -31,12 +31,21 @@ struct SecretsCommandTests {
         #expect(created.status == 0, "\(created.errors)")
         #expect(try storedPEMs().allSatisfy { $0.hasPrefix("islet-sealed:v1:") && !$0.contains("PRIVATE KEY") })
 
+        // The nodes' shared provider token, sealed with the first key, is sealed again with the second: no new one to sign.
+        let now = Date()
+        let shared = try #require(try SQLClusterStore(database: try SQLiteDatabase(path: workspace.database), masterKey: first)
+            .providerToken(named: "TEAM123456.KEY1234567", issuedAfter: now.addingTimeInterval(-60), at: now, sign: { _ in "jwt-shared" }))
+        #expect(shared.token == "jwt-shared")
+
         let newKeyFile = workspace.file("master.key", second.hexText + "\n")
         let rotated = islet(["app", "rotate-master-key", "--new-key-file", newKeyFile, "--database", workspace.database], environment: environment)
         #expect(rotated.status == 0, "\(rotated.errors)")
         #expect(rotated.output == "Sealed 1 APNs key with master key \(second.fingerprint). Start Islet with this key from now on.\n")
         let store = SQLApplicationStore(database: try SQLiteDatabase(path: workspace.database), masterKey: second)
         #expect(try store.checkAPNsKeys() == (1, 0) ? true : false)
+        let resealed = try SQLClusterStore(database: try SQLiteDatabase(path: workspace.database), masterKey: second)
+            .providerToken(named: "TEAM123456.KEY1234567", issuedAfter: now.addingTimeInterval(-60), at: now, sign: { _ in "jwt-new" })
+        #expect(resealed?.token == "jwt-shared", "the provider token is read with the new master key")
 
         let wrong = islet(["app", "rotate-master-key", "--new-key-file", newKeyFile, "--database", workspace.database], environment: environment)
         #expect(wrong.status == 1 && wrong.errors.contains("sealed with another master key"), "the old key opens nothing now")

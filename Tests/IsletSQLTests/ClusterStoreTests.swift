@@ -4,6 +4,7 @@ import Testing
 import IsletCore
 import IsletPostgres
 import IsletSQL
+import IsletCrypto
 import IsletStore
 
 private let shop = ApplicationCode("CLUST-00001")!
@@ -313,5 +314,45 @@ struct ClusterStoreTests {
         #expect(renewed.token != current && signed.withLock { $0 } == 3)
         #expect(try f.cluster.expireProviderToken(named: "TEAM.KEY", token: current, renewableBefore: now.addingTimeInterval(3600)) == true,
                 "an already replaced token: the next call gives the new one")
+    }
+
+    /// Issue 44: with a master key, the shared provider token is stored sealed, so a copy of the database holds no token
+    /// that can push; nodes with the key share it as before (and expire it by its plain text). A token sealed with
+    /// another key is no token: a new one is signed. One stored plain before the key was set is used until replaced.
+    @Test(arguments: Engine.allCases) func aProviderTokenIsStoredSealedWithTheMasterKey(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        let key = MasterKey.generate()
+        let sealed = SQLClusterStore(database: f.db.database, masterKey: key)
+        let signed = Mutex(0)
+        let sign: @Sendable (Date) -> String? = { date in "jwt-\(signed.withLock { $0 += 1; return $0 })-\(Int(date.timeIntervalSince1970))" }
+        let stored = { () throws -> String in
+            try f.db.database.withConnection { (c) throws(StoreError) in try c.query("SELECT token FROM provider_tokens WHERE name = 'TEAM.KEY'")[0]["token"].text ?? "" }
+        }
+        let first = try #require(try sealed.providerToken(named: "TEAM.KEY", issuedAfter: now.addingTimeInterval(-50 * 60), at: now, sign: sign))
+        #expect(first.token == "jwt-1-\(Int(now.timeIntervalSince1970))")
+        let kept = try stored()
+        #expect(MasterKey.isSealed(kept) && !kept.contains(first.token), "stored sealed: \(kept)")
+        let again = try #require(try SQLClusterStore(database: f.db.database, masterKey: key)
+            .providerToken(named: "TEAM.KEY", issuedAfter: now.addingTimeInterval(-50 * 60), at: now.addingTimeInterval(5), sign: sign))
+        #expect(again.token == first.token && signed.withLock { $0 } == 1, "another node with the key reads the same token")
+        #expect(try sealed.expireProviderToken(named: "TEAM.KEY", token: first.token, renewableBefore: now.addingTimeInterval(3600)) == true)
+
+        // Another key (or a copy without one) finds no usable token and signs its own.
+        let other = SQLClusterStore(database: f.db.database, masterKey: MasterKey.generate())
+        _ = try f.db.database.withConnection { (c) throws(StoreError) in
+            try c.run("UPDATE provider_tokens SET token = ?, expired = 0 WHERE name = 'TEAM.KEY'", [.text(key.seal("jwt-kept"))])
+        }
+        let foreign = try #require(try other.providerToken(named: "TEAM.KEY", issuedAfter: now.addingTimeInterval(-50 * 60), at: now, sign: sign))
+        #expect(foreign.token != "jwt-kept" && signed.withLock { $0 } == 2)
+
+        // A plain token from before the key was set is used, and its successor is sealed.
+        _ = try f.db.database.withConnection { (c) throws(StoreError) in
+            try c.run("UPDATE provider_tokens SET token = 'jwt-plain', expired = 0 WHERE name = 'TEAM.KEY'")
+        }
+        #expect(try sealed.providerToken(named: "TEAM.KEY", issuedAfter: now.addingTimeInterval(-50 * 60), at: now, sign: sign)?.token == "jwt-plain")
+        #expect(try sealed.expireProviderToken(named: "TEAM.KEY", token: "jwt-plain", renewableBefore: now.addingTimeInterval(3600)) == true)
+        let successor = try #require(try sealed.providerToken(named: "TEAM.KEY", issuedAfter: now.addingTimeInterval(-50 * 60), at: now, sign: sign))
+        let last = try stored()
+        #expect(successor.token == "jwt-3-\(Int(now.timeIntervalSince1970))" && MasterKey.isSealed(last))
     }
 }

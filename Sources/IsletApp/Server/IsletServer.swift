@@ -62,7 +62,7 @@ public final class IsletServer: Sendable {
         if pushes == nil {
             var clientConfiguration = APNsClientConfiguration(overrideURL: configuration.apnsURL.flatMap(URL.init(string:)),
                                                               extraCA: configuration.apnsCA)
-            clientConfiguration.sharedTokens = storage.cluster
+            clientConfiguration.sharedTokens = storage.cluster(masterKey: configuration.masterKey)
             var keys: APNsClient.KeyLookup = { try store.apnsKey(for: $0) }
             if configuration.apns == .simulator {
                 let running = try Self.startSimulator(configuration, wiring: wiring, logger: logger)

@@ -67,6 +67,8 @@ public struct Storage: Sendable {
     public var channels: SQLChannelStore { SQLChannelStore(database: database) }
     public var broadcasts: SQLBroadcastStore { SQLBroadcastStore(database: database) }
     public var cluster: SQLClusterStore { SQLClusterStore(database: database) }
+    /// The cluster store whose shared provider tokens are sealed with `masterKey` (when given).
+    public func cluster(masterKey: MasterKey?) -> SQLClusterStore { SQLClusterStore(database: database, masterKey: masterKey) }
     public var console: SQLConsoleStore { SQLConsoleStore(database: database) }
 
     /// Opens a node's liveness session, given its number: PostgreSQL only (SQLite has one server per file).

@@ -97,7 +97,8 @@ public struct ApplicationAdmin: Sendable {
 
     /// Reads and checks an APNs signing key file (.p8) (A3).
     ///
-    /// Refuses a world-readable file: the key lets anyone push to every user of the app.
+    /// Refuses a file other users may read or change (a group's too, as the master key file): the key lets anyone push
+    /// to every user of the app.
     public static func loadAPNsKey(teamID: String, keyID: String, path: String, environment: APNsEnvironment) throws -> APNsSigningKey {
         try validateAppleID(teamID, field: "team-id")
         try validateAppleID(keyID, field: "key-id")
@@ -107,8 +108,8 @@ public struct ApplicationAdmin: Sendable {
         } catch {
             throw APIError.invalid("key-file", "cannot read \(path): no such file or no permission")
         }
-        if let mode = attributes[.posixPermissions] as? Int, mode & 0o004 != 0 {
-            throw APIError.invalid("key-file", "\(path) is readable by every user of this machine; run chmod 600 \(path) first")
+        if let mode = attributes[.posixPermissions] as? Int, mode & 0o077 != 0 {
+            throw APIError.invalid("key-file", "\(path) is open to other users of this machine (mode \(String(mode & 0o777, radix: 8))): it must be readable by its owner only; run chmod 600 \(path) first")
         }
         guard let data = FileManager.default.contents(atPath: path), let pem = String(data: data, encoding: .utf8) else {
             throw APIError.invalid("key-file", "cannot read \(path)")

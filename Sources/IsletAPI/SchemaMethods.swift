@@ -18,11 +18,13 @@ public struct SchemaMethods: Sendable {
         APIMethod(name: "setLiveActivitySchema", access: .server) { [store, audit] call in
             let body = call.request
             let type = try body.requiredString("attributes_type")
+            let description = try body.string("description")
+            try LiveActivitySchema.checkNaming(attributesType: type, description: description)
             guard let contentState = body.value("content_state") else { throw APIError.invalid("content_state", "is required: an object of field: type") }
             _ = try LiveActivitySchema.parseFields(contentState, path: "content_state")
             let attributes = body.value("attributes") ?? [:]
             _ = try LiveActivitySchema.parseFields(attributes, path: "attributes")
-            let version = try store.saveSchema(contentState, attributes: attributes, description: try body.string("description"),
+            let version = try store.saveSchema(contentState, attributes: attributes, description: description,
                                                attributesType: type, in: call.application.code, at: call.receivedAt)
             audit.record(.schemaSet, application: call.application.code, actor: call.actor,
                          details: ["attributes_type": .string(type), "version": .int(Int64(version))])

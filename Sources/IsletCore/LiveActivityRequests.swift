@@ -126,6 +126,8 @@ public enum LiveActivityRequests {
     /// Fields a notification may carry, and those of its `live_activity`; anything else is named in a warning.
     static let startFields = ["live_activity", "live_activity_id", "title", "content", "filter", "filter_code", "devices", "users",
                               "send_date", "end_date", "renew", "channel", "timezone", "apns_priority", "dry_run"]
+    /// The longest `live_activity.title` of a start, in characters.
+    public static let maximumActivityTitleLength = 1024
     static let startActivityFields = ["event", "title", "content-state", "attributes-type", "attributes", "relevance-score", "stale-date"]
     static let updateFields = ["live_activity", "live_activity_id", "channel", "title", "subtitle", "content", "ios_sound", "apns_priority",
                                "apns_expiration", "dry_run", "send_date", "timezone"]
@@ -210,11 +212,16 @@ public enum LiveActivityRequests {
         }
         let alert = PushAlert(title: title.flatMap { $0.isEmpty ? nil : $0 }, body: content.flatMap { $0.isEmpty ? nil : $0 })
 
+        // The activity's name, kept with it (not in the payload, so Apple's size limit does not bound it).
+        let name = try activity.string("title")
+        if let name, name.count > maximumActivityTitleLength {
+            throw .invalid(activity.fieldPath("title"), "must be at most \(maximumActivityTitleLength) characters (the activity's name, kept with it), got \(name.count)")
+        }
         let relevance = try relevanceScore(activity)
         let (priority, warnings) = priorityAndWarnings(n, activity, known: startFields, activityKnown: startActivityFields)
         let sendTime = try sendTime(n, now: now)
         var start = StartNotification(
-            activityID: activityID, name: try activity.string("title"), attributesType: attributesType,
+            activityID: activityID, name: name, attributesType: attributesType,
             contentState: contentState, attributes: attributes, alert: alert, targeting: try targeting(n),
             sendTime: sendTime, priority: priority, relevanceScore: relevance, staleDate: try activity.date("stale-date"))
         start.endTime = try endTime(n, startsAt: sendTime.date(now: now))

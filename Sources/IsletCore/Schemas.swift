@@ -48,6 +48,23 @@ public struct LiveActivitySchema: Sendable, Equatable {
         self.attributes = attributes
     }
 
+    /// The longest `attributes_type` a schema is set for, in characters: a Swift type's name, as the app's
+    /// `ActivityAttributes` struct is called.
+    public static let maximumTypeLength = 256
+    /// The longest `description` of a schema version, in characters.
+    public static let maximumDescriptionLength = 4096
+
+    /// A schema's `attributes_type` and `description` within their limits (each call makes a version that is kept).
+    public static func checkNaming(attributesType: String, description: String?) throws(APIError) {
+        guard !attributesType.isEmpty else { throw .invalid("attributes_type", "must not be empty") }
+        guard attributesType.count <= maximumTypeLength else {
+            throw .invalid("attributes_type", "must be at most \(maximumTypeLength) characters (the name of the app's ActivityAttributes type), got \(attributesType.count)")
+        }
+        if let description, description.count > maximumDescriptionLength {
+            throw .invalid("description", "must be at most \(maximumDescriptionLength) characters, got \(description.count)")
+        }
+    }
+
     /// Parses the fields of one struct, naming the path of any mistake.
     public static func parseFields(_ value: JSONValue, path: String) throws(APIError) -> [String: SchemaField] {
         guard case .object(let object) = value else { throw .invalid(path, "must be an object of field: type") }

@@ -172,6 +172,13 @@ def run(driver):
     driver.get(BASE + "/console")
     wait_for(driver, lambda d: d.find_element(By.ID, "sign-in").is_displayed(), "the sign-in form")
     check(not unlabelled_controls(driver), "every control of the sign-in form has a label")
+    # Issue 44: a server API token is not offered to the browser's password manager; the console password is.
+    autocomplete = lambda: driver.find_element(By.ID, "secret").get_attribute("autocomplete")
+    check(autocomplete() == "off", f"the token field asks the browser not to save it: {autocomplete()}")
+    driver.find_element(By.CSS_SELECTOR, "input[name=credential][value=password]").click()
+    check(autocomplete() == "current-password", f"the password field may be saved: {autocomplete()}")
+    driver.find_element(By.CSS_SELECTOR, "input[name=credential][value=token]").click()
+    check(autocomplete() == "off", f"back to the token: {autocomplete()}")
     driver.find_element(By.ID, "secret").send_keys("not-a-real-token" + Keys.ENTER)
     wait_for(driver, lambda d: "not a valid server API token" in d.find_element(By.ID, "sign-in-error").text, "the refusal of a wrong token")
     check(driver.find_element(By.ID, "top").get_attribute("hidden") is not None, "a wrong token does not sign in")

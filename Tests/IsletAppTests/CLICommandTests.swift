@@ -105,7 +105,12 @@ struct CLICommandTests {
         let worldReadable = islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", open,
                                    "--database", workspace.database])
         #expect(worldReadable.status == 64)
-        #expect(worldReadable.errors == "error: --key-file: \(open) is readable by every user of this machine; run chmod 600 \(open) first\n")
+        #expect(worldReadable.errors == "error: --key-file: \(open) is open to other users of this machine (mode 644): it must be readable by its owner only; run chmod 600 \(open) first\n")
+        // Issue 44: a group's read is refused too, as for the master key file.
+        let group = workspace.file("group.p8", TestKeys.p256, mode: 0o640)
+        let groupReadable = islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", group,
+                                   "--database", workspace.database])
+        #expect(groupReadable.status == 64 && groupReadable.errors.contains("(mode 640): it must be readable by its owner only"), "\(groupReadable.errors)")
 
         let wrongCurve = workspace.file("p384.p8", TestKeys.p384)
         let p384 = islet(["app", "set-apns-key", code, "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", wrongCurve,

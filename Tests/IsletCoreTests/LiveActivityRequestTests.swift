@@ -87,6 +87,17 @@ struct LiveActivityRequestTests {
         }
     }
 
+    /// Issue 44: the activity's name is kept with it and no payload limit bounds it: 1,024 characters at most.
+    @Test func anActivitysTitleIsBounded() throws {
+        func start(title: String) throws -> StartNotification {
+            try LiveActivityRequests.start(try reader(#"{"title": "T", "live_activity_id": "A", "devices": ["d"], "live_activity": {"title": "\#(title)", "content-state": {}, "attributes-type": "X", "attributes": {}}}"#), now: Date())
+        }
+        #expect(try start(title: String(repeating: "é", count: 1024)).name?.count == 1024)
+        #expect(throws: APIError.invalid("notifications[0].live_activity.title", "must be at most 1024 characters (the activity's name, kept with it), got 1025")) {
+            try start(title: String(repeating: "x", count: 1025))
+        }
+    }
+
     @Test func anUpdatesSendDateAndAStartsEndDate() throws {
         let now = Date(timeIntervalSince1970: 1_800_000_000)   // 2027-01-15 08:00 UTC
         let update = #"{"live_activity_id": "A", "live_activity": {"event": "update", "content-state": {}}, "send_date": "2027-01-15 09:30", "timezone": "Europe/Paris"}"#

@@ -69,6 +69,11 @@ struct SchemaAPITests {
         (#"{"attributes_type": "T", "content_state": {"a": "text"}}"#, "content_state.a: unknown type 'text'; use string, number, integer, boolean, date, object or array, with ? when optional"),
         (#"{"content_state": {}}"#, "attributes_type: is required"),
         (#"{"attributes_type": "T", "content_state": {}, "attributes": {"a": 1}}"#, "attributes.a: must be a type name, an object of fields or [elementType], got number"),
+        // Issue 44: each call keeps a version, so what it names is bounded.
+        (#"{"attributes_type": "\#(String(repeating: "T", count: 257))", "content_state": {}}"#,
+         "attributes_type: must be at most 256 characters (the name of the app's ActivityAttributes type), got 257"),
+        (#"{"attributes_type": "T", "content_state": {}, "description": "\#(String(repeating: "é", count: 4097))"}"#,
+         "description: must be at most 4096 characters, got 4097"),
     ])
     func badSchemasAreRefused(body: String, message: String) throws {
         let response = try world.server("setLiveActivitySchema", try #require(try JSONParser.parse(body).objectValue))

@@ -18,7 +18,7 @@ enum APNsKeyOptions {
         [
             OptionSpec(name: "--team-id", valueName: "id", help: "Apple developer team id (10 characters).", required: required),
             OptionSpec(name: "--key-id", valueName: "id", help: "APNs key id (10 characters).", required: required),
-            OptionSpec(name: "--key-file", valueName: "path", help: "The AuthKey_<key id>.p8 file; must not be world-readable.",
+            OptionSpec(name: "--key-file", valueName: "path", help: "The AuthKey_<key id>.p8 file; must be readable by its owner only.",
                        required: required),
             OptionSpec(name: "--environment", valueName: "production|sandbox|both", help: "APNs environments the key serves.",
                        defaultValue: "both"),

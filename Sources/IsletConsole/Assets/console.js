@@ -154,7 +154,11 @@ function setUpChrome() {
   });
   for (const radio of document.querySelectorAll("input[name=credential]")) {
     radio.addEventListener("change", () => {
-      document.getElementById("secret-label").textContent = radio.value === "password" && radio.checked ? "Console password" : "Server API token";
+      const password = radio.value === "password" && radio.checked;
+      document.getElementById("secret-label").textContent = password ? "Console password" : "Server API token";
+      // A server API token is a credential of the application, not a password of the person: browsers are not asked
+      // to save it. The console password may be.
+      document.getElementById("secret").setAttribute("autocomplete", password ? "current-password" : "off");
     });
   }
   document.getElementById("sign-out").addEventListener("click", async () => {

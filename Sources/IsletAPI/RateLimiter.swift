@@ -65,6 +65,12 @@ public struct RateLimited: Error, Sendable, Equatable {
     public let message: String
     public let retryAfter: Int
 
+    /// Refused with `message` (naming what is limited and when to retry).
+    public init(message: String, retryAfter: Int) {
+        self.message = message
+        self.retryAfter = retryAfter
+    }
+
     public static func message(_ what: String, limit: RateLimit, retryAfter: Int) -> RateLimited {
         RateLimited(message: "rate limit: \(what) may make \(RateLimit.number(limit.perSecond)) calls a second "
                         + "(bursts of \(RateLimit.number(limit.burst))); retry after \(retryAfter) s (E6)", retryAfter: retryAfter)

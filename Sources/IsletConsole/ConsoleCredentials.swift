@@ -72,6 +72,16 @@ public enum ConsoleCredentials {
         "pbkdf2-sha256$\(iterations)$\(Crypto.hex(salt))$\(Crypto.hex(Crypto.pbkdf2SHA256(password: password, salt: salt, iterations: iterations)))"
     }
 
+    /// Console password checks run at once at most (each costs about a fifth of a second of a core): half the cores, so
+    /// a flood of sign-ins from many addresses leaves the rest to the API.
+    public static let passwordChecksAtOnce = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+
+    /// The answer to a password sign-in while `limit` checks are running (429, retry after a second).
+    public static func passwordChecksBusy(limit: Int) -> String {
+        "console password sign-ins: \(limit) \(limit == 1 ? "is" : "are") being checked, the most this server checks at once "
+            + "(each costs a fifth of a second of a core); retry after 1 s"
+    }
+
     /// Whether `password` matches a stored record (false for a record this version cannot read).
     public static func passwordMatches(_ password: String, record: String) -> Bool {
         let parts = record.split(separator: "$").map(String.init)

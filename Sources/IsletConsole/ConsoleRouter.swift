@@ -21,10 +21,13 @@ public struct ConsoleRouter: Sendable {
     let now: @Sendable () -> Date
     /// Sign-in attempts per client address.
     let signIns: RateLimiter
+    /// Console password checks running now, at most `passwordChecksAtOnce`: they are CPU, and the HTTP workers are shared.
+    let passwordChecks: PasswordChecks
 
     public init(api: APIRouter, applications: any ApplicationStore, store: any ConsoleStore, messages: any MessageStore, events: ConsoleEvents,
                 simulator: (@Sendable (HTTPRequest, ApplicationCode) -> HTTPResponse)?, logger: Logger,
-                now: @escaping @Sendable () -> Date = { Date() }, signInLimit: RateLimit = RateLimit(perSecond: 0.2, burst: 10)) {
+                now: @escaping @Sendable () -> Date = { Date() }, signInLimit: RateLimit = RateLimit(perSecond: 0.2, burst: 10),
+                passwordChecksAtOnce: Int = ConsoleCredentials.passwordChecksAtOnce) {
         self.api = api
         self.applications = applications
         self.store = store
@@ -34,6 +37,7 @@ public struct ConsoleRouter: Sendable {
         self.logger = logger
         self.now = now
         self.signIns = RateLimiter(limit: signInLimit)
+        self.passwordChecks = PasswordChecks(limit: passwordChecksAtOnce)
     }
 
     /// The pages answer at once from memory; everything under /console/api reads or writes storage, on a worker.
@@ -224,7 +228,10 @@ public struct ConsoleRouter: Sendable {
             guard let record = try store.consolePassword() else {
                 throw APIError(.unauthorized, "password: no console password is set; set one with `islet console set-password`, or sign in with a server API token")
             }
-            guard ConsoleCredentials.passwordMatches(password, record: record) else { throw APIError(.unauthorized, "password: wrong console password") }
+            guard let matches = passwordChecks.run({ ConsoleCredentials.passwordMatches(password, record: record) }) else {
+                throw RateLimited(message: ConsoleCredentials.passwordChecksBusy(limit: passwordChecks.limit), retryAfter: 1)
+            }
+            guard matches else { throw APIError(.unauthorized, "password: wrong console password") }
         } else {
             throw APIError.invalid("token", "is required: an application's server API token (or `password`, the console password)")
         }

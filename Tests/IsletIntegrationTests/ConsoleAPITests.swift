@@ -8,6 +8,7 @@ import IsletDelivery
 import IsletHTTP
 import IsletStore
 import IsletTestPeers
+import Synchronization
 
 /// The console's API (issue 17), in-process through its router: sign-in with a server API token or the console
 /// password, the session cookie, CSRF on every change, the JSON API's methods run for the session, and the
@@ -119,6 +120,32 @@ struct ConsoleAPITests {
         let after = send("GET", "/console/api/overview", session: session)
         #expect(after.status == 401 && message(after).contains("was revoked"))
         #expect(send("POST", "/console/api/session", body: ["token": .string(token.secret)]).status == 401)
+    }
+
+    /// Issue 44: wrong console passwords from many addresses at once, each within its address's limit, are checked a
+    /// few at a time (each check costs a fifth of a second of a core, on the workers every API call shares); the rest
+    /// are refused at once with 429 and `Retry-After`, and none signs in.
+    @Test func passwordSignInsFromManyAddressesAreCheckedAFewAtATime() throws {
+        try Storage(StorageLocation(world.running.database)).console.setConsolePassword(ConsoleCredentials.passwordRecord("correct horse battery"), at: Date())
+        let attempts = ConsoleCredentials.passwordChecksAtOnce * 4 + 4
+        let answers = Mutex<[(status: Int, message: String, retryAfter: String?)]>([])
+        let console = console
+        let threads = (0..<attempts).map { n in
+            Thread {
+                let answer = console.handle(HTTPRequest(method: "POST", path: "/console/api/session",
+                                                        headers: [("content-type", "application/json"), ("x-forwarded-for", "2001:db8:\(n)::1")],
+                                                        body: Array(#"{"password": "wrong horse battery \#(n)"}"#.utf8), clientAddress: "127.0.0.1", query: []))
+                let message = (try? JSONParser.parse(answer.body))?.objectValue?["status_message"]?.stringValue ?? ""
+                answers.withLock { $0.append((answer.status, message, answer.headers.first { $0.name == "Retry-After" }?.value)) }
+            }
+        }
+        threads.forEach { $0.start() }
+        #expect(eventually(120) { answers.withLock { $0.count } == attempts })
+        let all = answers.withLock { $0 }
+        let refused = all.filter { $0.status == 429 }
+        #expect(!refused.isEmpty, "some were refused while others were checked: \(all.map(\.status))")
+        #expect(refused.allSatisfy { $0.message == ConsoleCredentials.passwordChecksBusy(limit: ConsoleCredentials.passwordChecksAtOnce) && $0.retryAfter == "1" })
+        #expect(all.allSatisfy { $0.status == 429 || ($0.status == 401 && $0.message == "password: wrong console password") }, "\(all)")
     }
 
     @Test func theConsolePasswordActsOnTheApplicationThePageNames() throws {

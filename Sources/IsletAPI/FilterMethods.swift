@@ -24,7 +24,8 @@ public struct FilterMethods: Sendable {
                 join = value
             }
             let filter = try FilterDefinition.parse(name: name, join: join, conditions: body.value("conditions"),
-                                                    tagTypes: try store.tagTypes(in: call.application.code))
+                                                    tagTypes: try store.tagTypes(in: call.application.code,
+                                                                                 named: FilterDefinition.tagNames(in: body.value("conditions"))))
             do {
                 try store.createFilter(filter, in: call.application.code, at: call.receivedAt)
             } catch let error as StoreError where error.code == .conflict {

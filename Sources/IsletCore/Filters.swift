@@ -88,6 +88,16 @@ public struct FilterDefinition: Sendable, Hashable {
         return FilterDefinition(name: name, join: join, conditions: conditions)
     }
 
+    /// The custom tag names `conditions` (as `parse` takes them) name, so only their types need reading: an application
+    /// may have many tag names, and a filter names a few. Whatever is malformed is left to `parse` to name.
+    public static func tagNames(in conditions: JSONValue?) -> Set<String> {
+        guard case .array(let items)? = conditions else { return [] }
+        return Set(items.prefix(maximumConditions).compactMap { item in
+            guard case .array(let parts) = item, case .string(let tag)? = parts.first, BuiltInTag.named(tag) == nil else { return nil }
+            return tag
+        })
+    }
+
     static func parseCondition(_ item: JSONValue, path: String, tagTypes: [String: TagType]) throws(APIError) -> FilterCondition {
         guard case .array(let parts) = item, parts.count == 3 else {
             throw .invalid(path, "must be [tag, operator, value]")

@@ -34,17 +34,27 @@ public struct TagType: WireValue {
     public static let all = [string, integer, list, version]
 }
 
-/// A tag value not stored because the tag already has another type (D2): the rest of the call applies,
-/// so one clashing tag never costs a registration; the answer names it.
+/// A tag value not stored, because the tag already has another type (D2) or is a new name past the application's
+/// limit (`TagNames`): the rest of the call applies, so one such tag never costs a registration; the answer names it.
 public struct SkippedTag: Sendable, Equatable {
     public let tag: String
-    public let existing: TagType
-    public let given: TagType
+    public let why: Why
+
+    public enum Why: Sendable, Equatable {
+        /// The tag's type, fixed by its first value, is not the value's (D2).
+        case typeClash(existing: TagType, given: TagType)
+        /// A new tag name, and the application has as many names as it may (`TagNames`).
+        case tooManyNames(limit: Int)
+    }
 
     public init(tag: String, existing: TagType, given: TagType) {
         self.tag = tag
-        self.existing = existing
-        self.given = given
+        why = .typeClash(existing: existing, given: given)
+    }
+
+    public init(tag: String, why: Why) {
+        self.tag = tag
+        self.why = why
     }
 
     /// Whether a value of type `given` may be stored under a tag whose type is `existing` (nil: a new tag,
@@ -54,8 +64,31 @@ public struct SkippedTag: Sendable, Equatable {
         return SkippedTag(tag: tag, existing: existing, given: given)
     }
 
-    public var reason: String { "is a tag of type \(existing.rawValue); got a value of type \(given.rawValue), not stored (D2)" }
+    public var reason: String {
+        switch why {
+        case .typeClash(let existing, let given):
+            "is a tag of type \(existing.rawValue); got a value of type \(given.rawValue), not stored (D2)"
+        case .tooManyNames(let limit):
+            "is a new tag name, and this application has \(limit), the most it may have (islet serve --tag-names-per-application); not stored"
+        }
+    }
     public var warning: String { "tags.\(tag): \(reason)" }
+}
+
+/// How many tag names an application may have. Tags are named by whoever calls setTags or registerDevice, the
+/// public device API token included: every new name is kept for good and read by the filters, so a flood of names
+/// would slow every filter of the application. 1,000 by default, far above what apps use.
+public struct TagNames: Sendable, Equatable {
+    public let limit: Int
+    public static let standard = TagNames(limit: 1000)
+    public static let allowed = 1...1_000_000
+
+    public init(limit: Int) { self.limit = limit }
+
+    /// The refusal of a new tag name when the application already has `names`; nil when it may have one more.
+    public func admit(_ tag: String, names: Int) -> SkippedTag? {
+        names < limit ? nil : SkippedTag(tag: tag, why: .tooManyNames(limit: limit))
+    }
 }
 
 /// The tags every device has, derived from registerDevice (X1).

@@ -7,7 +7,13 @@ import IsletStore
 public struct SQLDeviceStore: DeviceStore {
     let database: any SQLDatabase
 
-    public init(database: any SQLDatabase) { self.database = database }
+    /// How many tag names an application may have (new ones past it are skipped, named).
+    let tagNames: TagNames
+
+    public init(database: any SQLDatabase, tagNames: TagNames = .standard) {
+        self.database = database
+        self.tagNames = tagNames
+    }
 
     // MARK: - Devices
 
@@ -117,8 +123,8 @@ public struct SQLDeviceStore: DeviceStore {
         return (Self.device(first, application), tags)
     }
 
-    public func tagTypes(in application: ApplicationCode) throws(StoreError) -> [String: TagType] {
-        try database.withConnection { (c) throws(StoreError) in try SQLMessageStore.tagTypes(application, c) }
+    public func tagTypes(in application: ApplicationCode, named: Set<String>?) throws(StoreError) -> [String: TagType] {
+        try database.withConnection { (c) throws(StoreError) in try SQLMessageStore.tagTypes(application, named: named, c) }
     }
 
     /// Replaces each named tag's values; a tag's type is fixed by the first value ever set for it, and a
@@ -126,12 +132,26 @@ public struct SQLDeviceStore: DeviceStore {
     private func applyTags(_ tags: [(name: String, value: TagValue?)], device: Int64, application: ApplicationCode,
                            _ c: any SQLConnection) throws(StoreError) -> [SkippedTag] {
         var skipped: [SkippedTag] = []
+        // The application's tag names, counted once a call when it names a new one.
+        var names: Int?
         for (name, value) in tags {
             let existing = try c.query("SELECT type FROM tag_types WHERE application = ? AND name = ?",
                                        [.text(application.rawValue), .text(name)]).first?["type"].text.flatMap(TagType.init(rawValue:))
             if let value, let clash = SkippedTag.check(tag: name, given: value.type, existing: existing) {
                 skipped.append(clash)
                 continue
+            }
+            if value != nil, existing == nil {
+                var count = names ?? 0
+                if names == nil {
+                    count = Int(try c.query("SELECT COUNT(*) AS names FROM tag_types WHERE application = ?", [.text(application.rawValue)])[0]["names"].int ?? 0)
+                }
+                if let refusal = tagNames.admit(name, names: count) {
+                    names = count
+                    skipped.append(refusal)
+                    continue
+                }
+                names = count + 1
             }
             try c.run("DELETE FROM device_tags WHERE device = ? AND name = ?", [.int(device), .text(name)])
             guard let value else { continue }
@@ -411,13 +431,14 @@ public struct SQLDeviceStore: DeviceStore {
     private func loadFilters(_ sql: String, _ parameters: [SQLValue], _ application: ApplicationCode) throws(StoreError) -> [FilterDefinition] {
         let rows = try database.withConnection { (c) throws(StoreError) in try c.query(sql, parameters) }
         guard !rows.isEmpty else { return [] }
-        let types = try tagTypes(in: application)
+        let parsed = rows.map { row in (row, try? JSONParser.parse(row["conditions"].text ?? "")) }
+        let types = try tagTypes(in: application, named: parsed.reduce(into: Set<String>()) { $0.formUnion(FilterDefinition.tagNames(in: $1.1)) })
         var filters: [FilterDefinition] = []
-        for row in rows {
+        for (row, read) in parsed {
             let name = row["name"].text ?? ""
             // Stored definitions were validated when created; tag types never change, so they parse again.
             do {
-                let conditions = try JSONParser.parse(row["conditions"].text ?? "")
+                guard let conditions = read else { throw StoreError(.io, "its conditions are not JSON") }
                 filters.append(try FilterDefinition.parse(name: name, join: FilterJoin(rawValue: row["operator"].text ?? "") ?? .and,
                                                           conditions: conditions, tagTypes: types))
             } catch {

@@ -275,9 +275,18 @@ public struct SQLMessageStore: Sendable {
             dismissAt: row["dismiss_at"].date)
     }
 
-    static func tagTypes(_ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> [String: TagType] {
+    /// The types of the application's custom tags; with `named`, of those names only (looked up by the key, never a
+    /// read of every name the application has).
+    static func tagTypes(_ application: ApplicationCode, named: Set<String>? = nil, _ c: any SQLConnection) throws(StoreError) -> [String: TagType] {
+        var sql = "SELECT name, type FROM tag_types WHERE application = ?"
+        var parameters: [SQLValue] = [.text(application.rawValue)]
+        if let named {
+            guard !named.isEmpty else { return [:] }
+            sql += " AND name IN (\(Array(repeating: "?", count: named.count).joined(separator: ", ")))"
+            parameters += named.sorted().map { .text($0) }
+        }
         var types: [String: TagType] = [:]
-        for row in try c.query("SELECT name, type FROM tag_types WHERE application = ?", [.text(application.rawValue)]) {
+        for row in try c.query(sql, parameters) {
             types[row["name"].text ?? ""] = TagType(rawValue: row["type"].text ?? "")
         }
         return types
@@ -296,7 +305,7 @@ public struct SQLMessageStore: Sendable {
         do {
             let object = try JSONParser.parse(text).objectValue ?? [:]
             if let filter = object["filter"]?.objectValue {
-                let types = try Self.tagTypes(application, c)
+                let types = try Self.tagTypes(application, named: FilterDefinition.tagNames(in: filter["conditions"]), c)
                 return .filter(try FilterDefinition.parse(
                     name: filter["name"]?.stringValue ?? "", join: FilterJoin(rawValue: filter["operator"]?.stringValue ?? "") ?? .and,
                     conditions: filter["conditions"], tagTypes: types))

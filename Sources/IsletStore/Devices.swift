@@ -125,8 +125,9 @@ public protocol DeviceStore: Sendable {
     /// The device and its custom tags, read together (one statement: one round trip on PostgreSQL); nil when
     /// the device does not exist.
     func deviceWithTags(hwid: String, in application: ApplicationCode) throws(StoreError) -> (device: Device, tags: [String: TagValue])?
-    /// Types of the custom tags devices of the application have set.
-    func tagTypes(in application: ApplicationCode) throws(StoreError) -> [String: TagType]
+    /// Types of the custom tags devices of the application have set; with `named`, of those names only (what a filter
+    /// names: an application may have many).
+    func tagTypes(in application: ApplicationCode, named: Set<String>?) throws(StoreError) -> [String: TagType]
 
     /// Stores (or with nil, removes) the push-to-start token for `attributesType` ("" serves every type). False: no device.
     func setPushToStartToken(_ token: String?, attributesType: String, hwid: String, in application: ApplicationCode,
@@ -214,5 +215,12 @@ public struct DeviceHealthReport: Sendable {
         self.activityTokens = activityTokens
         self.history = history
         self.facts = facts
+    }
+}
+
+extension DeviceStore {
+    /// Types of every custom tag devices of the application have set.
+    public func tagTypes(in application: ApplicationCode) throws(StoreError) -> [String: TagType] {
+        try tagTypes(in: application, named: nil)
     }
 }

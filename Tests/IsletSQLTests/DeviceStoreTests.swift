@@ -119,6 +119,27 @@ struct DeviceStoreTests {
         #expect(try s.devices.tags(hwid: "nobody", in: shop) == nil)
         #expect(try s.devices.tagTypes(in: shop) == ["Level": .integer, "Sports": .list, "City": .string, "Other": .string])
         #expect(try s.devices.tagTypes(in: other).isEmpty)
+        #expect(try s.devices.tagTypes(in: shop, named: ["City", "Nope"]) == ["City": .string], "a filter reads the names it names only")
+        #expect(try s.devices.tagTypes(in: shop, named: []).isEmpty)
+    }
+
+    /// Issue 44: the device API token is public, and every new tag name is kept for good and read by filters: an
+    /// application has at most so many names. A new one past the limit is skipped and named; known names still take
+    /// values, and other applications have limits of their own.
+    @Test(arguments: Engine.allCases) func anApplicationHasAtMostSoManyTagNames(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        let limited = SQLDeviceStore(database: s.db.database, tagNames: TagNames(limit: 3))
+        try s.register("h1", 1, tags: [("Level", .integer(3))])
+        let skipped = try limited.setTags([("A", .string("a")), ("B", .integer(1)), ("C", .string("c")), ("Level", .integer(4)), ("D", nil)],
+                                          hwid: "h1", in: shop, at: now)
+        #expect(skipped == [SkippedTag(tag: "C", why: .tooManyNames(limit: 3))], "Level, A and B are the three; removing D adds no name")
+        #expect(skipped?.first?.warning == "tags.C: is a new tag name, and this application has 3, the most it may have (islet serve --tag-names-per-application); not stored")
+        #expect(try s.devices.tags(hwid: "h1", in: shop) == ["Level": .integer(4), "A": .string("a"), "B": .integer(1)])
+        #expect(try limited.setTags([("A", .string("again")), ("E", .string("e"))], hwid: "h1", in: shop, at: now)
+                == [SkippedTag(tag: "E", why: .tooManyNames(limit: 3))])
+        #expect(try s.devices.tags(hwid: "h1", in: shop)?["A"] == .string("again"))
+        try s.register("o1", 2, app: other)
+        #expect(try limited.setTags([("X", .string("x"))], hwid: "o1", in: other, at: now) == [], "another application's names are its own")
     }
 
     @Test(arguments: Engine.allCases) func activityTokensRotateEndOneOrEndAll(_ engine: Engine) throws {

@@ -50,6 +50,9 @@ struct ServeCommand: CLICommand {
             OptionSpec(name: "--push-to-start-per-minute", valueName: "n",
                        help: "Push-to-start pushes a device gets in a minute; more are held for the next free slot (A12). 0: no pacing.",
                        environment: "ISLET_PUSH_TO_START_PER_MINUTE", defaultValue: "10"),
+            OptionSpec(name: "--tag-names-per-application", valueName: "n",
+                       help: "Tag names an application may have; a new one past it is skipped and named in the answer (1 to 1000000).",
+                       environment: "ISLET_TAG_NAMES_PER_APPLICATION", defaultValue: "1000"),
             OptionSpec(name: "--retention-days", valueName: "days|off",
                        help: "Keep finished messages and their delivery records this long.", environment: "ISLET_RETENTION_DAYS",
                        defaultValue: "30"),
@@ -115,6 +118,12 @@ struct ServeCommand: CLICommand {
                 throw CLIError.usage("--push-to-start-per-minute: '\(text)' is not a number from 0 to 1000")
             }
             configuration.pushToStartPacing = PushToStartPacing(perMinute: count)
+        }
+        if let text = arguments.value("--tag-names-per-application") {
+            guard let count = Int(text), TagNames.allowed.contains(count) else {
+                throw CLIError.usage("--tag-names-per-application: '\(text)' is not a number from 1 to 1000000")
+            }
+            configuration.tagNames = TagNames(limit: count)
         }
         if let text = arguments.value("--retention-days") {
             if text == "off" {

@@ -49,7 +49,7 @@ public final class IsletServer: Sendable {
         self.logger = logger
         let storage = try Storage(configuration.location, node: configuration.node)
         let store = storage.applications(masterKey: configuration.masterKey)
-        let devices = storage.devices, messages = storage.messages, schemas = storage.schemas
+        let devices = storage.devices(tagNames: configuration.tagNames), messages = storage.messages, schemas = storage.schemas
         self.store = store
         self.devices = devices
         self.messages = messages

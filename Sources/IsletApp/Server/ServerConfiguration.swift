@@ -71,6 +71,8 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var updatePacing = UpdatePacing.standard
     /// A12: push-to-start pushes a device gets in a minute (starts to named devices).
     public var pushToStartPacing = PushToStartPacing.standard
+    /// How many tag names an application may have.
+    public var tagNames = TagNames.standard
     /// D5: whether an activity begun on a phone may be defined by its first report.
     public var phoneStartedActivities = PhoneStartedActivities.allow
     /// Seals APNs keys at rest; nil stores them plain (a warning with Apple's APNs).
@@ -113,6 +115,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
             "delete_idle_channels_days": retention.idleChannels.map { .int(Int64($0.components.seconds / 86_400)) } ?? .string("off"),
             "update_interval_seconds": .double(updatePacing.interval),
             "push_to_start_per_minute": .int(Int64(pushToStartPacing.perMinute)),
+            "tag_names_per_application": .int(Int64(tagNames.limit)),
             "rate_limits": [
                 "device_per_address": .string(rateLimits.devicePerAddress?.description ?? "off"),
                 "device_per_token": .string(rateLimits.devicePerToken?.description ?? "off"),

@@ -1,4 +1,5 @@
 import Foundation
+import IsletCore
 import IsletCrypto
 import IsletPostgres
 import IsletSQL
@@ -61,6 +62,8 @@ public struct Storage: Sendable {
 
     public func applications(masterKey: MasterKey?) -> SQLApplicationStore { SQLApplicationStore(database: database, masterKey: masterKey) }
     public var devices: SQLDeviceStore { SQLDeviceStore(database: database) }
+    /// The device store with the server's limit on tag names.
+    public func devices(tagNames: TagNames) -> SQLDeviceStore { SQLDeviceStore(database: database, tagNames: tagNames) }
     public var messages: SQLMessageStore { SQLMessageStore(database: database) }
     public var schemas: SQLSchemaStore { SQLSchemaStore(database: database) }
     public var simulated: SQLSimulatorStore { SQLSimulatorStore(database: database) }

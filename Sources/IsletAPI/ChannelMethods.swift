@@ -13,12 +13,25 @@ public struct ChannelMethods: Sendable {
     let audit: AuditLog
     /// The longest one management request may take.
     let timeout: Duration
+    /// Calls that ask Apple, running at once: each holds a shared HTTP worker until Apple answers or `timeout` passes.
+    let managementSlots: AtOnceLimit
 
-    public init(store: any ChannelStore, transport: (any PushTransport)?, audit: AuditLog = .disabled, timeout: Duration = .seconds(15)) {
+    public init(store: any ChannelStore, transport: (any PushTransport)?, audit: AuditLog = .disabled, timeout: Duration = .seconds(15),
+                atOnce: Int = BroadcastChannels.managementAtOnce, atOncePerApplication: Int = BroadcastChannels.managementAtOncePerApplication) {
         self.store = store
         self.transport = transport
         self.audit = audit
         self.timeout = timeout
+        managementSlots = AtOnceLimit(limit: atOnce, perKey: atOncePerApplication)
+    }
+
+    /// Runs a call that asks Apple, unless as many run already, in all or for the application: then 429, retry later.
+    private func managing<T>(_ application: ApplicationCode, _ body: () throws -> T) throws -> T {
+        guard let result = try managementSlots.run(key: application.rawValue, body) else {
+            throw RateLimited(message: BroadcastChannels.managementBusy(atOnce: managementSlots.limit, perApplication: managementSlots.perKey),
+                              retryAfter: BroadcastChannels.managementRetryAfter)
+        }
+        return result
     }
 
     public var all: [APIMethod] {
@@ -43,43 +56,48 @@ public struct ChannelMethods: Sendable {
         APIMethod(name: "createLiveActivityChannel", access: .server) { [self] call in
             let new = try BroadcastChannels.newChannel(call.request)
             let application = call.application
-            guard try store.channel(named: new.name, in: application.code) == nil else {
+            return try managing(application.code) { try create(new, application, call) }
+        }
+    }
+
+    private func create(_ new: BroadcastChannels.NewChannel, _ application: Application, _ call: APICall) throws -> JSONObject {
+        guard try store.channel(named: new.name, in: application.code) == nil else {
+            throw APIError.invalid("name", "a channel named '\(new.name)' already exists")
+        }
+        for gateway in new.gateways where try store.channelCount(in: application.code, gateway: gateway) >= BroadcastChannels.limitPerEnvironment {
+            throw BroadcastChannels.limitReached(gateway)
+        }
+        var ids: [Gateway: String] = [:]
+        do {
+            for gateway in new.gateways {
+                let outcome = try management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
+                                                             method: "POST", path: "channels",
+                                                             body: BroadcastChannels.createBody(new.policy).jsonBytes))
+                guard outcome.status == 201, let id = outcome.management?.channelID, !id.isEmpty else {
+                    throw BroadcastChannels.appleRefusal(action: "create", name: new.name, gateway: gateway, status: outcome.status, reason: outcome.recordedReason)
+                }
+                ids[gateway] = id
+            }
+            let record = ChannelRecord(name: new.name, policy: new.policy, createdAt: call.receivedAt, ids: ids)
+            do {
+                try store.saveChannel(record, in: application.code)
+            } catch {
+                guard error.code == .conflict else { throw error }
                 throw APIError.invalid("name", "a channel named '\(new.name)' already exists")
             }
-            for gateway in new.gateways where try store.channelCount(in: application.code, gateway: gateway) >= BroadcastChannels.limitPerEnvironment {
-                throw BroadcastChannels.limitReached(gateway)
+            audit.record(.channelCreated, application: application.code, actor: call.actor, details: ["channel": Self.json(record)])
+            return ["channel": Self.json(record)]
+        } catch {
+            // Nothing half-made: the channels Apple created for this call go again; one Apple would not delete is named.
+            var left: [String] = []
+            for (gateway, id) in ids {
+                let outcome = try? management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
+                                                              method: "DELETE", path: "channels", channelID: id))
+                if !(outcome.map(ChannelDeletion.isGone) ?? false) { left.append("\(id) (\(gateway))") }
             }
-            var ids: [Gateway: String] = [:]
-            do {
-                for gateway in new.gateways {
-                    let outcome = try management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
-                                                                 method: "POST", path: "channels",
-                                                                 body: BroadcastChannels.createBody(new.policy).jsonBytes))
-                    guard outcome.status == 201, let id = outcome.management?.channelID, !id.isEmpty else {
-                        throw BroadcastChannels.appleRefusal(action: "create", name: new.name, gateway: gateway, status: outcome.status, reason: outcome.recordedReason)
-                    }
-                    ids[gateway] = id
-                }
-                let record = ChannelRecord(name: new.name, policy: new.policy, createdAt: call.receivedAt, ids: ids)
-                do {
-                    try store.saveChannel(record, in: application.code)
-                } catch let error as StoreError where error.code == .conflict {
-                    throw APIError.invalid("name", "a channel named '\(new.name)' already exists")
-                }
-                audit.record(.channelCreated, application: application.code, actor: call.actor, details: ["channel": Self.json(record)])
-                return ["channel": Self.json(record)]
-            } catch {
-                // Nothing half-made: the channels Apple created for this call go again; one Apple would not delete is named.
-                var left: [String] = []
-                for (gateway, id) in ids {
-                    let outcome = try? management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
-                                                                  method: "DELETE", path: "channels", channelID: id))
-                    if !(outcome.map(ChannelDeletion.isGone) ?? false) { left.append("\(id) (\(gateway))") }
-                }
-                guard !left.isEmpty, let refusal = error as? APIError else { throw error }
-                throw APIError(refusal.code, refusal.message + "; Apple's channel " + left.joined(separator: " and ")
-                               + " could not be deleted again: checkLiveActivityChannels names it")
-            }
+            guard !left.isEmpty, let refusal = error as? APIError else { throw error }
+            throw APIError(refusal.code, refusal.message + "; Apple's channel " + left.joined(separator: " and ")
+                           + " could not be deleted again: checkLiveActivityChannels names it")
         }
     }
 
@@ -106,7 +124,9 @@ public struct ChannelMethods: Sendable {
             let application = call.application
             guard let record = try store.channel(named: name, in: application.code) else { throw Self.unknown(name) }
             guard let transport else { throw Self.noTransport }
-            try ChannelDeletion(store: store, transport: transport, timeout: timeout).delete(record, application: application.code, bundleID: application.bundleID)
+            try managing(application.code) {
+                try ChannelDeletion(store: store, transport: transport, timeout: timeout).delete(record, application: application.code, bundleID: application.bundleID)
+            }
             audit.record(.channelDeleted, application: application.code, actor: call.actor, details: ["name": .string(name)])
             return [:]
         }
@@ -131,8 +151,10 @@ public struct ChannelMethods: Sendable {
             let known = Set(records.flatMap { $0.ids.values })
             var missing: [JSONValue] = [], unknown: [JSONValue] = [], counts = JSONObject()
             for gateway in Gateway.all {
-                let outcome = try management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
-                                                             method: "GET", path: "all-channels"))
+                let outcome = try managing(application.code) {
+                    try management(.manageChannels(application: application.code, gateway: gateway, bundleID: application.bundleID,
+                                                   method: "GET", path: "all-channels"))
+                }
                 guard outcome.status == 200, let body = outcome.management?.body, let listed = (try? JSONParser.parse(body))?.objectValue?["channels"]?.arrayValue else {
                     throw BroadcastChannels.appleRefusal(action: "list", name: "*", gateway: gateway, status: outcome.status, reason: outcome.recordedReason)
                 }

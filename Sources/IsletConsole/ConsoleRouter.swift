@@ -22,7 +22,7 @@ public struct ConsoleRouter: Sendable {
     /// Sign-in attempts per client address.
     let signIns: RateLimiter
     /// Console password checks running now, at most `passwordChecksAtOnce`: they are CPU, and the HTTP workers are shared.
-    let passwordChecks: PasswordChecks
+    let passwordChecks: AtOnceLimit
 
     public init(api: APIRouter, applications: any ApplicationStore, store: any ConsoleStore, messages: any MessageStore, events: ConsoleEvents,
                 simulator: (@Sendable (HTTPRequest, ApplicationCode) -> HTTPResponse)?, logger: Logger,
@@ -37,7 +37,7 @@ public struct ConsoleRouter: Sendable {
         self.logger = logger
         self.now = now
         self.signIns = RateLimiter(limit: signInLimit)
-        self.passwordChecks = PasswordChecks(limit: passwordChecksAtOnce)
+        self.passwordChecks = AtOnceLimit(limit: passwordChecksAtOnce)
     }
 
     /// The pages answer at once from memory; everything under /console/api reads or writes storage, on a worker.

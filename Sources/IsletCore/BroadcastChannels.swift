@@ -113,6 +113,19 @@ public enum BroadcastChannels {
     /// was deleted (or deleted and created anew, with another id from Apple) since the start.
     public static let channelGone = "the channel the activity was started on was deleted since; its phones no longer get updates"
 
+    /// Channel-management calls that ask Apple at once, in all and for one application: each holds a shared HTTP worker
+    /// until Apple answers (or 15 s pass), so an endpoint that never answers holds up at most these many.
+    public static let managementAtOnce = 8
+    public static let managementAtOncePerApplication = 2
+    /// Seconds a refused management call is told to wait.
+    public static let managementRetryAfter = 5
+
+    /// The refusal of a management call while as many wait for Apple (429 with `Retry-After`).
+    public static func managementBusy(atOnce: Int, perApplication: Int) -> String {
+        "channel management: \(perApplication) calls of this application, or \(atOnce) in all, are waiting for Apple's answers, "
+            + "the most this server sends at once; retry after \(managementRetryAfter) s"
+    }
+
     /// The refusal of a channel past Apple's limit, before Apple is asked.
     public static func limitReached(_ gateway: Gateway) -> APIError {
         .invalid("name", "the application already has \(limitPerEnvironment) \(gateway) channels, Apple's limit per application and environment; "

@@ -60,4 +60,11 @@ struct ConsoleCredentialsTests {
         #expect(ConsoleCredentials.passwordProblem("short") == "must be at least 12 characters")
         #expect(ConsoleCredentials.passwordProblem("twelve chars") == nil)
     }
+
+    /// Issue 44: a password sign-in over the checks run at once is told what is busy and when to retry.
+    @Test func aBusyPasswordCheckSaysWhatIsBusyAndWhenToRetry() {
+        #expect(ConsoleCredentials.passwordChecksBusy(limit: 1)
+                == "console password sign-ins: 1 is being checked, the most this server checks at once (each costs a fifth of a second of a core); retry after 1 s")
+        #expect(ConsoleCredentials.passwordChecksAtOnce >= 1)
+    }
 }

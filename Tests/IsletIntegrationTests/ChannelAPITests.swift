@@ -189,3 +189,43 @@ struct ChannelAPITests {
         #expect(try appleSide(running).isEmpty)
     }
 }
+
+/// Issue 44: a call that asks Apple holds a shared HTTP worker until Apple answers; an endpoint that accepts and never
+/// answers must not take every worker. Two calls of one application wait at once at most (eight in all); the next is
+/// refused at once with 429 and `Retry-After`, and the waiting ones finish when Apple answers.
+@Suite("Channel management waits a few at a time (issue 44)")
+struct ChannelManagementAtOnceTests {
+    @Test func aThirdCallOfOneApplicationIsRefusedWhileTwoWaitForApple() throws {
+        let answer = DispatchSemaphore(value: 0), asked = Atomic<Int>(0)
+        let world = try LiveActivityWorld(transport: RecordingTransport { push, _ in
+            guard case .manageChannels = push.route else { return .delivered }
+            asked.add(1, ordering: .relaxed)
+            answer.wait()   // Apple takes its time
+            var created = PushOutcome(status: 201)
+            created.management = ManagementResponse(channelID: Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString(), body: [])
+            return created
+        })
+        let results = Mutex<[String: Int]>([:])
+        let port = world.running.port, credentials: JSONObject = ["application": .string(world.code), "auth": .string(world.auth)]
+        func create(_ name: String) {
+            Thread {
+                let response = try? call(port, "createLiveActivityChannel", credentials.merging(["name": .string(name), "environment": "production"]))
+                results.withLock { $0[name] = response?.status ?? -1 }
+            }.start()
+        }
+        create("first")
+        create("second")
+        #expect(eventually { asked.load(ordering: .relaxed) == 2 }, "two calls wait for Apple")
+        let third = try world.server("createLiveActivityChannel", ["name": "third", "environment": "production"])
+        #expect(third.status == 429)
+        #expect(third.message == BroadcastChannels.managementBusy(atOnce: 8, perApplication: 2))
+        #expect(third.headers["retry-after"] == "5")
+        #expect(asked.load(ordering: .relaxed) == 2, "the third never asked Apple")
+        answer.signal()
+        answer.signal()
+        #expect(eventually { results.withLock { $0 } == ["first": 200, "second": 200] }, "\(results.withLock { $0 })")
+        answer.signal()
+        let later = try world.server("createLiveActivityChannel", ["name": "third", "environment": "production"])
+        #expect(later.status == 200, "once they are answered, the next call goes: \(later.message ?? "")")
+    }
+}

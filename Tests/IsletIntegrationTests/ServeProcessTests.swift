@@ -114,6 +114,25 @@ struct ServeProcessTests {
         #expect(serve.waitForExit() == 0)
     }
 
+    /// Issue 44: a database made with the simulator keeps the demo's public token; served with Apple's APNs, anyone who
+    /// read the documentation could push with it. The server refuses to start until it is revoked.
+    @Test func appleAPNsRefusesADatabaseWhoseDemoTokenStillWorks() throws {
+        let demo = try ServeProcess()
+        let database = try IntegrationEngine.database(in: demo.directory)
+        kill(demo.process.processIdentifier, SIGTERM)
+        #expect(demo.waitForExit() == 0)
+        let refused = try Self.serveRefused(["--database", database, "--apns", "apple"], logsIn: demo.directory)
+        #expect(refused.status == 1)
+        #expect(refused.errors.contains("the demo application XXXXX-XXXXX still has its public server API token SECRET_API_TOKEN"), "\(refused.errors)")
+        let revoked = try runProgram(try builtExecutable("islet"), ["app", "token", "revoke", "XXXXX-XXXXX", "SECRET_API_TOKEN", "--database", database])
+        #expect(revoked.status == 0, "\(revoked.output)")
+        let apple = try ServeProcess(executable: "islet", arguments: ["serve", "--listen", "127.0.0.1:0", "--database", database, "--apns", "apple"],
+                                     directory: demo.directory)
+        #expect(apple.port != 0, "it starts once the token is revoked")
+        kill(apple.process.processIdentifier, SIGTERM)
+        #expect(apple.waitForExit() == 0)
+    }
+
     @Test func noDemoOnANonLoopbackAddressOrANonEmptyDatabase() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-demo-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -182,6 +201,8 @@ struct ServeProcessTests {
         let second = try Self.serveRefused(["--database", database, "--node-id", "sim-2", "--audit-log", "off"], logsIn: first.directory)
         #expect(second.status == 1)
         #expect(second.errors.contains("--apns simulator runs on one node only, and node sim-1 ("), "\(second.errors)")
+        // The demo's public token must go before Apple's APNs serves this database (issue 44).
+        #expect(try runProgram(try builtExecutable("islet"), ["app", "token", "revoke", "XXXXX-XXXXX", "SECRET_API_TOKEN", "--database", database]).status == 0)
         let appleBeside = try Self.serveRefused(["--database", database, "--apns", "apple", "--node-id", "apple-0", "--audit-log", "off"],
                                                 logsIn: first.directory)
         #expect(appleBeside.status == 1)

@@ -166,6 +166,12 @@ public final class IsletServer: Sendable {
     }
 
     private func startServices() throws -> Int {
+        // The demo's server token is printed in every document: with Apple's APNs it would let anyone push to the
+        // demo application's devices, and a database made with the simulator may be carried over to production.
+        if configuration.apns == .apple, let demo = try store.token(hash: Credentials.hash(Self.demoAPIToken)),
+           demo.application == Self.demoCode, demo.kind == .api, !demo.isRevoked {
+            throw StartRefusal(message: Self.demoTokenRefusal)
+        }
         let keys = try store.checkAPNsKeys()
         if configuration.masterKey == nil && configuration.apns == .apple {
             logger.warning("APNs keys are stored unencrypted: set ISLET_MASTER_KEY or --master-key-file (docs/PRODUCTION.md)", ["plain_keys": .int(Int64(keys.plain))])
@@ -229,6 +235,18 @@ public final class IsletServer: Sendable {
     /// The demo application's fixed code and server token: those of the reference documents' examples.
     public static let demoCode = ApplicationCode("XXXXX-XXXXX")!
     public static let demoAPIToken = "SECRET_API_TOKEN"
+    /// Why a server with Apple's APNs does not start on a database whose demo token still works.
+    static let demoTokenRefusal = """
+        the demo application \(demoCode) still has its public server API token \(demoAPIToken), which every copy of the \
+        documentation prints: with --apns apple anyone could push with it. Revoke it first (islet app token revoke \
+        \(demoCode) \(demoAPIToken)), or serve Apple's APNs from a new database
+        """
+
+    /// A reason the server does not start, said as it is.
+    struct StartRefusal: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
 
     /// Creates the demo application when the database is empty, the APNs side is the simulator and
     /// the server listens on loopback only; never otherwise, since its token is public.

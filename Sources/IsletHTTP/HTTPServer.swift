@@ -97,6 +97,9 @@ public final class HTTPServer: @unchecked Sendable {
     /// still running is answered 503 saying its outcome is unknown (libmicrohttpd must not stop with a
     /// connection suspended). Returns false when some requests were still running at the deadline (a
     /// worker may still be running one: its outcome is unknown).
+    /// How long a shutdown waits for the bodies of requests still arriving.
+    static let bodyGrace: Duration = .seconds(2)
+
     @discardableResult
     public func shutdown(gracePeriod: Duration = .seconds(10)) -> Bool {
         guard let running = daemon.withLock({ current -> DaemonHandle? in defer { current = nil }; return current })?.pointer else {
@@ -107,7 +110,11 @@ public final class HTTPServer: @unchecked Sendable {
         let deadline = ContinuousClock.now + gracePeriod
         // Streams never end on their own: they end now, once what they have queued is written.
         context.streams.finishAll()
-        let drained = context.waitForRequests(until: deadline)
+        // A body on its way gets a moment to arrive, and its request runs; one still coming after that (a client
+        // that trickles it, or never sends the rest) is closed at the stop: nothing of it ran, and it holds up neither
+        // the stop nor its outcome.
+        context.waitForRequests(until: min(deadline, ContinuousClock.now + Self.bodyGrace))
+        let drained = context.waitForRunningRequests(until: deadline)
         let handler = context.handler
         if context.suspensions.stop(answer: { request, started in handler.unfinished(request, started: started) }) > 0 {
             // The 503s go out on the connection threads: a moment for them to be written before the stop.
@@ -165,6 +172,9 @@ final class ServerContext: Sendable {
     let handler: any HTTPHandler
     let maximumBodyBytes: Int
     let inFlight = Atomic<Int>(0)
+    /// Requests in flight whose body is still coming: nothing of them has run, so a shutdown does not wait for them
+    /// (a client sending its body slowly, or never finishing it, would hold the stop for the whole grace period).
+    let receiving = Atomic<Int>(0)
     /// Set while the server waits for requests to end: the last one to end wakes it (`requestEnded`).
     let draining = Atomic<Bool>(false)
     let drained = NSCondition()
@@ -273,6 +283,8 @@ final class RequestState {
     var query: [(name: String, value: String)] = []
     var body: [UInt8] = []
     var tooLarge = false
+    /// From its headers until its whole body is in: counted in `ServerContext.receiving`.
+    var receivingBody = false
     var clientAddress = ""
     /// Set when the request was handed to a worker; its answer arrives here.
     var answer: PendingAnswer?
@@ -341,7 +353,9 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         let state = RequestState(method: method.map { String(cString: $0) } ?? "GET", path: path)
         let unmanaged = Unmanaged.passRetained(state)
         requestContext.pointee = unmanaged.toOpaque()
-        context.inFlight.add(1, ordering: .acquiringAndReleasing)
+        context.inFlight.add(1, ordering: .sequentiallyConsistent)
+        context.receiving.add(1, ordering: .sequentiallyConsistent)
+        state.receivingBody = true
         MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, unmanaged.toOpaque())
         MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryArgument, unmanaged.toOpaque())
         var address = [CChar](repeating: 0, count: 64)
@@ -350,6 +364,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         if let length = state.request.header("content-length").flatMap(Int.init), length > context.maximumBodyBytes {
             // Answer before reading a body we would refuse; libmicrohttpd then closes the connection.
             state.tooLarge = true
+            context.bodyReceived(state)
             return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection, context)
         }
         return .YES
@@ -373,6 +388,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         uploadSize.pointee = 0
         return .YES
     }
+    context.bodyReceived(state)
     if state.tooLarge {
         return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection, context)
     }
@@ -389,31 +405,60 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
 
 private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
     guard let cls, let requestContext, let existing = requestContext.pointee else { return }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+    // Ended before its body was in (the client left, or the server stopped): nothing of it ran.
+    context.bodyReceived(state)
     // A worker's answer never queued (the client left first): a stream in it is let go.
-    Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue().answer?.take()?.stream?.released()
+    state.answer?.take()?.stream?.released()
     Unmanaged<RequestState>.fromOpaque(existing).release()
     requestContext.pointee = nil
-    Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().requestEnded()
+    context.requestEnded()
 }
 
 extension ServerContext {
+    /// A request's body is in (or it ended without it): it no longer counts as receiving. Once per request.
+    func bodyReceived(_ state: RequestState) {
+        guard state.receivingBody else { return }
+        state.receivingBody = false
+        receiving.subtract(1, ordering: .sequentiallyConsistent)
+        wakeIfDrained()
+    }
+
     /// A request's completion: counted out, and the last one wakes a shutdown waiting for them (one atomic load
     /// otherwise).
     func requestEnded() {
         // Sequentially consistent with `waitForRequests`' store and load: one of the two sees the other's write.
-        let left = inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue
-        guard left == 0, draining.load(ordering: .sequentiallyConsistent) else { return }
+        inFlight.subtract(1, ordering: .sequentiallyConsistent)
+        wakeIfDrained()
+    }
+
+    /// Requests that are running or being answered: in flight, and not waiting for their body.
+    var requestsRunning: Int { inFlight.load(ordering: .sequentiallyConsistent) - receiving.load(ordering: .sequentiallyConsistent) }
+
+    /// Wakes a shutdown waiting for the requests when none runs any more.
+    private func wakeIfDrained() {
+        guard draining.load(ordering: .sequentiallyConsistent), requestsRunning <= 0 else { return }
         drained.lock()
         drained.broadcast()
         drained.unlock()
     }
 
-    /// Waits until no request is in flight or `deadline` passes, woken by the last one to end; true when none is.
+    /// Waits until no request is in flight, their bodies' arrival included, or `deadline` passes; true when none is.
     @discardableResult
     func waitForRequests(until deadline: ContinuousClock.Instant) -> Bool {
         draining.store(true, ordering: .sequentiallyConsistent)
         drained.lock()
         defer { drained.unlock() }
         return drained.wait(while: { inFlight.load(ordering: .sequentiallyConsistent) > 0 }, until: deadline)
+    }
+
+    /// Waits until no request runs (those still receiving their body do not count: nothing of them ran, and the stop
+    /// closes them) or `deadline` passes, woken when the last one ends; true when none runs.
+    func waitForRunningRequests(until deadline: ContinuousClock.Instant) -> Bool {
+        draining.store(true, ordering: .sequentiallyConsistent)
+        drained.lock()
+        defer { drained.unlock() }
+        return drained.wait(while: { requestsRunning > 0 }, until: deadline)
     }
 }

@@ -91,6 +91,22 @@ struct ServeProcessTests {
         #expect(serve.log.contains(#""msg":"stopped","drained":true"#))
     }
 
+    /// Issue 44: a client that never sends the rest of its body held the stop for the whole grace period (10 s), and the
+    /// exit status was then 1. Nothing of such a request ran: the stop waits a moment for bodies on their way (the test
+    /// above), then closes it, and exits 0.
+    @Test func aBodyThatNeverArrivesHoldsUpNeitherTheStopNorItsStatus() throws {
+        let serve = try ServeProcess()
+        let connection = try RawHTTPConnection(port: serve.port)
+        try connection.send(Array("POST /json/1.3/getApplication HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"request\":".utf8))
+        Thread.sleep(forTimeInterval: 0.2)   // the server has begun this request
+        let signalled = Date()
+        kill(serve.process.processIdentifier, SIGTERM)
+        #expect(serve.waitForExit() == 0)
+        let took = Date().timeIntervalSince(signalled)
+        #expect(took < 5, "the stop took \(took) s")
+        #expect(serve.log.contains(#""msg":"stopped","drained":true"#), "\(serve.log.suffix(600))")
+    }
+
     @Test func theDemoApplicationAnswersTheReferenceCredentials() throws {
         let serve = try ServeProcess()
         #expect(serve.output.contains("application code:  XXXXX-XXXXX"))

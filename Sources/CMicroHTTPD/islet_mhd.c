@@ -1,3 +1,4 @@
+#include <malloc.h>
 #include "islet_mhd.h"
 #include <arpa/inet.h>
 
@@ -32,4 +33,8 @@ void islet_mhd_client_address(struct MHD_Connection *connection, char *buffer, s
     } else if (address->sa_family == AF_INET6) {
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)address)->sin6_addr, buffer, (socklen_t)size);
     }
+}
+
+void islet_set_mmap_threshold(size_t bytes) {
+    mallopt(M_MMAP_THRESHOLD, (int)bytes);
 }

@@ -55,6 +55,13 @@ public struct APIRouter: HTTPHandler {
         return Self.json(Envelope.error(APIError(.payloadTooLarge, "request body: larger than the limit of \(limit) bytes")), status: 413)
     }
 
+    /// The bodies being received fill their memory (`BodyBudget`): 503 with `Retry-After`, nothing read or done.
+    public func bodiesBusy(_ request: HTTPRequest, retryAfter: Int) -> HTTPResponse {
+        var response = Self.json(Envelope.error(APIError(.unavailable, BodyBudget.busyMessage(retryAfter: retryAfter))), status: 503)
+        response.headers.append(("Retry-After", String(retryAfter)))
+        return response
+    }
+
     /// Writes wait for their durable commit on a worker (so the writes of concurrent requests share one
     /// sync); reads of local SQLite, and what touches no storage, answer on the connection's thread.
     public func execution(for request: HTTPRequest) -> HTTPExecution {

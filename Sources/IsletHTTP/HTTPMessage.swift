@@ -70,6 +70,12 @@ public protocol HTTPHandler: Sendable {
     func handle(_ request: HTTPRequest) -> HTTPResponse
     /// Answers a request whose body is larger than the server accepts (413); its body is empty.
     func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse
+    /// Answers a request whose body the server cannot hold now (503, retry after `retryAfter` seconds): the bodies being
+    /// received at once already fill the memory set aside for them (`BodyBudget`). Its body is empty.
+    func bodiesBusy(_ request: HTTPRequest, retryAfter: Int) -> HTTPResponse
+    /// The client a request counts against in `BodyBudget`'s share per address (behind a proxy on this machine, the
+    /// address it forwards): by default the peer.
+    func clientKey(_ request: HTTPRequest) -> String
     /// Where `handle` runs for this request (decided from the method and path; the body is complete).
     func execution(for request: HTTPRequest) -> HTTPExecution
     /// The answer (503) for a request the server stops before handling it (`started` false: nothing was
@@ -79,6 +85,13 @@ public protocol HTTPHandler: Sendable {
 
 extension HTTPHandler {
     public func execution(for request: HTTPRequest) -> HTTPExecution { .connectionThread }
+
+    public func clientKey(_ request: HTTPRequest) -> String { request.clientAddress }
+
+    public func bodiesBusy(_ request: HTTPRequest, retryAfter: Int) -> HTTPResponse {
+        HTTPResponse(status: 503, headers: [("Content-Type", "text/plain; charset=utf-8"), ("Retry-After", String(retryAfter)), ("Connection", "close")],
+                     body: Array(BodyBudget.busyMessage(retryAfter: retryAfter).utf8))
+    }
 
     public func unfinished(_ request: HTTPRequest, started: Bool) -> HTTPResponse {
         let text = started ? "the server stopped before this request finished; its outcome is unknown"

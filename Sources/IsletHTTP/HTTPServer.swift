@@ -19,6 +19,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var threads: Int
     /// Threads for handlers that wait (`HTTPExecution.workerPool`): the most such requests handled at once.
     public var workerThreads: Int
+    /// The memory bodies may hold while they arrive (`BodyBudget`).
+    public var bodies = BodyBudget()
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 1 << 20,
                 connectionTimeoutSeconds: Int = 30, connectionMemoryLimit: Int = 64 << 10,
@@ -53,7 +55,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
         self.configuration = configuration
-        self.context = ServerContext(handler: handler, maximumBodyBytes: configuration.maximumBodyBytes,
+        self.context = ServerContext(handler: handler, maximumBodyBytes: configuration.maximumBodyBytes, bodies: configuration.bodies,
                                      workers: WorkerPool(threads: configuration.workerThreads, name: "islet-http"))
     }
 
@@ -70,6 +72,10 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Binds and starts serving on the worker threads; returns at once.
     public func start() throws(HTTPServerError) {
+        // A body large enough to reserve room (`BodyBudget`) gets pages of its own, given back to the system when it
+        // ends: with glibc's threshold left to move, a freed 1 MiB body raised it, the next ones came from the heap, and
+        // a burst of them stayed in the process's memory for good.
+        islet_set_mmap_threshold(configuration.bodies.small)
         var storage = sockaddr_storage()
         try Self.socketAddress(host: configuration.host, port: configuration.port, into: &storage)
         let contextPointer = Unmanaged.passUnretained(context).toOpaque()
@@ -171,6 +177,7 @@ struct ConnectionHandle: @unchecked Sendable {
 final class ServerContext: Sendable {
     let handler: any HTTPHandler
     let maximumBodyBytes: Int
+    let bodies: BodyBudget
     let inFlight = Atomic<Int>(0)
     /// Requests in flight whose body is still coming: nothing of them has run, so a shutdown does not wait for them
     /// (a client sending its body slowly, or never finishing it, would hold the stop for the whole grace period).
@@ -182,9 +189,10 @@ final class ServerContext: Sendable {
     let suspensions = Suspensions()
     let streams = OpenStreams()
 
-    init(handler: any HTTPHandler, maximumBodyBytes: Int, workers: WorkerPool) {
+    init(handler: any HTTPHandler, maximumBodyBytes: Int, bodies: BodyBudget, workers: WorkerPool) {
         self.handler = handler
         self.maximumBodyBytes = maximumBodyBytes
+        self.bodies = bodies
         self.workers = workers
     }
 
@@ -283,6 +291,11 @@ final class RequestState {
     var query: [(name: String, value: String)] = []
     var body: [UInt8] = []
     var tooLarge = false
+    /// No room for its body (`BodyBudget`): what arrives is dropped, and the answer is 503.
+    var noRoom = false
+    /// What it reserved of the body budget, and under which client key: given back when it ends.
+    var reservedBytes = 0
+    var clientKey = ""
     /// From its headers until its whole body is in: counted in `ServerContext.receiving`.
     var receivingBody = false
     var clientAddress = ""
@@ -361,11 +374,23 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         var address = [CChar](repeating: 0, count: 64)
         islet_mhd_client_address(connection, &address, address.count)
         state.clientAddress = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        if let length = state.request.header("content-length").flatMap(Int.init), length > context.maximumBodyBytes {
+        let declared = state.request.header("content-length").flatMap(Int.init)
+        if let length = declared, length > context.maximumBodyBytes {
             // Answer before reading a body we would refuse; libmicrohttpd then closes the connection.
             state.tooLarge = true
             context.bodyReceived(state)
             return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection, context)
+        }
+        if let length = declared, length > context.bodies.small {
+            // A large body takes its room before it is read, or is refused before it is read.
+            state.clientKey = context.handler.clientKey(state.request)
+            guard context.bodies.reserve(length, for: state.clientKey) else {
+                state.noRoom = true
+                context.bodyReceived(state)
+                return queue(context.handler.bodiesBusy(state.request, retryAfter: BodyBudget.retryAfter), on: connection, context)
+            }
+            state.reservedBytes = length
+            state.body.reserveCapacity(length)
         }
         return .YES
     }
@@ -377,7 +402,19 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     }
     if uploadSize.pointee > 0 {
         let count = uploadSize.pointee
-        if !state.tooLarge, state.body.count + count <= context.maximumBodyBytes, let uploadData {
+        if !state.noRoom, !state.tooLarge, state.reservedBytes == 0, state.body.count + count > context.bodies.small {
+            // A body of no declared length grows past the small ones: it takes room for the largest it may become.
+            state.clientKey = context.handler.clientKey(state.request)
+            if context.bodies.reserve(context.maximumBodyBytes, for: state.clientKey) {
+                state.reservedBytes = context.maximumBodyBytes
+            } else {
+                state.noRoom = true
+                state.body = []
+            }
+        }
+        if state.noRoom {
+            // Dropped as it arrives; answered 503 at its end.
+        } else if !state.tooLarge, state.body.count + count <= context.maximumBodyBytes, let uploadData {
             uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {
                 state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
             }
@@ -389,6 +426,9 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         return .YES
     }
     context.bodyReceived(state)
+    if state.noRoom {
+        return queue(context.handler.bodiesBusy(state.request, retryAfter: BodyBudget.retryAfter), on: connection, context)
+    }
     if state.tooLarge {
         return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection, context)
     }
@@ -409,6 +449,11 @@ private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestCo
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
     // Ended before its body was in (the client left, or the server stopped): nothing of it ran.
     context.bodyReceived(state)
+    if state.reservedBytes > 0 {
+        context.bodies.release(state.reservedBytes, for: state.clientKey)
+        state.reservedBytes = 0
+        state.body = []
+    }
     // A worker's answer never queued (the client left first): a stream in it is let go.
     state.answer?.take()?.stream?.released()
     Unmanaged<RequestState>.fromOpaque(existing).release()

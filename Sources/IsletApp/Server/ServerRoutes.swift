@@ -29,6 +29,12 @@ struct ServerRoutes: HTTPHandler {
     }
 
     func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse { api.bodyTooLarge(request, limit: limit) }
+    func bodiesBusy(_ request: HTTPRequest, retryAfter: Int) -> HTTPResponse { api.bodiesBusy(request, retryAfter: retryAfter) }
+    /// The client address the rate limits count (behind a proxy on this machine, what it forwards), by its /64 for IPv6.
+    func clientKey(_ request: HTTPRequest) -> String {
+        RateLimiter.addressKey(RateLimiter.clientAddress(peer: request.clientAddress,
+                                                         forwardedFor: request.headers.filter { $0.name == "x-forwarded-for" }.map(\.value)))
+    }
 
     func unfinished(_ request: HTTPRequest, started: Bool) -> HTTPResponse { api.unfinished(request, started: started) }
 }

@@ -72,6 +72,11 @@ public enum ConsoleCredentials {
         "pbkdf2-sha256$\(iterations)$\(Crypto.hex(salt))$\(Crypto.hex(Crypto.pbkdf2SHA256(password: password, salt: salt, iterations: iterations)))"
     }
 
+    /// The refusal of an event stream past what `whom` ("this session", "application X") may hold open.
+    public static func tooManyStreams(_ limit: Int, of whom: String) -> String {
+        "console events: \(whom) has \(limit) event streams open, the most it may have (each holds a connection); close a tab, or retry after 5 s"
+    }
+
     /// Console password checks run at once at most (each costs about a fifth of a second of a core): half the cores, so
     /// a flood of sign-ins from many addresses leaves the rest to the API.
     public static let passwordChecksAtOnce = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)

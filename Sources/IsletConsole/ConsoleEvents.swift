@@ -1,4 +1,5 @@
 import Foundation
+import IsletAPI
 import IsletCore
 import IsletHTTP
 import IsletStore
@@ -23,6 +24,8 @@ public final class ConsoleEvents: Service {
 
     private struct Subscriber {
         let application: ApplicationCode
+        /// The console session it listens for (the hash of its id, as stored).
+        let session: [UInt8]
         let stream: HTTPEventStream
         /// Whether the page's session is still signed in (checked at each heartbeat).
         let signedIn: @Sendable () -> Bool
@@ -45,8 +48,15 @@ public final class ConsoleEvents: Service {
     /// One reading of changes at a time (the look thread, and a page subscribing when nobody listened).
     private let reading = Mutex(())
 
+    /// Streams open at once for one session (its tabs), and for one application (all its sessions): each holds one of
+    /// the server's connections for as long as it is open.
+    public let perSession: Int
+    public let perApplication: Int
+
     public init(store: any ConsoleStore, logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
-                interval: Duration = .seconds(1), heartbeat: Duration = .seconds(15)) {
+                interval: Duration = .seconds(1), heartbeat: Duration = .seconds(15), perSession: Int = 8, perApplication: Int = 64) {
+        self.perSession = perSession
+        self.perApplication = perApplication
         self.store = store
         self.logger = logger
         self.now = now
@@ -59,15 +69,25 @@ public final class ConsoleEvents: Service {
 
     /// Adds a page listening for `application`'s changes; it hears `ready` at once, then `change` events, until
     /// it goes, the server stops, or `signedIn` says its session ended.
-    public func subscribe(_ stream: HTTPEventStream, application: ApplicationCode, signedIn: @escaping @Sendable () -> Bool) {
+    /// Refused (429 with `Retry-After`) when the session, or the application, has as many streams open as it may.
+    public func subscribe(_ stream: HTTPEventStream, application: ApplicationCode, session: [UInt8],
+                          signedIn: @escaping @Sendable () -> Bool) throws(RateLimited) {
+        let admitted = state.withLock { state -> Result<UInt64?, RateLimited> in
+            guard !state.stopping else { return .success(nil) }
+            let open = state.subscribers.values
+            if open.count(where: { $0.session == session }) >= perSession {
+                return .failure(RateLimited(message: ConsoleCredentials.tooManyStreams(perSession, of: "this session"), retryAfter: 5))
+            }
+            if open.count(where: { $0.application == application }) >= perApplication {
+                return .failure(RateLimited(message: ConsoleCredentials.tooManyStreams(perApplication, of: "application \(application.rawValue)"), retryAfter: 5))
+            }
+            state.nextID += 1
+            state.subscribers[state.nextID] = Subscriber(application: application, session: session, stream: stream, signedIn: signedIn)
+            return .success(state.nextID)
+        }
+        let id = try admitted.get()
         // Browsers reconnect by themselves after `retry` milliseconds if the stream ends (a restart, a proxy timeout).
         stream.send("retry: 3000\nevent: ready\ndata: {\"application\":\"\(application.rawValue)\"}\n\n")
-        let id = state.withLock { state -> UInt64? in
-            guard !state.stopping else { return nil }
-            state.nextID += 1
-            state.subscribers[state.nextID] = Subscriber(application: application, stream: stream, signedIn: signedIn)
-            return state.nextID
-        }
         guard let id else { return stream.finish() }
         stream.onClose { [weak self] in self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
         // Where things stand now: the page fetched its data just before, so whatever comes after is news to it.

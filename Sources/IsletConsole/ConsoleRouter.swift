@@ -111,8 +111,8 @@ public struct ConsoleRouter: Sendable {
         case "events":
             let stream = HTTPEventStream()
             let session = signedIn.session
-            events.subscribe(stream, application: signedIn.application.code,
-                             signedIn: { [self] in (try? self.stillOpen(session)) == true })
+            try events.subscribe(stream, application: signedIn.application.code, session: session.idHash,
+                                 signedIn: { [self] in (try? self.stillOpen(session)) == true })
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
                                                        ("X-Accel-Buffering", "no")], stream: stream)
         default:

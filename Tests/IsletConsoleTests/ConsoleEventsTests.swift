@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
 import Testing
+import IsletAPI
 import IsletCore
-import IsletHTTP
+@testable import IsletHTTP
 import IsletStore
 @testable import IsletConsole
 
@@ -67,7 +68,7 @@ struct ConsoleEventsTests {
         let store = Messages()
         store.created.withLock { $0 = [(1, a)] }
         let events = ConsoleEvents(store: store, logger: .discard, now: { [t0] in t0 })
-        events.subscribe(HTTPEventStream(), application: a, signedIn: { true })
+        try events.subscribe(HTTPEventStream(), application: a, session: [1], signedIn: { true })
         store.created.withLock { $0.append((2, a)) }
         store.finished.withLock { $0.append((2, a, t0)) }
         #expect(try events.changedApplications(at: t0) == [a])
@@ -78,13 +79,34 @@ struct ConsoleEventsTests {
         let signedIn = Atomic<Bool>(true)
         let events = ConsoleEvents(store: Messages(), logger: .discard, now: { [t0] in t0 }, heartbeat: .zero)
         let open = HTTPEventStream(), ended = HTTPEventStream()
-        events.subscribe(open, application: a, signedIn: { true })
-        events.subscribe(ended, application: a, signedIn: { signedIn.load(ordering: .acquiring) })
+        try events.subscribe(open, application: a, session: [1], signedIn: { true })
+        try events.subscribe(ended, application: a, session: [2], signedIn: { signedIn.load(ordering: .acquiring) })
         events.look()
         #expect(ended.send(": still here\n\n"), "signed in: the stream stays")
         signedIn.store(false, ordering: .releasing)
         events.look()
         #expect(!ended.send(": gone\n\n"), "finished at the heartbeat after its session ended")
         #expect(open.send(": still here\n\n"))
+    }
+
+    /// Issue 44: each stream holds a connection of the server's; one session opening a thousand took every slot. A
+    /// session holds at most so many, an application (all its sessions) so many; a stream that ends frees its place.
+    @Test func aSessionAndAnApplicationHoldSoManyStreams() throws {
+        let events = ConsoleEvents(store: Messages(), logger: .discard, now: { [t0] in t0 }, perSession: 2, perApplication: 3)
+        let first = HTTPEventStream()
+        try events.subscribe(first, application: a, session: [1], signedIn: { true })
+        try events.subscribe(HTTPEventStream(), application: a, session: [1], signedIn: { true })
+        #expect(throws: RateLimited(message: ConsoleCredentials.tooManyStreams(2, of: "this session"), retryAfter: 5)) {
+            try events.subscribe(HTTPEventStream(), application: a, session: [1], signedIn: { true })
+        }
+        try events.subscribe(HTTPEventStream(), application: a, session: [2], signedIn: { true })
+        #expect(throws: RateLimited(message: ConsoleCredentials.tooManyStreams(3, of: "application \(a.rawValue)"), retryAfter: 5)) {
+            try events.subscribe(HTTPEventStream(), application: a, session: [3], signedIn: { true })
+        }
+        try events.subscribe(HTTPEventStream(), application: b, session: [3], signedIn: { true })
+        #expect(events.listeners == 4)
+        first.released()   // its connection closed
+        #expect(events.listeners == 3, "a stream that ends frees its place")
+        try events.subscribe(HTTPEventStream(), application: a, session: [1], signedIn: { true })
     }
 }

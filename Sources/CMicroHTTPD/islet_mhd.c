@@ -7,7 +7,8 @@ struct MHD_Daemon *islet_mhd_start(const islet_mhd_options *options,
                                    MHD_RequestCompletedCallback completed, void *completed_context) {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
     if (options->address->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
-    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_context,
+    return MHD_start_daemon(flags, 0, options->accept_policy, options->accept_context, handler, handler_context,
+                            MHD_OPTION_NOTIFY_CONNECTION, options->notify_connection, options->notify_context,
                             MHD_OPTION_SOCK_ADDR, options->address,
                             MHD_OPTION_THREAD_POOL_SIZE, options->thread_pool_size,
                             MHD_OPTION_CONNECTION_TIMEOUT, options->connection_timeout_seconds,

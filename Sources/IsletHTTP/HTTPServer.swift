@@ -21,6 +21,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var workerThreads: Int
     /// The memory bodies may hold while they arrive (`BodyBudget`).
     public var bodies = BodyBudget()
+    /// Connections one client address may hold open at once (`ConnectionsPerAddress`); nil: no limit.
+    public var connectionsPerAddress: Int? = 128
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 1 << 20,
                 connectionTimeoutSeconds: Int = 30, connectionMemoryLimit: Int = 64 << 10,
@@ -56,6 +58,7 @@ public final class HTTPServer: @unchecked Sendable {
     public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
         self.configuration = configuration
         self.context = ServerContext(handler: handler, maximumBodyBytes: configuration.maximumBodyBytes, bodies: configuration.bodies,
+                                     connections: ConnectionsPerAddress(limit: configuration.connectionsPerAddress),
                                      workers: WorkerPool(threads: configuration.workerThreads, name: "islet-http"))
     }
 
@@ -85,7 +88,9 @@ public final class HTTPServer: @unchecked Sendable {
                     address: address, thread_pool_size: UInt32(configuration.threads),
                     connection_timeout_seconds: UInt32(configuration.connectionTimeoutSeconds),
                     connection_memory_limit: configuration.connectionMemoryLimit,
-                    connection_limit: UInt32(configuration.connectionLimit))
+                    connection_limit: UInt32(configuration.connectionLimit),
+                    accept_policy: acceptPolicy, accept_context: contextPointer,
+                    notify_connection: connectionNotice, notify_context: contextPointer)
                 return islet_mhd_start(&options, accessHandler, contextPointer, completedHandler, contextPointer)
             }
         }
@@ -178,6 +183,7 @@ final class ServerContext: Sendable {
     let handler: any HTTPHandler
     let maximumBodyBytes: Int
     let bodies: BodyBudget
+    let connections: ConnectionsPerAddress
     let inFlight = Atomic<Int>(0)
     /// Requests in flight whose body is still coming: nothing of them has run, so a shutdown does not wait for them
     /// (a client sending its body slowly, or never finishing it, would hold the stop for the whole grace period).
@@ -189,7 +195,8 @@ final class ServerContext: Sendable {
     let suspensions = Suspensions()
     let streams = OpenStreams()
 
-    init(handler: any HTTPHandler, maximumBodyBytes: Int, bodies: BodyBudget, workers: WorkerPool) {
+    init(handler: any HTTPHandler, maximumBodyBytes: Int, bodies: BodyBudget, connections: ConnectionsPerAddress, workers: WorkerPool) {
+        self.connections = connections
         self.handler = handler
         self.maximumBodyBytes = maximumBodyBytes
         self.bodies = bodies
@@ -441,6 +448,30 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         return queue(context.handler.unfinished(request, started: false), on: connection, context)
     }
     return queue(context.handler.handle(request), on: connection, context)
+}
+
+// Before a connection is accepted: refused when its address holds as many as it may.
+private let acceptPolicy: MHD_AcceptPolicyCallback = { cls, address, _ in
+    guard let cls else { return .YES }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    return context.connections.admits(ConnectionsPerAddress.key(address)) ? .YES : .NO
+}
+
+// A connection started or closed: counted for its address.
+private let connectionNotice: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls, let connection else { return }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    guard context.connections.limit != nil else { return }
+    var address = [CChar](repeating: 0, count: 64)
+    islet_mhd_client_address(connection, &address, address.count)
+    let text = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let key = ConnectionsPerAddress.key(text: text)
+    // MHD_CONNECTION_NOTIFY_STARTED is 0, MHD_CONNECTION_NOTIFY_CLOSED 1.
+    switch code.rawValue {
+    case 0: context.connections.opened(key)
+    case 1: context.connections.closed(key)
+    default: break
+    }
 }
 
 private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in

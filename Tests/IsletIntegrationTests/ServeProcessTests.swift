@@ -323,3 +323,60 @@ struct ServeProcessTests {
         #expect(third.waitForExit() == 0)
     }
 }
+
+/// Issue 44: one client held all 1,024 connections (idle, or trickling a request) and every other client timed out.
+@Suite("Connections per client address")
+struct ConnectionsPerAddressTests {
+    /// A keep-alive connection from `source` (another loopback address: the server still listens on 127.0.0.1 only).
+    final class Client {
+        let fd: Int32
+        init(from source: String, port: Int) throws {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var timeout = timeval(tv_sec: 3, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var local = sockaddr_in(), remote = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            remote.sin_family = sa_family_t(AF_INET)
+            remote.sin_port = in_port_t(UInt16(port).bigEndian)
+            inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
+            let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard bound == 0, connected == 0 else { close(fd); throw TestClientError(description: "cannot connect from \(source): errno \(errno)") }
+        }
+        deinit { close(fd) }
+
+        /// GET /healthz on this connection: its status, or nil when the server closed the connection instead.
+        func healthz() -> Int? {
+            let request = Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+            guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return nil }
+            var data: [UInt8] = [], buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count <= 0 { return nil }
+                data += buffer[0..<count]
+                let text = String(decoding: data, as: UTF8.self)
+                guard let end = text.range(of: "\r\n\r\n") else { continue }
+                let head = text[..<end.lowerBound]
+                let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                guard text.utf8.count - text[..<end.upperBound].utf8.count >= length else { continue }
+                return Int(head.split(separator: " ")[1])
+            }
+        }
+    }
+
+    @Test func oneAddressHoldsAtMostSoManyConnectionsAndOthersAreServed() throws {
+        let serve = try ServeProcess(arguments: ["--connections-per-address", "8"])
+        var held = try (0..<8).map { _ in try Client(from: "127.0.0.2", port: serve.port) }
+        #expect(held.allSatisfy { $0.healthz() == 200 }, "eight connections of one address are served")
+        #expect(try Client(from: "127.0.0.2", port: serve.port).healthz() == nil, "the ninth is closed at once")
+        #expect(try Client(from: "127.0.0.3", port: serve.port).healthz() == 200, "another address is served beside them")
+        #expect(try Client(from: "127.0.0.1", port: serve.port).healthz() == 200, "loopback (a proxy on this machine) is not counted")
+        held.removeLast()   // one closes: its place is free again
+        #expect(eventually { (try? Client(from: "127.0.0.2", port: serve.port).healthz()) == 200 }, "a place freed is taken again")
+        #expect(held.allSatisfy { $0.healthz() == 200 }, "the ones held are still served")
+        kill(serve.process.processIdentifier, SIGTERM)
+        #expect(serve.waitForExit() == 0)
+    }
+}

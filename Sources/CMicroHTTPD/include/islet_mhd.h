@@ -13,6 +13,11 @@ typedef struct {
     unsigned int connection_timeout_seconds;
     size_t connection_memory_limit;
     unsigned int connection_limit;
+    /* asked before a connection is accepted (MHD_NO refuses it), and told when one starts and closes; may be NULL */
+    MHD_AcceptPolicyCallback accept_policy;
+    void *accept_context;
+    MHD_NotifyConnectionCallback notify_connection;
+    void *notify_context;
 } islet_mhd_options;
 
 /// Starts an epoll, thread-pool daemon that supports quiescing (MHD_USE_ITC) and suspend/resume.

@@ -30,6 +30,9 @@ struct ServeCommand: CLICommand {
                        environment: "ISLET_APNS_URL"),
             OptionSpec(name: "--apns-ca", valueName: "file", help: "Extra CA certificate (PEM) to trust for APNs.",
                        environment: "ISLET_APNS_CA"),
+            OptionSpec(name: "--connections-per-address", valueName: "n|off",
+                       help: "Connections one client address (an IPv6 /64) may hold open at once; loopback (a proxy on this machine) is not counted.",
+                       environment: "ISLET_CONNECTIONS_PER_ADDRESS", defaultValue: "128"),
             OptionSpec(name: "--device-rate-per-address", valueName: "n[/burst]|off",
                        help: "Device API calls a second from one client address.", environment: "ISLET_DEVICE_RATE_PER_ADDRESS",
                        defaultValue: RateLimits().devicePerAddress?.description),
@@ -118,6 +121,16 @@ struct ServeCommand: CLICommand {
                 throw CLIError.usage("--push-to-start-per-minute: '\(text)' is not a number from 0 to 1000")
             }
             configuration.pushToStartPacing = PushToStartPacing(perMinute: count)
+        }
+        if let text = arguments.value("--connections-per-address") {
+            if text == "off" {
+                configuration.http.connectionsPerAddress = nil
+            } else {
+                guard let count = Int(text), (1...1_000_000).contains(count) else {
+                    throw CLIError.usage("--connections-per-address: '\(text)' is not a number from 1 to 1000000, or off")
+                }
+                configuration.http.connectionsPerAddress = count
+            }
         }
         if let text = arguments.value("--tag-names-per-application") {
             guard let count = Int(text), TagNames.allowed.contains(count) else {

@@ -116,6 +116,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
             "update_interval_seconds": .double(updatePacing.interval),
             "push_to_start_per_minute": .int(Int64(pushToStartPacing.perMinute)),
             "tag_names_per_application": .int(Int64(tagNames.limit)),
+            "connections_per_address": http.connectionsPerAddress.map { .int(Int64($0)) } ?? .string("off"),
             "rate_limits": [
                 "device_per_address": .string(rateLimits.devicePerAddress?.description ?? "off"),
                 "device_per_token": .string(rateLimits.devicePerToken?.description ?? "off"),

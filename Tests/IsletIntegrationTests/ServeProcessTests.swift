@@ -144,7 +144,7 @@ struct ServeProcessTests {
         let holding = rss()
         #expect(holding < baseline + 64 + 48, "RSS \(baseline) MB, then \(holding) MB with 64 MiB of bodies held")
         held.removeAll()   // closed
-        #expect(eventually { rss() < baseline + 24 }, "RSS \(baseline) MB before, \(holding) MB held, \(rss()) MB once they closed")
+        #expect(eventually(30) { rss() < baseline + 24 }, "RSS \(baseline) MB before, \(holding) MB held, \(rss()) MB once they closed")
         print("slow bodies: RSS \(baseline) MB before, \(holding) MB with 64 held, \(rss()) MB after they closed")
         kill(serve.process.processIdentifier, SIGTERM)
         #expect(serve.waitForExit() == 0)

@@ -116,42 +116,19 @@ struct ServeCommand: CLICommand {
             }
             configuration.updatePacing = UpdatePacing(interval: seconds)
         }
-        if let text = arguments.value("--push-to-start-per-minute") {
-            guard let count = Int(text), PushToStartPacing.allowed.contains(count) else {
-                throw CLIError.usage("--push-to-start-per-minute: '\(text)' is not a number from 0 to 1000")
-            }
+        if case let count?? = try Self.number(arguments, "--push-to-start-per-minute", in: PushToStartPacing.allowed) {
             configuration.pushToStartPacing = PushToStartPacing(perMinute: count)
         }
-        if let text = arguments.value("--connections-per-address") {
-            if text == "off" {
-                configuration.http.connectionsPerAddress = nil
-            } else {
-                guard let count = Int(text), (1...1_000_000).contains(count) else {
-                    throw CLIError.usage("--connections-per-address: '\(text)' is not a number from 1 to 1000000, or off")
-                }
-                configuration.http.connectionsPerAddress = count
-            }
+        if case let count? = try Self.number(arguments, "--connections-per-address", in: 1...1_000_000, allowsOff: true) {
+            configuration.http.connectionsPerAddress = count
         }
-        if let text = arguments.value("--tag-names-per-application") {
-            guard let count = Int(text), TagNames.allowed.contains(count) else {
-                throw CLIError.usage("--tag-names-per-application: '\(text)' is not a number from 1 to 1000000")
-            }
+        if case let count?? = try Self.number(arguments, "--tag-names-per-application", in: TagNames.allowed) {
             configuration.tagNames = TagNames(limit: count)
         }
-        if let text = arguments.value("--retention-days") {
-            if text == "off" {
-                configuration.retention.keep = nil
-            } else {
-                guard let days = Int(text), (1...3650).contains(days) else {
-                    throw CLIError.usage("--retention-days: '\(text)' is not a number of days from 1 to 3650, or off")
-                }
-                configuration.retention.keep = .seconds(days * 86_400)
-            }
+        if case let days? = try Self.number(arguments, "--retention-days", in: 1...3650, of: "a number of days", allowsOff: true) {
+            configuration.retention.keep = days.map { .seconds($0 * 86_400) }
         }
-        if let text = arguments.value("--delete-idle-channels"), text != "off" {
-            guard let days = Int(text), (1...3650).contains(days) else {
-                throw CLIError.usage("--delete-idle-channels: '\(text)' is not a number of days from 1 to 3650, or off")
-            }
+        if case let days?? = try Self.number(arguments, "--delete-idle-channels", in: 1...3650, of: "a number of days", allowsOff: true) {
             configuration.retention.idleChannels = .seconds(days * 86_400)
         }
         for (option, keyPath) in [("--device-rate-per-address", \RateLimits.devicePerAddress), ("--device-rate-per-token", \RateLimits.devicePerToken),
@@ -197,6 +174,17 @@ struct ServeCommand: CLICommand {
         let signal = stop.wait()
         logger.info("signal received", ["signal": .int(Int64(signal))])
         return server.shutdown() ? 0 : 1
+    }
+
+    /// The value of `option` when it is given (nil when not): a number in `range`, or where `allowsOff`, `off` (`.some(nil)`).
+    private static func number(_ arguments: ParsedArguments, _ option: String, in range: ClosedRange<Int>, of what: String = "a number",
+                               allowsOff: Bool = false) throws -> Int?? {
+        guard let text = arguments.value(option) else { return .none }
+        if allowsOff && text == "off" { return .some(nil) }
+        guard let value = Int(text), range.contains(value) else {
+            throw CLIError.usage("\(option): '\(text)' is not \(what) from \(range.lowerBound) to \(range.upperBound)\(allowsOff ? ", or off" : "")")
+        }
+        return .some(value)
     }
 
     private func printDemo(_ demo: ApplicationAdmin.Created, port: Int, _ context: CLIContext) {

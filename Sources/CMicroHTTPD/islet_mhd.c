@@ -36,6 +36,6 @@ void islet_mhd_client_address(struct MHD_Connection *connection, char *buffer, s
     }
 }
 
-void islet_set_mmap_threshold(size_t bytes) {
-    mallopt(M_MMAP_THRESHOLD, (int)bytes);
+void islet_release_free_memory(void) {
+    malloc_trim(0);
 }

@@ -1,3 +1,5 @@
+import CMicroHTTPD
+import Foundation
 import Synchronization
 
 /// The memory request bodies may hold while they arrive. A body is read whole before its request runs, so a client
@@ -5,12 +7,16 @@ import Synchronization
 /// lives: a thousand such clients held 1.4 GB. Bodies up to `small` bytes take nothing from it (libmicrohttpd bounds a
 /// connection's own buffers); a larger one reserves its declared length when its headers are in, from the server's
 /// budget and from its client address's share, and gives it back when its request ends. A body that finds no room is
-/// answered 503 with `Retry-After` before it is read.
+/// answered 503 with `Retry-After` before it is read. When the bodies held return to none, after large ones were held,
+/// the free memory they leave is given back to the system (at most once a second): glibc keeps freed heap memory for
+/// reuse, and a burst of large bodies otherwise stayed in the process's memory for good. (Fixing glibc's mmap
+/// threshold at 64 KiB instead gave such bodies pages of their own, but made every allocation of that size a system
+/// call: 0.6 of the update rate.)
 public final class BodyBudget: Sendable {
     public let total: Int
     public let perAddress: Int
     public let small: Int
-    private let held = Mutex<(total: Int, byAddress: [String: Int])>((0, [:]))
+    private let held = Mutex<(total: Int, byAddress: [String: Int], givenBack: ContinuousClock.Instant?, owed: Bool)>((0, [:], nil, false))
 
     public init(total: Int = 64 << 20, perAddress: Int = 16 << 20, small: Int = 64 << 10) {
         self.total = total
@@ -26,6 +32,7 @@ public final class BodyBudget: Sendable {
             guard held.total + bytes <= total, held.byAddress[address, default: 0] + bytes <= perAddress else { return false }
             held.total += bytes
             held.byAddress[address, default: 0] += bytes
+            held.owed = true
             return true
         }
     }
@@ -33,11 +40,16 @@ public final class BodyBudget: Sendable {
     /// Gives back what `reserve` took.
     public func release(_ bytes: Int, for address: String) {
         guard bytes > small else { return }
-        held.withLock { held in
+        let giveBack = held.withLock { held -> Bool in
             held.total -= bytes
             let left = held.byAddress[address, default: bytes] - bytes
             held.byAddress[address] = left > 0 ? left : nil
+            guard held.total == 0, held.owed, held.givenBack.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true else { return false }
+            held.owed = false
+            held.givenBack = .now
+            return true
         }
+        if giveBack { islet_release_free_memory() }
     }
 
     /// Bytes reserved now.

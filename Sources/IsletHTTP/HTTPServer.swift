@@ -75,10 +75,6 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Binds and starts serving on the worker threads; returns at once.
     public func start() throws(HTTPServerError) {
-        // A body large enough to reserve room (`BodyBudget`) gets pages of its own, given back to the system when it
-        // ends: with glibc's threshold left to move, a freed 1 MiB body raised it, the next ones came from the heap, and
-        // a burst of them stayed in the process's memory for good.
-        islet_set_mmap_threshold(configuration.bodies.small)
         var storage = sockaddr_storage()
         try Self.socketAddress(host: configuration.host, port: configuration.port, into: &storage)
         let contextPointer = Unmanaged.passUnretained(context).toOpaque()

@@ -32,9 +32,8 @@ uint16_t islet_mhd_bound_port(struct MHD_Daemon *daemon);
 /// MHD_get_connection_info is variadic, so Swift reaches it through here.
 void islet_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t size);
 
-/// Allocations of at least `bytes` get pages of their own, returned to the system when freed (glibc's
-/// M_MMAP_THRESHOLD, fixed: left to move, it rises after the first large free). The headers of mallopt are not
-/// imported by Swift's Glibc module.
-void islet_set_mmap_threshold(size_t bytes);
+/// Gives the free pages of every malloc arena back to the system (glibc's malloc_trim, whose header Swift's Glibc
+/// module does not import).
+void islet_release_free_memory(void);
 
 #endif

@@ -265,15 +265,16 @@ int islet_p256_generate_pem(char *buffer, int length) {
     return written;
 }
 
-int islet_aes256gcm_seal(const uint8_t key[32], const uint8_t nonce[12], const void *plaintext, size_t length,
-                         uint8_t *out, uint8_t tag[16]) {
-    if (length > INT32_MAX) return 0;
+int islet_aes256gcm_seal(const uint8_t key[32], const uint8_t nonce[12], const void *aad, size_t aad_length,
+                         const void *plaintext, size_t length, uint8_t *out, uint8_t tag[16]) {
+    if (length > INT32_MAX || aad_length > INT32_MAX) return 0;
     EVP_CIPHER_CTX *context = EVP_CIPHER_CTX_new();
     if (context == NULL) return 0;
-    int written = 0, final_length = 0;
+    int written = 0, final_length = 0, aad_written = 0;
     int ok = EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1
         && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1
         && EVP_EncryptInit_ex(context, NULL, NULL, key, nonce) == 1
+        && (aad_length == 0 || EVP_EncryptUpdate(context, NULL, &aad_written, aad, (int)aad_length) == 1)
         && (length == 0 || EVP_EncryptUpdate(context, out, &written, plaintext, (int)length) == 1)
         && EVP_EncryptFinal_ex(context, out + written, &final_length) == 1
         && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, tag) == 1;
@@ -281,15 +282,16 @@ int islet_aes256gcm_seal(const uint8_t key[32], const uint8_t nonce[12], const v
     return ok ? 1 : 0;
 }
 
-int islet_aes256gcm_open(const uint8_t key[32], const uint8_t nonce[12], const void *ciphertext, size_t length,
-                         const uint8_t tag[16], uint8_t *out) {
-    if (length > INT32_MAX) return 0;
+int islet_aes256gcm_open(const uint8_t key[32], const uint8_t nonce[12], const void *aad, size_t aad_length,
+                         const void *ciphertext, size_t length, const uint8_t tag[16], uint8_t *out) {
+    if (length > INT32_MAX || aad_length > INT32_MAX) return 0;
     EVP_CIPHER_CTX *context = EVP_CIPHER_CTX_new();
     if (context == NULL) return 0;
-    int written = 0, final_length = 0;
+    int written = 0, final_length = 0, aad_written = 0;
     int ok = EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1
         && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1
         && EVP_DecryptInit_ex(context, NULL, NULL, key, nonce) == 1
+        && (aad_length == 0 || EVP_DecryptUpdate(context, NULL, &aad_written, aad, (int)aad_length) == 1)
         && (length == 0 || EVP_DecryptUpdate(context, out, &written, ciphertext, (int)length) == 1)
         && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, 16, (void *)tag) == 1
         && EVP_DecryptFinal_ex(context, out + written, &final_length) == 1;

@@ -164,12 +164,14 @@ public struct SQLApplicationStore: ApplicationStore {
             let keys = try storedKeys(c)
             for key in keys {
                 let pem = try open(key.stored, application: key.application)
-                try c.run("UPDATE apns_keys SET pem = ? WHERE application = ?", [.text(newKey.map { $0.seal(pem) } ?? pem), .text(key.application.rawValue)])
+                try c.run("UPDATE apns_keys SET pem = ? WHERE application = ?",
+                          [.text(newKey.map { $0.seal(pem, boundTo: Self.binding(key.application)) } ?? pem), .text(key.application.rawValue)])
             }
             for row in try c.query("SELECT name, token FROM provider_tokens ORDER BY name") {
-                let stored = row["token"].text ?? ""
-                if let token = MasterKey.isSealed(stored) ? masterKey?.open(stored) : stored {
-                    try c.run("UPDATE provider_tokens SET token = ? WHERE name = ?", [.text(newKey.map { $0.seal(token) } ?? token), row["name"]])
+                let stored = row["token"].text ?? "", name = row["name"].text ?? ""
+                let binding = SQLClusterStore.binding(providerToken: name)
+                if let token = MasterKey.isSealed(stored) ? masterKey?.open(stored, boundTo: binding) : stored {
+                    try c.run("UPDATE provider_tokens SET token = ? WHERE name = ?", [.text(newKey.map { $0.seal(token, boundTo: binding) } ?? token), row["name"]])
                 } else {
                     try c.run("DELETE FROM provider_tokens WHERE name = ?", [row["name"]])
                 }
@@ -185,13 +187,16 @@ public struct SQLApplicationStore: ApplicationStore {
         }
     }
 
+    /// What an application's sealed key is bound to: sealed text moved to another application's row does not open.
+    static func binding(_ application: ApplicationCode) -> String { "apns-key/\(application.rawValue)" }
+
     /// The PEM of a stored key: sealed text opened with the master key, plain text as it is.
     private func open(_ stored: String, application: ApplicationCode) throws(StoreError) -> String {
         guard MasterKey.isSealed(stored) else { return stored }
         guard let masterKey else {
             throw StoreError(.locked, "the APNs key of \(application) is encrypted at rest; give Islet its master key (ISLET_MASTER_KEY or ISLET_MASTER_KEY_FILE)")
         }
-        guard let pem = masterKey.open(stored) else {
+        guard let pem = masterKey.open(stored, boundTo: Self.binding(application)) else {
             throw StoreError(.locked, "the APNs key of \(application) was sealed with another master key than \(masterKey.fingerprint)")
         }
         return pem
@@ -256,7 +261,7 @@ public struct SQLApplicationStore: ApplicationStore {
                 environment = excluded.environment, pem = excluded.pem, updated_at = excluded.updated_at
             """, [
             .text(application.rawValue), .text(key.info.teamID), .text(key.info.keyID), .text(key.info.environment.rawValue),
-            .text(masterKey.map { $0.seal(key.pem) } ?? key.pem), .int(Int64(Date().timeIntervalSince1970)),
+            .text(masterKey.map { $0.seal(key.pem, boundTo: Self.binding(application)) } ?? key.pem), .int(Int64(Date().timeIntervalSince1970)),
         ])
     }
 }

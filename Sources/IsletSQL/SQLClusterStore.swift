@@ -168,7 +168,7 @@ public struct SQLClusterStore: ClusterStore {
         try database.write { (c) throws(StoreError) -> (token: String, issuedAt: Date)? in
             try database.dialect.takeTurn(on: "provider-token/" + name, c)
             if let row = try c.query("SELECT token, issued_at, expired FROM provider_tokens WHERE name = ?", [.text(name)]).first,
-               !row["expired"].bool, let token = row["token"].text.flatMap(opened), let issued = row["issued_at"].int,
+               !row["expired"].bool, let token = row["token"].text.flatMap({ opened($0, name: name) }), let issued = row["issued_at"].int,
                Double(issued) > issuedAfter.timeIntervalSince1970 {
                 return (token, Self.date(issued))
             }
@@ -177,7 +177,7 @@ public struct SQLClusterStore: ClusterStore {
             try c.run("""
                 INSERT INTO provider_tokens (name, token, issued_at, expired) VALUES (?, ?, ?, 0)
                 ON CONFLICT (name) DO UPDATE SET token = excluded.token, issued_at = excluded.issued_at, expired = 0
-                """, [.text(name), .text(masterKey?.seal(token) ?? token), SQLValue.seconds(issuedAt)])
+                """, [.text(name), .text(masterKey?.seal(token, boundTo: Self.binding(providerToken: name)) ?? token), SQLValue.seconds(issuedAt)])
             return (token, issuedAt)
         }
     }
@@ -185,7 +185,7 @@ public struct SQLClusterStore: ClusterStore {
     public func expireProviderToken(named name: String, token: String, renewableBefore: Date) throws(StoreError) -> Bool {
         try database.write { (c) throws(StoreError) -> Bool in
             guard let row = try c.query("SELECT token, issued_at FROM provider_tokens WHERE name = ? \(database.dialect.forUpdate)", [.text(name)]).first,
-                  row["token"].text.flatMap(opened) == token else { return true }   // none stored, or already replaced
+                  row["token"].text.flatMap({ opened($0, name: name) }) == token else { return true }   // none stored, or already replaced
             guard Double(row["issued_at"].int ?? 0) < renewableBefore.timeIntervalSince1970 else { return false }
             try c.run("UPDATE provider_tokens SET expired = 1 WHERE name = ?", [.text(name)])
             return true
@@ -197,8 +197,11 @@ public struct SQLClusterStore: ClusterStore {
     /// A stored provider token as nodes use it: opened with the master key. One sealed with another key (or none
     /// given) is no token: a new one is signed. One stored plain before a master key was set is used until it is
     /// replaced (within the hour), as signing a new one sooner could earn TooManyProviderTokenUpdates (A3).
-    func opened(_ stored: String) -> String? {
+    func opened(_ stored: String, name: String) -> String? {
         guard MasterKey.isSealed(stored) else { return stored }
-        return masterKey?.open(stored)
+        return masterKey?.open(stored, boundTo: Self.binding(providerToken: name))
     }
+
+    /// What a sealed provider token is bound to: its key's name.
+    static func binding(providerToken name: String) -> String { "provider-token/\(name)" }
 }

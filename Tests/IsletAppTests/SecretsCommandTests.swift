@@ -29,7 +29,7 @@ struct SecretsCommandTests {
         let created = islet(["app", "create", "--name", "Shop", "--bundle-id", "com.example.shop", "--team-id", "TEAM123456", "--key-id", "KEY1234567",
                              "--key-file", keyFile, "--database", workspace.database, "--json"], environment: environment)
         #expect(created.status == 0, "\(created.errors)")
-        #expect(try storedPEMs().allSatisfy { $0.hasPrefix("islet-sealed:v1:") && !$0.contains("PRIVATE KEY") })
+        #expect(try storedPEMs().allSatisfy { $0.hasPrefix("islet-sealed:v2:") && !$0.contains("PRIVATE KEY") })
 
         // The nodes' shared provider token, sealed with the first key, is sealed again with the second: no new one to sign.
         let now = Date()

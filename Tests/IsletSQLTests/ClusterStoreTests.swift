@@ -340,7 +340,7 @@ struct ClusterStoreTests {
         // Another key (or a copy without one) finds no usable token and signs its own.
         let other = SQLClusterStore(database: f.db.database, masterKey: MasterKey.generate())
         _ = try f.db.database.withConnection { (c) throws(StoreError) in
-            try c.run("UPDATE provider_tokens SET token = ?, expired = 0 WHERE name = 'TEAM.KEY'", [.text(key.seal("jwt-kept"))])
+            try c.run("UPDATE provider_tokens SET token = ?, expired = 0 WHERE name = 'TEAM.KEY'", [.text(key.seal("jwt-kept", boundTo: "provider-token/TEAM.KEY"))])
         }
         let foreign = try #require(try other.providerToken(named: "TEAM.KEY", issuedAfter: now.addingTimeInterval(-50 * 60), at: now, sign: sign))
         #expect(foreign.token != "jwt-kept" && signed.withLock { $0 } == 2)

@@ -29,7 +29,7 @@ struct SealedKeyTests {
         let sealed = try store(db, master)
         try sealed.createApplication(Application(code: Self.code, name: "x", bundleID: "com.example.x", createdAt: Date()), tokens: [], apnsKey: Self.key)
         let onDisk = try storedText(db)
-        #expect(onDisk.hasPrefix("islet-sealed:v1:") && !onDisk.contains("PRIVATE KEY") && !onDisk.contains("MIGHAgEA"))
+        #expect(onDisk.hasPrefix("islet-sealed:v2:") && !onDisk.contains("PRIVATE KEY") && !onDisk.contains("MIGHAgEA"))
         #expect(try sealed.apnsKey(for: Self.code)?.pem == Self.pem)
         #expect(try sealed.checkAPNsKeys() == (1, 0) ? true : false)
 
@@ -57,18 +57,43 @@ struct SealedKeyTests {
 
     @Test func sealingIsAuthenticatedAndNeverRepeatsItself() throws {
         let master = MasterKey.generate()
-        let a = master.seal("secret"), b = master.seal("secret")
+        let a = master.seal("secret", boundTo: "x"), b = master.seal("secret", boundTo: "x")
         #expect(a != b, "a fresh nonce each time")
-        #expect(master.open(a) == "secret" && master.open(b) == "secret")
+        #expect(master.open(a, boundTo: "x") == "secret" && master.open(b, boundTo: "x") == "secret")
         // Every byte is authenticated: flipping one bit of the nonce, the ciphertext or the tag is refused.
-        let sealed = try #require(Data(base64Encoded: String(a.dropFirst("islet-sealed:v1:".count))))
+        let sealed = try #require(Data(base64Encoded: String(a.dropFirst("islet-sealed:v2:".count))))
         for index in [0, 12, sealed.count - 1] {
             var bytes = Array(sealed)
             bytes[index] ^= 0x01
-            #expect(master.open("islet-sealed:v1:" + Data(bytes).base64EncodedString()) == nil, "byte \(index)")
+            #expect(master.open("islet-sealed:v2:" + Data(bytes).base64EncodedString(), boundTo: "x") == nil, "byte \(index)")
         }
+        // Issue 44: sealed text is bound to what it is: moved to another row (another binding), it does not open.
+        #expect(master.open(a, boundTo: "y") == nil)
+        // Text sealed before bindings (v1, no associated data; made with Python's cryptography) still opens.
+        let legacy = MasterKey(bytes: Array(0..<32))
+        #expect(legacy.open("islet-sealed:v1:BwcHBwcHBwcHBwcHYw/BPQx294ej/mHl9A6PAVOzVDbuGSmYNifYewY=", boundTo: "anything") == "legacy secret")
         #expect(MasterKey(text: master.hexText) == master)
         #expect(MasterKey(text: Data(repeating: 7, count: 32).base64EncodedString()) != nil)
         #expect(MasterKey(text: "abc") == nil && MasterKey(text: String(repeating: "zz", count: 32)) == nil)
+    }
+
+    /// Issue 44: two applications' sealed keys swapped between their rows open for neither (each is bound to its
+    /// application); `rotate-master-key`'s reseal binds keys sealed before bindings.
+    @Test(arguments: Engine.allCases) func sealedKeysSwappedBetweenApplicationsOpenForNeither(_ engine: Engine) throws {
+        let db = try engine.open()
+        let master = MasterKey.generate()
+        let sealed = try store(db, master)
+        let other = ApplicationCode("SWAPS-00002")!
+        for code in [Self.code, other] {
+            try sealed.createApplication(Application(code: code, name: "x", bundleID: "com.example.x", createdAt: Date()), tokens: [], apnsKey: Self.key)
+        }
+        #expect(try sealed.apnsKey(for: other)?.pem == Self.pem)
+        _ = try db.database.withConnection { (c) throws(StoreError) in
+            try c.run("""
+                UPDATE apns_keys SET pem = (SELECT k.pem FROM apns_keys k WHERE k.application = ?2) WHERE application = ?1
+                """, [.text(other.rawValue), .text(Self.code.rawValue)])
+        }
+        #expect(throws: StoreError.self, "a key moved from another application's row does not open") { _ = try sealed.apnsKey(for: other) }
+        #expect(try sealed.apnsKey(for: Self.code)?.pem == Self.pem)
     }
 }

@@ -70,7 +70,7 @@ as_root chown islet "$work/AuthKey_ABC123DEFG.p8"; as_root chmod 600 "$work/Auth
 created="$(as_root runuser -u islet -- sh -c "set -a; . /etc/islet/islet.env; exec islet app create --name Shop --bundle-id com.example.shop \
   --team-id DEF123GHIJ --key-id ABC123DEFG --key-file $work/AuthKey_ABC123DEFG.p8 --json")"
 as_root grep -q "PRIVATE KEY" /var/lib/islet/islet.sqlite* && fail "the APNs key is stored in clear"
-as_root grep -q "islet-sealed:v1:" /var/lib/islet/islet.sqlite* || fail "the APNs key is not sealed"
+as_root grep -q "islet-sealed:v2:" /var/lib/islet/islet.sqlite* || fail "the APNs key is not sealed"
 code="$(grep -o '"application":"[^"]*"' <<<"$created" | cut -d'"' -f4)"; token="$(grep -o '"api_token":"[^"]*"' <<<"$created" | cut -d'"' -f4)"
 answer="$(curl -s "http://127.0.0.1:$port/json/1.3/getApplication" -d "{\"request\":{\"application\":\"$code\",\"auth\":\"$token\"}}")"
 grep -q '"bundle_id":"com.example.shop"' <<<"$answer" || fail "getApplication: $answer"

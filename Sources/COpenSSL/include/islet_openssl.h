@@ -13,12 +13,13 @@ int islet_random_bytes(uint8_t *buffer, size_t length);
 /// Returns 0 when it does, 1 when it is not a readable private key, 2 when it is not P-256.
 int islet_check_p256_private_key(const char *pem, size_t length);
 /// AES-256-GCM: seals `length` bytes with `key` (32 bytes) and `nonce` (12 bytes) into `out` (same length)
-/// and `tag` (16 bytes). Returns 1 on success.
-int islet_aes256gcm_seal(const uint8_t key[32], const uint8_t nonce[12], const void *plaintext, size_t length,
-                         uint8_t *out, uint8_t tag[16]);
-/// Opens what islet_aes256gcm_seal made; returns 1 when the tag matches (the bytes are authentic), else 0.
-int islet_aes256gcm_open(const uint8_t key[32], const uint8_t nonce[12], const void *ciphertext, size_t length,
-                         const uint8_t tag[16], uint8_t *out);
+/// and `tag` (16 bytes), the tag also covering `aad_length` bytes of associated data (none when 0). Returns 1 on success.
+int islet_aes256gcm_seal(const uint8_t key[32], const uint8_t nonce[12], const void *aad, size_t aad_length,
+                         const void *plaintext, size_t length, uint8_t *out, uint8_t tag[16]);
+/// Opens what islet_aes256gcm_seal made with the same associated data; returns 1 when the tag matches (the bytes
+/// and the associated data are authentic), else 0.
+int islet_aes256gcm_open(const uint8_t key[32], const uint8_t nonce[12], const void *aad, size_t aad_length,
+                         const void *ciphertext, size_t length, const uint8_t tag[16], uint8_t *out);
 
 #include <openssl/ssl.h>
 #include <openssl/evp.h>

@@ -231,7 +231,7 @@ public struct APIRouter: HTTPHandler {
         if kind == .device, let limiter = perAddress {
             let forwarded = request.headers.filter { $0.name == "x-forwarded-for" }.map(\.value)
             let client = RateLimiter.clientAddress(peer: request.clientAddress, forwardedFor: forwarded)
-            if let wait = limiter.take(RateLimiter.addressKey(client)) {
+            if let wait = limiter.take(ClientAddress.key(client)) {
                 throw RateLimited.message("one client address (\(client.prefix(64))) on the device API", limit: limiter.limit, retryAfter: wait)
             }
         }

@@ -87,16 +87,4 @@ extension RateLimiter {
         let address = last.trimmingCharacters(in: .whitespaces)
         return address.isEmpty ? peer : address
     }
-
-    /// The bucket of an address: an IPv4 address itself, an IPv6 address by its /64 (one subscriber's
-    /// network holds billions of addresses, so one bucket per address would limit nobody).
-    public static func addressKey(_ address: String) -> String {
-        guard address.contains(":") else { return address }
-        var bytes = [UInt8](repeating: 0, count: 16)
-        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
-        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
-            return bytes[12...].map(String.init).joined(separator: ".")   // an IPv4-mapped address is its IPv4 address
-        }
-        return stride(from: 0, to: 8, by: 2).map { String(format: "%02x%02x", bytes[$0], bytes[$0 + 1]) }.joined(separator: ":") + "::/64"
-    }
 }

@@ -204,7 +204,7 @@ public struct ConsoleRouter: Sendable {
             throw APIError(.forbidden, "Sec-Fetch-Site: a sign-in started by another site is refused")
         }
         let client = RateLimiter.clientAddress(peer: request.clientAddress, forwardedFor: request.headers.filter { $0.name == "x-forwarded-for" }.map(\.value))
-        if let wait = signIns.take(RateLimiter.addressKey(client)) {
+        if let wait = signIns.take(ClientAddress.key(client)) {
             throw RateLimited.message("console sign-ins from one client address (\(client.prefix(64)))", limit: signIns.limit, retryAfter: wait)
         }
         let document: JSONValue

@@ -98,15 +98,15 @@ public final class HTTPServer: @unchecked Sendable {
         boundPort.store(Int(islet_mhd_bound_port(started)), ordering: .releasing)
     }
 
+    /// How long a shutdown waits for the bodies of requests still arriving.
+    static let bodyGrace: Duration = .seconds(2)
+
     /// Stops accepting connections, lets in-flight requests finish (up to `gracePeriod`), then stops.
     ///
     /// A request still waiting for a worker at the deadline is answered 503 and never run; one a worker is
     /// still running is answered 503 saying its outcome is unknown (libmicrohttpd must not stop with a
     /// connection suspended). Returns false when some requests were still running at the deadline (a
     /// worker may still be running one: its outcome is unknown).
-    /// How long a shutdown waits for the bodies of requests still arriving.
-    static let bodyGrace: Duration = .seconds(2)
-
     @discardableResult
     public func shutdown(gracePeriod: Duration = .seconds(10)) -> Bool {
         guard let running = daemon.withLock({ current -> DaemonHandle? in defer { current = nil }; return current })?.pointer else {
@@ -374,9 +374,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         state.receivingBody = true
         MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, unmanaged.toOpaque())
         MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryArgument, unmanaged.toOpaque())
-        var address = [CChar](repeating: 0, count: 64)
-        islet_mhd_client_address(connection, &address, address.count)
-        state.clientAddress = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        state.clientAddress = connection.map(ClientAddress.text(of:)) ?? ""
         let declared = state.request.header("content-length").flatMap(Int.init)
         if let length = declared, length > context.maximumBodyBytes {
             // Answer before reading a body we would refuse; libmicrohttpd then closes the connection.
@@ -450,7 +448,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
 private let acceptPolicy: MHD_AcceptPolicyCallback = { cls, address, _ in
     guard let cls else { return .YES }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
-    return context.connections.admits(ConnectionsPerAddress.key(address)) ? .YES : .NO
+    return context.connections.admits(ClientAddress.text(address)) ? .YES : .NO
 }
 
 // A connection started or closed: counted for its address.
@@ -458,14 +456,10 @@ private let connectionNotice: MHD_NotifyConnectionCallback = { cls, connection, 
     guard let cls, let connection else { return }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     guard context.connections.limit != nil else { return }
-    var address = [CChar](repeating: 0, count: 64)
-    islet_mhd_client_address(connection, &address, address.count)
-    let text = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    let key = ConnectionsPerAddress.key(text: text)
     // MHD_CONNECTION_NOTIFY_STARTED is 0, MHD_CONNECTION_NOTIFY_CLOSED 1.
     switch code.rawValue {
-    case 0: context.connections.opened(key)
-    case 1: context.connections.closed(key)
+    case 0: context.connections.opened(ClientAddress.text(of: connection))
+    case 1: context.connections.closed(ClientAddress.text(of: connection))
     default: break
     }
 }
@@ -477,9 +471,9 @@ private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestCo
     // Ended before its body was in (the client left, or the server stopped): nothing of it ran.
     context.bodyReceived(state)
     if state.reservedBytes > 0 {
+        state.body = []   // freed first: giving the room back may give the free memory back to the system
         context.bodies.release(state.reservedBytes, for: state.clientKey)
         state.reservedBytes = 0
-        state.body = []
     }
     // A worker's answer never queued (the client left first): a stream in it is let go.
     state.answer?.take()?.stream?.released()

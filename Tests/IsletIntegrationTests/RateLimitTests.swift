@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import IsletAPI
 import IsletCore
+import IsletHTTP
 
 /// Issue 12, E6: the public device API is rate limited per client address and per application.
 @Suite("Rate limits (E6)")
@@ -81,10 +82,10 @@ struct TokenBucketTests {
     }
 
     @Test func anIPv6ClientIsLimitedByItsSlash64() {
-        #expect(RateLimiter.addressKey("2001:db8:1:2:aaaa::1") == RateLimiter.addressKey("2001:db8:1:2:bbbb:cccc:dddd:eeee"))
-        #expect(RateLimiter.addressKey("2001:db8:1:2::1") != RateLimiter.addressKey("2001:db8:1:3::1"))
-        #expect(RateLimiter.addressKey("2001:db8:1:2::1") == "2001:0db8:0001:0002::/64")
-        #expect(RateLimiter.addressKey("::ffff:203.0.113.7") == "203.0.113.7" && RateLimiter.addressKey("203.0.113.7") == "203.0.113.7")
+        #expect(ClientAddress.key("2001:db8:1:2:aaaa::1") == ClientAddress.key("2001:db8:1:2:bbbb:cccc:dddd:eeee"))
+        #expect(ClientAddress.key("2001:db8:1:2::1") != ClientAddress.key("2001:db8:1:3::1"))
+        #expect(ClientAddress.key("2001:db8:1:2::1") == "2001:0db8:0001:0002::/64")
+        #expect(ClientAddress.key("::ffff:203.0.113.7") == "203.0.113.7" && ClientAddress.key("203.0.113.7") == "203.0.113.7")
     }
 
     @Test func aLimiterForgetsFullBucketsOnlyWhenLargeAndRarely() {

@@ -32,7 +32,7 @@ struct ServerRoutes: HTTPHandler {
     func bodiesBusy(_ request: HTTPRequest, retryAfter: Int) -> HTTPResponse { api.bodiesBusy(request, retryAfter: retryAfter) }
     /// The client address the rate limits count (behind a proxy on this machine, what it forwards), by its /64 for IPv6.
     func clientKey(_ request: HTTPRequest) -> String {
-        RateLimiter.addressKey(RateLimiter.clientAddress(peer: request.clientAddress,
+        ClientAddress.key(RateLimiter.clientAddress(peer: request.clientAddress,
                                                          forwardedFor: request.headers.filter { $0.name == "x-forwarded-for" }.map(\.value)))
     }
 

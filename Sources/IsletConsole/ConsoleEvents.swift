@@ -19,8 +19,6 @@ public final class ConsoleEvents: Service {
     /// Messages are read again this far below the highest id seen: on PostgreSQL a transaction that took a
     /// lower id can commit after one that took a higher id.
     static let idLookback: Int64 = 256
-    /// Finished messages are read again this far back: finish times come from every node's clock.
-    static let finishLookback: TimeInterval = 5
 
     private struct Subscriber {
         let application: ApplicationCode
@@ -36,10 +34,11 @@ public final class ConsoleEvents: Service {
         var stopping = false
         /// The highest message id seen; nil while nobody listens (the next look starts from where things stand).
         var highest: Int64?
-        /// Messages already reported, created (above `highest - idLookback`) or finished (within `finishLookback`).
+        /// Messages already reported, created (above `highest - idLookback`) or finished (forgotten after a minute).
         var seenCreated: Set<Int64> = []
         var seenFinished: [Int64: Date] = [:]
-        var lastLook = Date.distantPast
+        /// Messages seen unfinished, asked about at the next look; nil after the first look.
+        var open: [Int64]?
         var lastHeartbeat = ContinuousClock.now
     }
     private let state = Mutex(State())
@@ -140,11 +139,10 @@ public final class ConsoleEvents: Service {
     }
 
     private func readChanges(at date: Date) throws -> Set<ApplicationCode> {
-        let (highest, lastLook) = state.withLock { ($0.highest, $0.lastLook) }
+        let (highest, open) = state.withLock { ($0.highest, $0.open) }
         let baseline = highest == nil
         let floor = try highest ?? store.lastMessageID()
-        let changes = try store.consoleChanges(afterMessage: max(0, floor - Self.idLookback),
-                                               finishedSince: (baseline ? date : lastLook).addingTimeInterval(-Self.finishLookback))
+        let changes = try store.consoleChanges(afterMessage: max(0, floor - Self.idLookback), open: baseline ? nil : open ?? [])
         return state.withLock { state in
             var changed: Set<ApplicationCode> = []
             for message in changes.created where !state.seenCreated.contains(message.id) {
@@ -158,8 +156,8 @@ public final class ConsoleEvents: Service {
             let top = max(floor, changes.created.last?.id ?? floor)
             state.highest = top
             state.seenCreated = state.seenCreated.filter { $0 > top - Self.idLookback }
-            state.seenFinished = state.seenFinished.filter { date.timeIntervalSince($0.value) <= 2 * Self.finishLookback }
-            state.lastLook = date
+            state.seenFinished = state.seenFinished.filter { date.timeIntervalSince($0.value) <= 60 }
+            state.open = changes.open
             return baseline ? [] : changed
         }
     }

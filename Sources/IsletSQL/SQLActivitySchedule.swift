@@ -66,7 +66,7 @@ extension SQLMessageStore: ActivitySchedule {
                 expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0), dismissalDate: row["dismissal_date"].int)
             if !sameSession || ActivityRules.updateRefusal(activityID, state: activity.state) != nil {
                 // Its activity ended, or began again, meanwhile: kept as cancelled, so its code still answers.
-                let id = try insert(message, activity: activity.id, application: application, at: date, c)
+                let id = try insert(message, activity: activity.id, application: application, at: date, queued: false, c)
                 try c.run("UPDATE messages SET state = \(MessageState.cancelled.sql), finished_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(id)])
             } else {
                 if budgets[application] == nil { budgets[application] = try SQLApplicationStore.updateBudget(of: application, c) }
@@ -139,6 +139,7 @@ extension SQLMessageStore: ActivitySchedule {
                     RETURNING id
                     """, [.text(MessageCode.next()), .blob(payload), Self.milliseconds(date), SQLValue.seconds(date),
                           Self.milliseconds(date.addingTimeInterval(lifetime)), channel, .int(start)])[0]["id"].int ?? 0
+                try c.send(queueing(renewed, activity: activity.id, dueAt: Self.milliseconds(date)))
                 try c.run("UPDATE scheduled_updates SET start = ? WHERE activity = ? AND start = ?", [.int(renewed), .int(activity.id), .int(start)])
                 try scheduleRenewal(activity: activity.id, start: renewed, startsAt: date, c)
             }
@@ -166,7 +167,7 @@ extension SQLMessageStore: ActivitySchedule {
     /// the end are out and each push of the end, and its broadcast, is settled (a retry waits for its next attempt). Past the old
     /// session's 8 hours iOS has ended the card itself, so its end's retries are not waited for.
     func renewalEndPending(_ end: Int64, activity: ActivityRecord, at date: Date, _ c: any SQLConnection) throws(StoreError) -> Date? {
-        if try !c.query("SELECT 1 FROM messages WHERE activity = ? AND id <= ? AND state IN \([MessageState.pending, .sending].sqlList) LIMIT 1",
+        if try !c.query("SELECT 1 FROM message_queue WHERE activity = ? AND message <= ? LIMIT 1",
                         [.int(activity.id), .int(end)]).isEmpty {
             return date.addingTimeInterval(0.25)
         }

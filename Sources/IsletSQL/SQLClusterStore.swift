@@ -86,7 +86,7 @@ public struct SQLClusterStore: ClusterStore {
         // A read first: the write (and its lock) only when there is something to rescue, which is rare.
         let needed = try database.withConnection { (c) throws(StoreError) -> Bool in
             try c.query("""
-                SELECT EXISTS (SELECT 1 FROM leases l WHERE \(deadLease)) OR \(Self.unleased("messages", claimed: "claimed = 1"))
+                SELECT EXISTS (SELECT 1 FROM leases l WHERE \(deadLease)) OR \(Self.unleased("message_queue", claimed: "lease IS NOT NULL"))
                     OR \(Self.unleased("message_shards", claimed: "claimed = 1")) OR \(Self.unleased("deliveries", claimed: "state = \(DeliveryState.sending.sql)")) AS needed
                 """, [], planning: .fresh)[0]["needed"].bool
         }
@@ -114,7 +114,7 @@ public struct SQLClusterStore: ClusterStore {
     /// device's token like any start whose answer was lost.
     private static func freeUnleased(_ c: any SQLConnection) throws(StoreError) -> RescueReport {
         var report = RescueReport()
-        report.jobs = try c.run("UPDATE messages SET claimed = 0, lease = NULL WHERE claimed = 1 AND \(leaseGone("messages"))")
+        report.jobs = try c.run("UPDATE message_queue SET lease = NULL WHERE lease IS NOT NULL AND \(leaseGone("message_queue"))")
         report.jobs += try c.run("""
             UPDATE message_shards SET claimed = 0, lease = NULL WHERE claimed = 1 AND \(leaseGone("message_shards"))
             """)
@@ -142,7 +142,7 @@ public struct SQLClusterStore: ClusterStore {
                        \(database.dialect.nodeIsAlive ?? "NULL") AS alive,
                        (SELECT COUNT(*) FROM leases WHERE owner = n.id) AS leases,
                        (SELECT MIN(until_ms) FROM leases WHERE owner = n.id) AS lease_until,
-                       (SELECT COUNT(*) FROM messages WHERE claimed = 1 AND lease IN (\(owned)))
+                       (SELECT COUNT(*) FROM message_queue WHERE lease IN (\(owned)))
                        + (SELECT COUNT(*) FROM message_shards WHERE claimed = 1 AND lease IN (\(owned)))
                        + (SELECT COUNT(*) FROM deliveries WHERE state = \(DeliveryState.sending.sql) AND lease IN (\(owned))) AS claimed
                 FROM nodes n

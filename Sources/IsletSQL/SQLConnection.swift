@@ -339,6 +339,10 @@ public struct SQLDialect: Sendable {
         engine == .postgresql ? "FOR \(updatingKey ? "UPDATE" : "NO KEY UPDATE") OF \(table) SKIP LOCKED" : ""
     }
 
+    /// The id the connection's last insert gave its row (SQLite's rowid, PostgreSQL's last identity value), for the
+    /// statement sent right after it.
+    public var lastInsertedID: String { engine == .postgresql ? "lastval()" : "last_insert_rowid()" }
+
     /// Locks the row read until the transaction ends (a decision made on it must not race a claim).
     public var forUpdate: String { engine == .postgresql ? "FOR UPDATE" : "" }
 

@@ -70,13 +70,13 @@ public struct SQLConsoleStore: ConsoleStore {
                 guard let state = row["state"].text.flatMap(ActivityState.init(rawValue:)) else { continue }
                 overview.activities[state] = Int(row["count"].int ?? 0)
             }
-            // Only messages open or finished within the window are read (two partial indexes), then their pushes by
-            // the message's key: the cost follows the hour's traffic, not the history kept.
+            // Only messages created within the window or still queued are read (messages_by_creation, the queue), then
+            // their pushes by the message's key: the cost follows the hour's traffic, not the history kept. A message
+            // from before the window that has finished since (a retry late in its life) is not counted.
             overview.pushes = try c.query("""
                 SELECT (d.at / 60) * 60 AS minute, d.state, d.reason, COUNT(*) AS count
                 FROM deliveries d JOIN messages m ON m.id = d.message
-                WHERE m.id IN (SELECT id FROM messages WHERE state IN \([MessageState.done, .cancelled].sqlList) AND finished_at >= ?2
-                               UNION ALL SELECT id FROM messages WHERE state IN \([MessageState.pending, .sending].sqlList))
+                WHERE m.id IN (SELECT id FROM messages WHERE application = ?1 AND created_at >= ?2 UNION ALL SELECT message FROM message_queue)
                   AND m.application = ?1 AND d.at >= ?2
                 GROUP BY (d.at / 60) * 60, d.state, d.reason ORDER BY 1
                 """, [code, SQLValue.seconds(pushesSince)]).compactMap { row in
@@ -154,18 +154,32 @@ public struct SQLConsoleStore: ConsoleStore {
         }
     }
 
-    public func consoleChanges(afterMessage: Int64, finishedSince: Date) throws(StoreError) -> ConsoleChanges {
-        func pairs(_ rows: [SQLRow]) -> [(id: Int64, application: ApplicationCode)] {
-            rows.compactMap { row in row["application"].text.flatMap(ApplicationCode.init).map { (id: row["id"].int ?? 0, application: $0) } }
-        }
-        return try database.withConnection { (c) throws(StoreError) in
-            // New messages by their key range; finished ones through the partial index of finished messages.
-            ConsoleChanges(
-                created: pairs(try c.query("SELECT id, application FROM messages WHERE id > ? ORDER BY id", [.int(afterMessage)])),
-                finished: pairs(try c.query("""
-                    SELECT id, application FROM messages \(database.dialect.indexedBy("messages_finished"))
-                    WHERE state IN \([MessageState.done, .cancelled].sqlList) AND finished_at >= ?
-                    """, [SQLValue.seconds(finishedSince)])))
+    /// Unfinished messages watched at most: the newest.
+    static let watchedAtMost = 2_000
+
+    public func consoleChanges(afterMessage: Int64, open: [Int64]?) throws(StoreError) -> ConsoleChanges {
+        try database.withConnection { (c) throws(StoreError) in
+            // New messages by their key range; whether a message is finished by its job in the queue.
+            let queued = "EXISTS (SELECT 1 FROM message_queue q WHERE q.message = m.id) AS queued"
+            let created = try c.query("SELECT m.id, m.application, \(queued) FROM messages m WHERE m.id > ? ORDER BY m.id", [.int(afterMessage)])
+            let watched: [SQLRow]
+            if let open {
+                watched = open.isEmpty ? [] : try c.query("""
+                    SELECT m.id, m.application, \(queued) FROM messages m WHERE m.id \(database.dialect.isIn("CAST(value AS BIGINT)", of: "?"))
+                    """, [.text(JSONValue.array(open.map { .int($0) }).jsonText)])
+            } else {
+                watched = try c.query("""
+                    SELECT m.id, m.application, 1 AS queued FROM message_queue q JOIN messages m ON m.id = q.message ORDER BY q.message DESC LIMIT ?
+                    """, [.int(Int64(Self.watchedAtMost))])
+            }
+            var changes = ConsoleChanges(created: [], finished: [], open: [])
+            for (index, row) in (created + watched).enumerated() {
+                guard let application = row["application"].text.flatMap(ApplicationCode.init), let id = row["id"].int else { continue }
+                if index < created.count { changes.created.append((id, application)) }
+                if row["queued"].bool { changes.open.append(id) } else { changes.finished.append((id, application)) }
+            }
+            changes.open = Array(Set(changes.open).sorted().suffix(Self.watchedAtMost))
+            return changes
         }
     }
 

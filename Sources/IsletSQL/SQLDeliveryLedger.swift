@@ -11,17 +11,26 @@ extension SQLMessageStore: DeliveryLedger {
         // its time on what API calls wait for, and the records go on another server process at once.
         try database.inClaimTransaction { (c) throws(StoreError) in
             for lease in leases { try hold(lease, c) }
-            for outcome in outcomes {
-                let job = outcome.job
-                try write(outcome.result, message: job.id, at: date, c)
-                if outcome.finished {
-                    try c.send("UPDATE messages SET state = \(MessageState.done.sql), claimed = 0, lease = NULL, finished_at = ?, cursor = ?, superseded_by = \(Self.superseding("messages")) WHERE id = ?",
-                              [SQLValue.seconds(date), .int(outcome.result.cursor), .int(job.id)])
-                    try Self.broadcastAlong(job, at: date, c)
-                } else {
-                    try c.send("UPDATE messages SET claimed = 0, lease = NULL, cursor = ? WHERE id = ? AND state = \(MessageState.sending.sql)",
-                              [.int(outcome.result.cursor), .int(job.id)])
+            // Every job's records together (one claim holds one message of an activity at most, so no two rows are one push).
+            try writeRecords(outcomes.flatMap { outcome in outcome.result.records.map { ($0, outcome.job.id) } }, at: date, c)
+            for outcome in outcomes { try apply(outcome.result.effects, c) }
+            let finished = outcomes.filter(\.finished)
+            if !finished.isEmpty {
+                // Their jobs leave the queue in one statement, then their history says they are done (the queue first, in
+                // the order claims and cancels lock them).
+                let ids = SQLValue.text(JSONValue.array(finished.map { .int($0.job.id) }).jsonText)
+                try c.send("DELETE FROM message_queue WHERE message \(database.dialect.isIn("CAST(value AS BIGINT)", of: "?"))", [ids])
+                for outcome in finished {
+                    try c.send("""
+                        UPDATE messages SET state = \(MessageState.done.sql), finished_at = ?, cursor = ?, superseded_by = \(Self.superseding("messages", claimedBySender: true))
+                        WHERE id = ?
+                        """, [SQLValue.seconds(date), .int(outcome.result.cursor), .int(outcome.job.id)])
+                    try Self.broadcastAlong(outcome.job, at: date, c)
                 }
+            }
+            for outcome in outcomes where !outcome.finished {
+                try c.send("UPDATE message_queue SET lease = NULL WHERE message = ?", [.int(outcome.job.id)])
+                try c.send("UPDATE messages SET cursor = ? WHERE id = ?", [.int(outcome.result.cursor), .int(outcome.job.id)])
             }
             for lease in leases { try Self.endLease(lease, c) }
         }
@@ -49,17 +58,23 @@ extension SQLMessageStore: DeliveryLedger {
     /// PostgreSQL in one statement (a round trip each was most of a batch's time), on SQLite in multi-row
     /// statements (a statement per row: a third of a fan-out's CPU, with the starts' activity_devices rows), then its effects.
     func write(_ result: BatchResult, message: Int64, at date: Date, _ c: any SQLConnection) throws(StoreError) {
-        if result.records.count == 1 {
-            try Self.write(result.records[0], message: message, at: date, c)
+        try writeRecords(result.records.map { ($0, message) }, at: date, c)
+        try apply(result.effects, c)
+    }
+
+    /// Delivery records, each of its message: no two of one push (an upsert touches a row once).
+    func writeRecords(_ records: [(record: DeliveryRecord, message: Int64)], at date: Date, _ c: any SQLConnection) throws(StoreError) {
+        if records.count == 1 {
+            try Self.write(records[0].record, message: records[0].message, at: date, c)
         } else if !database.dialect.writesRowsTogether {
             let at = SQLValue.seconds(date)
-            try c.runRows(result.records.map { Self.columns(of: $0, message: message, at: at) }) { values in
+            try c.runRows(records.map { Self.columns(of: $0.record, message: $0.message, at: at) }) { values in
                 "INSERT INTO deliveries \(Self.deliveryColumns) VALUES \(values) \(Self.upsertDelivery)"
             }
-        } else if !result.records.isEmpty {
-            let rows = JSONValue.array(result.records.map { record in
+        } else if !records.isEmpty {
+            let rows = JSONValue.array(records.map { record, message in
                 [
-                    "device": .int(record.device), "push_type": record.pushType.map { .string($0.rawValue) } ?? .null, "status": .int(Int64(record.status)),
+                    "message": .int(message), "device": .int(record.device), "push_type": record.pushType.map { .string($0.rawValue) } ?? .null, "status": .int(Int64(record.status)),
                     "reason": record.reason.map { .string($0) } ?? .null, "apns_id": record.apnsID.map { .string($0) } ?? .null,
                     "attempts": .int(Int64(record.attempts)), "state": .string(record.state.rawValue),
                     "next_at": record.nextAttemptAt.map { .int(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null,
@@ -67,18 +82,17 @@ extension SQLMessageStore: DeliveryLedger {
                     "priority": record.priority.map { .int(Int64($0)) } ?? .null,
                 ]
             })
-            let source = database.dialect.rows(ofJSONArray: "?3", columns: [
-                ("device", .integer), ("push_type", .text), ("status", .integer), ("reason", .text), ("apns_id", .text), ("attempts", .integer),
+            let source = database.dialect.rows(ofJSONArray: "?2", columns: [
+                ("message", .integer), ("device", .integer), ("push_type", .text), ("status", .integer), ("reason", .text), ("apns_id", .text), ("attempts", .integer),
                 ("state", .text), ("next_at", .integer), ("token", .text), ("copies", .integer), ("priority", .integer),
             ])
             try c.send("""
                 INSERT INTO deliveries \(Self.deliveryColumns)
-                SELECT ?1, r.device, r.push_type, r.status, r.reason, r.apns_id, r.attempts, ?2, r.state, r.next_at, r.token, r.copies, r.priority
+                SELECT r.message, r.device, r.push_type, r.status, r.reason, r.apns_id, r.attempts, ?1, r.state, r.next_at, r.token, r.copies, r.priority
                 FROM \(source) WHERE true
                 \(Self.upsertDelivery)
-                """, [.int(message), SQLValue.seconds(date), .text(rows.jsonText)])
+                """, [SQLValue.seconds(date), .text(rows.jsonText)])
         }
-        try apply(result.effects, c)
     }
 
     /// What writing a delivery over an earlier record of the same push keeps: the attempts add up, a token stays.
@@ -282,7 +296,7 @@ extension SQLMessageStore: DeliveryLedger {
     /// Run after every record of a claim's work: each probe reads a partial index of claimed rows by lease.
     static let endLeaseStatement = """
         DELETE FROM leases WHERE id = ?1
-          AND NOT EXISTS (SELECT 1 FROM messages WHERE claimed = 1 AND lease = ?1)
+          AND NOT EXISTS (SELECT 1 FROM message_queue WHERE lease = ?1)
           AND NOT EXISTS (SELECT 1 FROM message_shards WHERE claimed = 1 AND lease = ?1)
           AND NOT EXISTS (SELECT 1 FROM deliveries WHERE state = \(DeliveryState.sending.sql) AND lease = ?1)
         """

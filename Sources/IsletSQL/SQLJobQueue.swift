@@ -4,10 +4,21 @@ import IsletStore
 
 /// The queue of delivery jobs: claims under a lease, shards of large fan-outs, when the next job falls due, a job's end, retention.
 extension SQLMessageStore: JobQueue {
-    /// What a claim takes on the messages it claims (PostgreSQL): a lock no other claim takes (they skip the rows),
-    /// that does not stop a write's foreign-key check (a delivery row, a catch-up, a shard naming the message: key
-    /// share locks), as a claim changes no key. FOR UPDATE made such a write wait for the claim's commit.
-    var claimLock: String { database.dialect.skipLocked(of: "m", updatingKey: false) }
+    /// What a claim takes on the jobs it claims (PostgreSQL): a lock no other claim takes (they skip the rows), and
+    /// that a writer of the message (an update superseding it, a cancel) takes first too, as a claim changes no key.
+    var claimLock: String { database.dialect.skipLocked(of: "q", updatingKey: false) }
+
+    /// The queue `q` with each job's message `m`.
+    static let queueWithMessages = "message_queue q JOIN messages m ON m.id = q.message"
+
+    /// A claim of the jobs of `ids` (a JSON array parameter, `?1`) under the lease `?2`: the queue holds the claim, and
+    /// the message's history says it is being sent.
+    func claiming(_ c: any SQLConnection, ids: SQLValue, lease: Int64) throws(StoreError) {
+        let inList = database.dialect.isIn("CAST(value AS BIGINT)", of: "?1")
+        try c.send("UPDATE message_queue SET lease = ?2 WHERE message \(inList)", [ids, .int(lease)])
+        try c.send("UPDATE messages SET state = \(MessageState.sending.sql) WHERE id \(inList) AND state = \(MessageState.pending.sql)", [ids])
+    }
+
 
     public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,
                              sharding: ShardPolicy, leavingSmall: Int?, lease: ClaimLease) throws(StoreError) -> MessageJob? {
@@ -28,12 +39,12 @@ extension SQLMessageStore: JobQueue {
                 return MessageJob(copying: job, cursor: shard["cursor"].int ?? 0)
             }
             guard let id = try c.query("""
-                SELECT m.id FROM messages m WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
+                SELECT q.message AS id FROM \(Self.queueWithMessages) WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application"))
                     \(Self.fanOutsNotIn(shardsExcluding)) \(leavingSmall.map { "AND NOT \(Self.smallMessage(devicesAtMost: $0))" } ?? "")
-                ORDER BY m.due_at, m.id LIMIT 1 \(claimLock)
+                ORDER BY q.due_at, q.message LIMIT 1 \(claimLock)
                 """, [Self.milliseconds(date)], planning: .fresh).first?["id"].int else { return nil }
             let leaseID = try newLease(lease, c)
-            try c.run("UPDATE messages SET state = \(MessageState.sending.sql), claimed = 1, lease = ? WHERE id = ?", [.int(leaseID), .int(id)])
+            try claiming(c, ids: .text("[\(id)]"), lease: leaseID)
             guard var job = try loadJob(id, at: date, c) else { return nil }
             job.lease = leaseID
             // A start to a large audience, claimed for the first time: split it, and take the first shard.
@@ -50,7 +61,7 @@ extension SQLMessageStore: JobQueue {
                           (number == 0 ? MessageState.sending : MessageState.pending).parameter, .int(number == 0 ? 1 : 0), number == 0 ? .int(leaseID) : .null])
             }
             // The shards carry the claims from here; other nodes take the rest.
-            try c.run("UPDATE messages SET claimed = 0, lease = NULL WHERE id = ?", [.int(id)])
+            try c.run("UPDATE message_queue SET lease = NULL WHERE message = ?", [.int(id)])
             try notifyNodes(c)
             var sharded = MessageJob(copying: job, cursor: first.after)
             sharded.shard = (0, first.upTo)
@@ -65,16 +76,16 @@ extension SQLMessageStore: JobQueue {
             // `claimable` lets only the oldest unfinished message of an activity through, so one claim never
             // holds two of the same activity. Small: no device past the first `devicesAtMost` (an index probe).
             let claimed = try c.query("""
-                SELECT m.id, m.event FROM messages m
+                SELECT m.id, m.event FROM \(Self.queueWithMessages)
                 WHERE \(Self.claimable) \(Self.notIn(excluding, column: "m.application")) AND \(Self.smallMessage(devicesAtMost: devicesAtMost))
-                ORDER BY m.due_at, m.id LIMIT ? \(claimLock)
+                ORDER BY q.due_at, q.message LIMIT ? \(claimLock)
                 """, [Self.milliseconds(date), .int(Int64(limit))], planning: .fresh)
             let ids = claimed.compactMap { $0["id"].int }
             guard !ids.isEmpty else { return [] }
             let leaseID = try newLease(lease, c)
             let idList = SQLValue.text(JSONValue.array(ids.map { .int($0) }).jsonText)
             let inList = database.dialect.isIn("CAST(value AS BIGINT)", of: "?1")
-            try c.send("UPDATE messages SET state = \(MessageState.sending.sql), claimed = 1, lease = ?2 WHERE id \(inList)", [idList, .int(leaseID)])
+            try claiming(c, ids: idList, lease: leaseID)
             // A start's scheduled activity is active from its claim, as on the job path. Updates alone (the usual claim)
             // skip the statement: it found nothing, for 0.5 ms of PostgreSQL's time a claim under the updates load.
             if claimed.contains(where: { $0["event"].text == LiveActivityEvent.start.rawValue }) {
@@ -170,30 +181,28 @@ extension SQLMessageStore: JobQueue {
         }
     }
 
-    /// Jobs a worker may take now (`?` is now): due and waiting, or left by a crashed run — and only when
+    /// Jobs `q` a worker may take now (`?` is now): due and waiting, or left by a crashed run — and only when
     /// no earlier message of the same activity is unfinished, so one activity's messages go out in order.
-    /// Its terms are a range of the `messages_waiting` index's first column and that index's condition, so a
-    /// claim reads the due part of that index only: not every message ever sent, nor the updates held for
-    /// later (paced ones are most of the waiting messages under a stream of updates). A message left
-    /// `sending` by a crashed run (or released between batches) was due when it was claimed, and `due_at`
-    /// never changes, so the range keeps it; only a node whose clock is behind the claimer's waits out the
-    /// difference, as it does for any pending message.
-    static let claimable = "m.due_at <= ? AND \(takeable)"
+    /// Its first term is a range of the `message_queue_due` index, so a claim reads the due part of the queue
+    /// only, not the updates held for later (paced ones are most of the waiting messages under a stream of
+    /// updates). A job left by a crashed run (or released between batches) was due when it was claimed, and
+    /// `due_at` never changes, so the range keeps it; only a node whose clock is behind the claimer's waits out
+    /// the difference, as it does for any waiting job.
+    static let claimable = "q.due_at <= ? AND \(takeable)"
 
-    /// Messages a worker could take once due: waiting and not claimed, first of their activity's unfinished ones, not
-    /// split into shards. Shared by the claims and the read of when the next falls due, so the two cannot drift.
+    /// Jobs `q` a worker could take once due: not claimed, first of their activity's, not split into shards. Shared by
+    /// the claims and the read of when the next falls due, so the two cannot drift.
     static let takeable = """
-        m.state IN \([MessageState.pending, .sending].sqlList) AND (m.state = \(MessageState.pending.sql) OR m.claimed = 0)
-        AND NOT EXISTS (SELECT 1 FROM messages e WHERE e.activity = m.activity AND e.id < m.id AND e.state IN \([MessageState.pending, .sending].sqlList))
-        AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = m.id)
+        q.lease IS NULL
+        AND NOT EXISTS (SELECT 1 FROM message_queue e WHERE e.activity = q.activity AND e.message < q.message)
+        AND NOT EXISTS (SELECT 1 FROM message_shards s WHERE s.message = q.message)
         """
 
     public func nextDueDate(excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>) throws(StoreError) -> Date? {
         // Only jobs a worker could take when due: not those claimed, nor those waiting behind their activity.
-        // The first term is the `messages_waiting` index's condition: that index, not every message ever sent.
         try database.withConnection { (c) throws(StoreError) in
             let job = try c.query("""
-                SELECT MIN(m.due_at) AS due FROM messages m
+                SELECT MIN(q.due_at) AS due FROM \(Self.queueWithMessages)
                 WHERE \(Self.takeable) \(Self.notIn(excluding, column: "m.application")) \(Self.fanOutsNotIn(shardsExcluding))
                 """, [], planning: .fresh)[0]["due"].int
             let shard = try c.query("""
@@ -216,15 +225,16 @@ extension SQLMessageStore: JobQueue {
     public func pruneFinished(before cutoff: Date, limit: Int) throws(StoreError) -> (deliveries: Int, messages: Int) {
         try database.write { (c) throws(StoreError) -> (deliveries: Int, messages: Int) in
             let broadcasts = try c.run(Self.pruneBroadcasts, [SQLValue.seconds(cutoff), .int(Int64(limit))])
+            // Oldest first by id, as messages finish about in the order they came.
             guard let message = try c.query("""
-                SELECT m.id FROM messages m \(database.dialect.indexedBy("messages_finished")) JOIN activities a ON a.id = m.activity
+                SELECT m.id FROM messages m JOIN activities a ON a.id = m.activity
                 WHERE m.state IN \([MessageState.done, .cancelled].sqlList) AND m.finished_at < ?1
                   AND (a.state = \(ActivityState.ended.sql) OR a.updated_at < ?1
                        -- a live activity keeps its current start (D5) and its latest update or end (catch-up)
                        OR (m.id != COALESCE(\(Self.currentStart(of: "m.activity")), 0)
                            AND m.id != COALESCE((SELECT MAX(id) FROM messages WHERE activity = m.activity AND event IN \([LiveActivityEvent.update, .end].sqlList)
                                                  AND state != \(MessageState.cancelled.sql)), 0)))
-                ORDER BY m.finished_at LIMIT 1
+                ORDER BY m.id LIMIT 1
                 """, [SQLValue.seconds(cutoff)]).first?["id"] else { return (broadcasts, 0) }
             let deleted = try c.run("""
                 DELETE FROM deliveries WHERE message = ?1 AND device IN (SELECT device FROM deliveries WHERE message = ?1 LIMIT ?2)
@@ -250,14 +260,14 @@ extension SQLMessageStore: JobQueue {
         """
 
     public func queueStatistics(at date: Date) throws(StoreError) -> DeliveryQueueStatistics {
-        // Both read partial indexes (messages_waiting, deliveries_due): their size is the backlog, not the history.
+        // Both read the backlog (the queue, the partial index deliveries_due), not the history.
         try database.withConnection { (c) throws(StoreError) -> DeliveryQueueStatistics in
             var statistics = DeliveryQueueStatistics()
             let now = Self.milliseconds(date)
             let jobs = try c.query("""
                 SELECT COUNT(*) FILTER (WHERE due_at <= ?1) AS due, MIN(due_at) FILTER (WHERE due_at <= ?1) AS oldest,
                        COUNT(*) FILTER (WHERE due_at > ?1) AS scheduled
-                FROM messages \(database.dialect.indexedBy("messages_waiting")) WHERE state IN \([MessageState.pending, .sending].sqlList)
+                FROM message_queue
                 """, [now])[0]
             statistics.jobsDue = Int(jobs["due"].int ?? 0)
             statistics.oldestDueAt = jobs["oldest"].int.map(Self.date(milliseconds:))
@@ -312,9 +322,14 @@ extension SQLMessageStore: JobQueue {
                           [.int(job.id), .int(Int64(shard.number))])
             }
             // A sharded message is done with its last shard.
+            // A sharded message is done with its last shard: its job leaves the queue, then its history says so (the
+            // queue first, in the order claims and cancels lock them). Its shards held its claims, not its job.
+            let lastShard = "NOT EXISTS (SELECT 1 FROM message_shards WHERE message = ?2 AND state != \(MessageState.done.sql))"
+            try c.run("DELETE FROM message_queue WHERE message = ?1 AND \(lastShard)", [.int(job.id), .int(job.id)])
             try c.run("""
-                UPDATE messages SET state = \(MessageState.done.sql), claimed = 0, lease = NULL, finished_at = ?1, superseded_by = \(Self.superseding("messages"))
-                WHERE id = ?2 AND NOT EXISTS (SELECT 1 FROM message_shards WHERE message = ?2 AND state != \(MessageState.done.sql))
+                UPDATE messages SET state = \(MessageState.done.sql), finished_at = ?1,
+                    superseded_by = \(Self.superseding("messages", claimedBySender: job.shard == nil))
+                WHERE id = ?2 AND \(lastShard)
                 """, [SQLValue.seconds(date), .int(job.id)])
             try Self.broadcastAlong(job, at: date, c)
             try Self.endLease(job.lease, c)
@@ -328,7 +343,7 @@ extension SQLMessageStore: JobQueue {
             if let shard = job.shard {
                 try c.run("UPDATE message_shards SET claimed = 0, lease = NULL WHERE message = ? AND shard = ?", [.int(job.id), .int(Int64(shard.number))])
             } else {
-                try c.run("UPDATE messages SET claimed = 0, lease = NULL WHERE id = ? AND state = \(MessageState.sending.sql)", [.int(job.id)])
+                try c.run("UPDATE message_queue SET lease = NULL WHERE message = ?", [.int(job.id)])
             }
             try Self.endLease(job.lease, c)
         }

@@ -14,7 +14,7 @@ extension SQLMessageStore: MessageIntake {
                 if let existing = try activityRow(message.activityID, application, locking: true, c) {
                     let read = try c.queries([
                         SQLStatement("SELECT 1 FROM messages WHERE activity = ? LIMIT 1", [.int(existing.id)]),
-                        SQLStatement("SELECT 1 FROM messages WHERE activity = ? AND state IN \([MessageState.pending, .sending].sqlList) LIMIT 1", [.int(existing.id)]),
+                        SQLStatement("SELECT 1 FROM message_queue WHERE activity = ? LIMIT 1", [.int(existing.id)]),
                     ])
                     let facts = ActivityRules.StartFacts(state: existing.state, hasMessages: !read[0].isEmpty, unfinished: !read[1].isEmpty)
                     if let refusal = ActivityRules.startRefusal(message.activityID, facts: facts) {
@@ -47,8 +47,7 @@ extension SQLMessageStore: MessageIntake {
                 }
                 guard message.scheduledEnd != nil || message.renew else {
                     // No id needed back: the insert goes with the next statements (one round trip on PostgreSQL).
-                    try c.send(try insertion(message, activity: activity, application: application, at: date, budgeted: nil, dueAt: nil,
-                                             channel: nil, c))
+                    try send(message, activity: activity, application: application, at: date, budgeted: nil, dueAt: nil, channel: nil, c)
                     continue
                 }
                 let start = try insert(message, activity: activity, application: application, at: date, c)
@@ -92,23 +91,29 @@ extension SQLMessageStore: MessageIntake {
         // ?1 goes unused then (typed, so both engines accept it).
         let newest = id == nil ? "(SELECT MAX(n.id) FROM messages n WHERE n.activity = ?2)" : "?1"
         // Only waiting messages are marked: one a sender holds (claimed) learns of the newer message by reading
-        // (`superseding`), and one a claim is taking at this moment (locked) is being sent. Neither is written nor
+        // (`superseding`), and one a claim is taking at this moment (its job locked) is being sent. Neither is written nor
         // waited for here, so a node paused in the middle of a claim or a record holds up no update of the activity,
-        // and a node paused in the middle of an update holds up no sender.
-        let notHeld = database.dialect.skipLocked(of: "o", updatingKey: false)
+        // and a node paused in the middle of an update holds up no sender. One not sent at all is done, and leaves the
+        // queue; one released between two batches of its fan-out stops at its next.
         if unfinishedUpdates {
             try c.send("""
-                UPDATE messages SET superseded_by = \(newest), state = CASE WHEN state = \(MessageState.pending.sql) AND claimed = 0 THEN \(MessageState.done.sql) ELSE state END,
-                    finished_at = CASE WHEN state = \(MessageState.pending.sql) AND claimed = 0 THEN ?3 ELSE finished_at END
-                WHERE id IN (SELECT o.id FROM messages o
-                             WHERE o.activity = ?2 AND o.id < \(newest) AND o.event = \(LiveActivityEvent.update.sql) AND o.state IN \([MessageState.pending, .sending].sqlList)
-                               AND o.claimed = 0 AND o.superseded_by IS NULL \(notHeld))
+                UPDATE messages SET superseded_by = \(newest), state = CASE WHEN state = \(MessageState.pending.sql) THEN \(MessageState.done.sql) ELSE state END,
+                    finished_at = CASE WHEN state = \(MessageState.pending.sql) THEN ?3 ELSE finished_at END
+                WHERE id IN (SELECT q.message FROM message_queue q JOIN messages o ON o.id = q.message
+                             WHERE q.activity = ?2 AND q.message < \(newest) AND q.lease IS NULL AND o.event = \(LiveActivityEvent.update.sql)
+                               AND o.superseded_by IS NULL \(database.dialect.skipLocked(of: "q", updatingKey: false)))
                 """, [.int(id ?? 0), .int(activity), SQLValue.seconds(date)])
+            try c.send("""
+                DELETE FROM message_queue WHERE message IN (
+                    SELECT q.message FROM message_queue q JOIN messages o ON o.id = q.message WHERE q.activity = ? AND o.state = \(MessageState.done.sql))
+                """, [.int(activity)])
         }
         // Owed pushes are rare outside an outage: one probe of their index spares listing the activity's history.
         let anyOwed: Bool
         if let owed { anyOwed = owed } else { anyOwed = try !c.query(Self.owedPushesProbe, [], planning: .fresh).isEmpty }
         guard anyOwed else { return }
+        // Pushes a retry is taking at this moment (locked) are being sent: skipped, not waited for.
+        let notHeld = database.dialect.skipLocked(of: "o", updatingKey: false)
         try c.send("""
             UPDATE deliveries SET state = \(DeliveryState.superseded.sql), next_at = NULL, reason = 'a newer update or end of the activity went instead'
             WHERE (message, device) IN (
@@ -201,8 +206,7 @@ extension SQLMessageStore: MessageIntake {
                 dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
         }
         // Its id is not read back: what it supersedes is older than the activity's newest message, itself.
-        try c.send(try insertion(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt,
-                                 channel: channel, c))
+        try send(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt, channel: channel, c)
         // A message is claimed only once every older one of its activity has finished: when the session's latest
         // update is done, so is every update before it, and there is nothing to supersede but owed pushes.
         try supersedeOlder(than: nil, activity: activity.id, owed: latest.owedPushes,
@@ -239,6 +243,11 @@ extension SQLMessageStore: MessageIntake {
                 UNION ALL SELECT activity FROM scheduled_updates WHERE code = ?1 AND application = ?2
                 """, key).first?["activity"] else { return .notFound }
             _ = try c.query("SELECT id FROM activities WHERE id = ? \(database.dialect.forNoKeyUpdate)", [activity])
+            // Its job before its row, in the order a claim takes them: a claim under way is waited for (and has made it a
+            // sending message), and none takes it from here on.
+            _ = try c.query("""
+                SELECT message FROM message_queue WHERE message = (SELECT id FROM messages WHERE code = ? AND application = ?) \(database.dialect.forUpdate)
+                """, key)
             guard let row = try c.query("SELECT id, state, event, activity FROM messages WHERE code = ? AND application = ? \(database.dialect.forUpdate)",
                                         key).first else {
                 // A11: an update or end still held for later is taken back, and kept as a cancelled message so its code
@@ -256,6 +265,7 @@ extension SQLMessageStore: MessageIntake {
             // Updates and ends changed the activity when accepted: only a start that has not fired can be taken back.
             guard state == .pending, event == .start else { return .notCancellable(state: state, event: event) }
             try c.run("UPDATE messages SET state = \(MessageState.cancelled.sql), finished_at = ? WHERE id = ?", [SQLValue.seconds(date), row["id"]])
+            try c.run("DELETE FROM message_queue WHERE message = ?", [row["id"]])
             // The activity never started: its id is free again.
             try c.run("UPDATE activities SET state = \(ActivityState.ended.sql), updated_at = ? WHERE id = ? AND state IN \([ActivityState.scheduled, .active].sqlList)",
                       [SQLValue.seconds(date), row["activity"]])

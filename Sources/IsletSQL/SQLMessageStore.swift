@@ -4,9 +4,10 @@ import IsletStore
 
 /// Messages, their delivery jobs, activities and per-device deliveries, in either engine.
 ///
-/// A job is a `messages` row: `state`, `due_at`, and `cursor` (the last device id done). Accepting
-/// writes the message and its job in one transaction; each batch of a fan-out writes its results
-/// and the new cursor in one transaction, so a crash loses nothing and a resumed job repeats at most
+/// A message's job is its row of `message_queue` (when it is due, the lease of the claim that holds it) from its
+/// acceptance until it finishes; the `messages` row keeps its history (`state`, `cursor`: the last device id done,
+/// what superseded it). Accepting writes the message and its job in one transaction; each batch of a fan-out writes
+/// its results and the new cursor in one transaction, so a crash loses nothing and a resumed job repeats at most
 /// one batch, with the same stored payload bytes.
 public struct SQLMessageStore: Sendable {
     let database: any SQLDatabase
@@ -51,17 +52,41 @@ public struct SQLMessageStore: Sendable {
     /// `budgeted`: the priority by kind of device when the update budget lowered it (A7); stored only then.
     /// `dueAt`: a paced update's turn (A9), its expiry moved with it. `channel`: the session's channel column,
     /// when the caller has read it (an update or end copies its start's, X5).
+    /// `queued` false: stored as history only, for a caller that marks it cancelled at once.
     @discardableResult
     func insert(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
-                        budgeted: BudgetedPriority? = nil, dueAt: Date? = nil, channel: SQLValue? = nil, _ c: any SQLConnection) throws(StoreError) -> Int64 {
+                        budgeted: BudgetedPriority? = nil, dueAt: Date? = nil, channel: SQLValue? = nil, queued: Bool = true,
+                        _ c: any SQLConnection) throws(StoreError) -> Int64 {
         let insertion = try insertion(message, activity: activity, application: application, at: date, budgeted: budgeted, dueAt: dueAt,
                                       channel: channel, c)
-        return try c.query(insertion.sql + " RETURNING id", insertion.parameters)[0]["id"].int ?? 0
+        let id = try c.query(insertion.message.sql + " RETURNING id", insertion.message.parameters)[0]["id"].int ?? 0
+        if queued { try c.send(queueing(id, activity: activity, dueAt: insertion.dueAt)) }
+        return id
     }
 
-    /// The statement that inserts `message` (see `insert`), for a caller that needs no id back.
+    /// Stores `message` and queues its job (see `insert`), for a caller that needs no id back: on PostgreSQL both go
+    /// with the next statements, in one round trip.
+    func send(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
+              budgeted: BudgetedPriority?, dueAt: Date?, channel: SQLValue?, _ c: any SQLConnection) throws(StoreError) {
+        let insertion = try insertion(message, activity: activity, application: application, at: date, budgeted: budgeted, dueAt: dueAt,
+                                      channel: channel, c)
+        try c.send(insertion.message)
+        try c.send(queueing(nil, activity: activity, dueAt: insertion.dueAt))
+    }
+
+    /// The job of the message `id` into the queue; nil: of the message the connection inserted last.
+    func queueing(_ id: Int64?, activity: Int64, dueAt: SQLValue) -> SQLStatement {
+        guard let id else {
+            return SQLStatement("INSERT INTO message_queue (message, activity, due_at) VALUES (\(database.dialect.lastInsertedID), ?, ?)",
+                                [.int(activity), dueAt])
+        }
+        return SQLStatement("INSERT INTO message_queue (message, activity, due_at) VALUES (?, ?, ?)", [.int(id), .int(activity), dueAt])
+    }
+
+    /// The statement that stores `message` (see `insert`), and the time its job falls due.
     func insertion(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
-                           budgeted: BudgetedPriority?, dueAt: Date?, channel: SQLValue?, _ c: any SQLConnection) throws(StoreError) -> SQLStatement {
+                           budgeted: BudgetedPriority?, dueAt: Date?, channel: SQLValue?, _ c: any SQLConnection) throws(StoreError)
+        -> (message: SQLStatement, dueAt: SQLValue) {
         let lowered = budgeted.flatMap { $0 == BudgetedPriority(requested: message.priority) ? nil : $0 }
         let due = dueAt ?? message.dueAt, expires = message.expiresAt.addingTimeInterval(due.timeIntervalSince(message.dueAt))
         let column: SQLValue
@@ -74,7 +99,7 @@ public struct SQLMessageStore: Sendable {
         } else {
             column = try Self.sessionChannel(activity, c).map { .text($0) } ?? .null
         }
-        return SQLStatement("""
+        return (SQLStatement("""
             INSERT INTO messages (code, application, activity, event, target, target_kind, named_devices, attributes_type, payload,
                                   fallback_payload, priority, priority_standard, priority_frequent, state, due_at, created_at, expires_at, channel_ids)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, \(MessageState.pending.sql), ?, ?, ?, ?)
@@ -85,7 +110,7 @@ public struct SQLMessageStore: Sendable {
             .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
             lowered.map { .int(Int64($0.standard)) } ?? .null, lowered.map { .int(Int64($0.frequent)) } ?? .null,
             Self.milliseconds(due), SQLValue.seconds(date), Self.milliseconds(expires), column,
-        ])
+        ]), Self.milliseconds(due))
     }
 
     /// A start's channel (X5) as stored: `{"name": name, "production": id, "sandbox": id}`; its session's updates
@@ -197,8 +222,8 @@ public struct SQLMessageStore: Sendable {
     /// (`LatestUpdate.held`). One row at most, so the lock is taken once.
     func latestUpdate(of activity: String, _ parameters: [SQLValue]) -> SQLStatement {
         SQLStatement("""
-            SELECT m.due_at, m.state, m.claimed, m.priority, m.priority_standard, m.priority_frequent,
-                   (SELECT l.id FROM messages l WHERE l.id = m.id AND l.claimed = 0 \(database.dialect.skipLocked(of: "l", updatingKey: false))) AS held
+            SELECT m.due_at, m.state, \(Self.claimed("m")) AS claimed, m.priority, m.priority_standard, m.priority_frequent,
+                   (SELECT l.message FROM message_queue l WHERE l.message = m.id AND l.lease IS NULL \(database.dialect.skipLocked(of: "l", updatingKey: false))) AS held
             FROM messages m WHERE m.id = (
                 SELECT id FROM messages
                 WHERE activity = \(activity) AND event = \(LiveActivityEvent.update.sql) AND state != \(MessageState.cancelled.sql) AND id > COALESCE(\(Self.currentStart(of: activity)), 0)
@@ -209,13 +234,20 @@ public struct SQLMessageStore: Sendable {
     /// The message that superseded the message `m` (an alias), if any. A waiting message is marked when a newer update
     /// or end is accepted (`supersedeOlder`); one a sender holds (claimed) is never written by another transaction, so
     /// its sender is never made to wait for the writer, nor the writer for it: for it the first newer update or end of its
-    /// activity is the one, and its sender stores it when it finishes.
-    static func superseding(_ m: String) -> String {
-        """
-        COALESCE(\(m).superseded_by, CASE WHEN \(m).claimed = 1 AND \(m).event = \(LiveActivityEvent.update.sql) THEN (
+    /// activity is the one, and its sender stores it when it finishes. `claimedBySender`: whether a sender holds it, when
+    /// the caller knows (its sender finishing it); nil: read from the queue.
+    static func superseding(_ m: String, claimedBySender: Bool? = nil) -> String {
+        let claimed = claimedBySender.map { $0 ? "1 = 1" : "1 = 0" } ?? claimed(m)
+        return """
+        COALESCE(\(m).superseded_by, CASE WHEN \(claimed) AND \(m).event = \(LiveActivityEvent.update.sql) THEN (
             SELECT MIN(n.id) FROM messages n WHERE n.activity = \(m).activity AND n.id > \(m).id
               AND n.event IN \([LiveActivityEvent.update, .end].sqlList) AND n.state != \(MessageState.cancelled.sql)) END)
         """
+    }
+
+    /// Whether a sender holds the message `m` (an alias): its job is claimed under a lease.
+    static func claimed(_ m: String) -> String {
+        "EXISTS (SELECT 1 FROM message_queue c WHERE c.message = \(m).id AND c.lease IS NOT NULL)"
     }
 
     /// `latestUpdate` of an activity by its id.

@@ -441,6 +441,37 @@ public enum SQLMigrations {
                     WHEN target LIKE '{"devices":%' THEN 'devices' WHEN target LIKE '{"users":%' THEN 'users' ELSE 'filter' END
                 WHERE target IS NOT NULL;
             """, step: SQLMigrations.countNamedDevices),
+        // The job queue apart from the messages' history (issue 43). Every claim and every finish changed a message's
+        // state, claim or finish time, which four partial indexes of `messages` were keyed on: each such update wrote a
+        // new entry in all eight of its indexes (PostgreSQL cannot update in place, "HOT", a row whose indexed columns
+        // change), and the dead entries slowed the claims' look until a vacuum. Now a message's job is a row of
+        // `message_queue` from its acceptance until it finishes: the looks, the "oldest unfinished of its activity" and
+        // the claims' leases read its small indexes, and `messages` is indexed on columns that never change, so its
+        // updates are written in place. What was in flight joins the queue with its claim.
+        Migration(version: 24, name: "the job queue apart from the messages' history", sql: """
+            CREATE TABLE message_queue (
+                message INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+                activity INTEGER NOT NULL,
+                due_at INTEGER NOT NULL,
+                lease INTEGER
+            ) STRICT;
+            INSERT INTO message_queue (message, activity, due_at, lease)
+                SELECT id, activity, due_at, CASE WHEN claimed = 1 THEN lease END FROM messages WHERE state IN ('pending', 'sending');
+            CREATE INDEX message_queue_due ON message_queue (due_at, message);
+            CREATE INDEX message_queue_by_activity ON message_queue (activity, message);
+            CREATE INDEX message_queue_leased ON message_queue (lease) WHERE lease IS NOT NULL;
+            DROP INDEX messages_waiting;
+            DROP INDEX messages_unfinished;
+            DROP INDEX messages_leased;
+            DROP INDEX messages_finished;
+            ALTER TABLE messages DROP COLUMN claimed;
+            ALTER TABLE messages DROP COLUMN lease;
+            CREATE INDEX messages_by_creation ON messages (application, created_at);
+            """),
+        // Room on each page for a message's updates (its claim, its finish) beside it, so they are written in place.
+        Migration(version: 25, name: "room for messages' updates in place", sql: """
+            ALTER TABLE messages SET (fillfactor = 85);
+            """, engines: [.postgresql]),
     ]
 
     public static var latestVersion: Int { all.last!.version }

@@ -145,20 +145,23 @@ public protocol ConsoleStore: Sendable {
     func devices(in application: ApplicationCode, hwidPrefix prefix: String, after: String, limit: Int) throws(StoreError) -> [DeviceSummary]
     /// Devices whose User ID is `userID`, in HWID order.
     func devices(in application: ApplicationCode, userID: String, limit: Int) throws(StoreError) -> [DeviceSummary]
-    /// What changed: the messages (id and application) with an id above `afterMessage`, and those finished at or
-    /// after `finishedSince`.
-    func consoleChanges(afterMessage: Int64, finishedSince: Date) throws(StoreError) -> ConsoleChanges
+    /// What changed: the messages (id and application) with an id above `afterMessage`, and which of those and of
+    /// `open` (messages seen unfinished; nil: the newest of those unfinished now) have finished.
+    func consoleChanges(afterMessage: Int64, open: [Int64]?) throws(StoreError) -> ConsoleChanges
     /// The highest message id (0 without messages).
     func lastMessageID() throws(StoreError) -> Int64
 }
 
-/// New messages and newly finished ones (id and application), for the console's change events.
+/// New messages and newly finished ones (id and application), and those still unfinished (to ask about next time),
+/// for the console's change events.
 public struct ConsoleChanges: Sendable {
     public var created: [(id: Int64, application: ApplicationCode)]
     public var finished: [(id: Int64, application: ApplicationCode)]
+    public var open: [Int64]
 
-    public init(created: [(id: Int64, application: ApplicationCode)], finished: [(id: Int64, application: ApplicationCode)]) {
+    public init(created: [(id: Int64, application: ApplicationCode)], finished: [(id: Int64, application: ApplicationCode)], open: [Int64]) {
         self.created = created
         self.finished = finished
+        self.open = open
     }
 }

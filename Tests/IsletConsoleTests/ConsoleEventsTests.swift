@@ -15,9 +15,13 @@ struct ConsoleEventsTests {
         let created = Mutex<[(id: Int64, application: ApplicationCode)]>([])
         let finished = Mutex<[(id: Int64, application: ApplicationCode, at: Date)]>([])
 
-        func consoleChanges(afterMessage: Int64, finishedSince: Date) throws(StoreError) -> ConsoleChanges {
-            ConsoleChanges(created: created.withLock { $0.filter { $0.id > afterMessage }.sorted { $0.id < $1.id } },
-                           finished: finished.withLock { $0.filter { $0.at >= finishedSince }.map { (id: $0.id, application: $0.application) } })
+        func consoleChanges(afterMessage: Int64, open: [Int64]?) throws(StoreError) -> ConsoleChanges {
+            let all = created.withLock { $0 }, done = finished.withLock { Set($0.map(\.id)) }
+            let new = all.filter { $0.id > afterMessage }.sorted { $0.id < $1.id }
+            // As the database answers: of the new ones and those asked about (nil: all unfinished), which finished.
+            let asked = Set(new.map(\.id)).union(open ?? all.map(\.id).filter { !done.contains($0) })
+            return ConsoleChanges(created: new, finished: all.filter { asked.contains($0.id) && done.contains($0.id) },
+                                  open: asked.filter { !done.contains($0) }.sorted())
         }
         func lastMessageID() throws(StoreError) -> Int64 { created.withLock { $0.map(\.id).max() ?? 0 } }
 
@@ -49,6 +53,19 @@ struct ConsoleEventsTests {
         store.finished.withLock { $0.append((2, b, t0 + 2)) }
         #expect(try events.changedApplications(at: t0 + 3) == [b])
         #expect(try events.changedApplications(at: t0 + 4).isEmpty, "a finish is told once though it is read again for a while")
+    }
+
+    /// A fan-out or a retry may finish long after its message was created, hundreds of messages later: still told.
+    @Test func aMessageFinishingLongAfterItWasCreatedIsTold() throws {
+        let store = Messages()
+        store.created.withLock { $0 = [(1, a)] }
+        let events = ConsoleEvents(store: store, logger: .discard)
+        _ = try events.changedApplications(at: t0)
+        store.created.withLock { $0 += (2...600).map { ($0, b) } }
+        #expect(try events.changedApplications(at: t0 + 1) == [b])
+        #expect(try events.changedApplications(at: t0 + 2).isEmpty)
+        store.finished.withLock { $0.append((1, a, t0 + 3)) }
+        #expect(try events.changedApplications(at: t0 + 3) == [a], "the open message was watched, not looked for by its id")
     }
 
     /// On PostgreSQL a message that took a lower id may commit after one with a higher id: it is still told.

@@ -158,6 +158,75 @@ struct MessageStoreTests {
         #expect(targets.count == 3 && targets.allSatisfy { $0.updateToken == nil && !$0.endedOnDevice })
     }
 
+    /// Issue 43: a message's job is a row of the queue exactly while the message is unfinished (accepted, claimed,
+    /// released between batches), and leaves it when it is sent, superseded or cancelled.
+    @Test(arguments: Engine.allCases) func theQueueHoldsExactlyTheUnfinishedMessages(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        let queue = { () throws -> [String: Bool] in
+            try f.db.database.withConnection { (c) throws(StoreError) in
+                var jobs: [String: Bool] = [:]
+                for row in try c.query("SELECT m.code, q.lease IS NOT NULL AS claimed FROM message_queue q JOIN messages m ON m.id = q.message") {
+                    jobs[row["code"].text ?? ""] = row["claimed"].bool
+                }
+                let unfinished = try c.query("SELECT COUNT(*) AS n FROM messages WHERE state IN ('pending', 'sending')")[0]["n"].int
+                #expect(Int(unfinished ?? -1) == jobs.count, "one job per unfinished message: \(jobs)")
+                return jobs
+            }
+        }
+        try f.db.messages.acceptStarts([f.message("ST", .start, "ORDER_Q"), f.message("LATER", .start, "ORDER_R", due: now.addingTimeInterval(60))],
+                                       in: shop, at: now, validateOnly: false)
+        #expect(try queue() == ["ST": false, "LATER": false])
+        let start = try #require(try f.claim())
+        #expect(try queue() == ["ST": true, "LATER": false], "the claim is the job's")
+        try f.db.messages.release(start)
+        #expect(try queue() == ["ST": false, "LATER": false], "released, it waits again")
+        try f.deliver(try #require(try f.claim()))
+        #expect(try queue() == ["LATER": false], "sent, it left")
+        try f.db.messages.acceptUpdates([f.message("U1", .update, "ORDER_Q")], in: shop, at: now, validateOnly: false)
+        try f.db.messages.acceptUpdates([f.message("U2", .update, "ORDER_Q")], in: shop, at: now, validateOnly: false)
+        #expect(try queue() == ["LATER": false, "U2": false], "superseded before it was sent, it left")
+        #expect(try f.db.messages.cancelMessage(code: "LATER", in: shop, at: now) == .cancelled)
+        #expect(try queue() == ["U2": false], "cancelled, it left")
+        let small = try f.db.messages.claimSmallJobs(at: now, limit: 10, devicesAtMost: 64, excluding: [], lease: lease)
+        #expect(small.map(\.code) == ["U2"])
+        var sent = BatchResult(cursor: 3)
+        sent.records = (1...3).map { DeliveryRecord(device: $0, pushType: .liveActivity, status: 200, reason: nil, apnsID: "u2-\($0)", attempts: 1) }
+        try f.db.messages.recordJobs([JobOutcome(job: small[0], result: sent, finished: true)], at: now)
+        #expect(try queue().isEmpty, "recorded as sent, it left")
+        #expect(try f.db.messages.messageDetails(code: "U2", in: shop)?.sent == 3)
+    }
+
+    /// The console's change events watch the messages open when last seen, and hear of their finish however old they are.
+    @Test(arguments: Engine.allCases) func theConsoleIsToldWhenAWatchedMessageFinishes(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        let console = SQLConsoleStore(database: f.db.database)
+        try f.db.messages.acceptStarts([f.message("OPEN", .start, "ORDER_O")], in: shop, at: now, validateOnly: false)
+        let id = try console.lastMessageID()
+        let first = try console.consoleChanges(afterMessage: id, open: nil)
+        #expect(first.created.isEmpty && first.finished.isEmpty && first.open == [id], "where things stand: open now")
+        #expect(try console.consoleChanges(afterMessage: id, open: [id]).finished.isEmpty)
+        try f.deliver(try #require(try f.claim()))
+        let after = try console.consoleChanges(afterMessage: id, open: [id])
+        #expect(after.finished.map(\.id) == [id] && after.open.isEmpty)
+    }
+
+    /// Issue 43: every index of `messages` is keyed on columns a message never changes, so its claim and its finish are
+    /// written in place (PostgreSQL's HOT updates: no index gains an entry); the queue's indexes carry what changes.
+    @Test(arguments: Engine.allCases) func messagesAreIndexedOnlyOnWhatNeverChanges(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        let indexes = try f.db.database.withConnection { (c) throws(StoreError) in
+            try c.query(engine == .sqlite ? "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' AND sql IS NOT NULL"
+                            : "SELECT indexdef AS sql FROM pg_indexes WHERE tablename = 'messages' AND schemaname = current_schema()")
+                .compactMap { $0["sql"].text }
+        }
+        #expect(indexes.count >= 3, "\(indexes)")
+        for index in indexes {
+            for changing in ["state", "claimed", "lease", "finished_at", "cursor", "superseded_by", "due_at"] {
+                #expect(!index.contains(changing), "\(index) is keyed on \(changing), which a claim or a finish changes")
+            }
+        }
+    }
+
     /// A newer update tells an update being sent that it was taken over (its fan-out stops at its next batch);
     /// an update already sent is left as it is.
     @Test(arguments: Engine.allCases) func anUpdateBeingSentLearnsThatANewerOneTookOver(_ engine: Engine) throws {
@@ -389,7 +458,7 @@ struct MessageStoreTests {
         let (message, device) = try f.db.database.withConnection { (c) throws(StoreError) in
             (try c.query("SELECT id FROM messages WHERE code = 'K1'")[0]["id"].int ?? 0, try c.query("SELECT MIN(id) AS id FROM devices")[0]["id"].int ?? 0)
         }
-        let lock = "SELECT m.id FROM messages m WHERE m.id = \(message) \(f.db.messages.claimLock)"
+        let lock = "SELECT q.message FROM message_queue q WHERE q.message = \(message) \(f.db.messages.claimLock)"
         let claim = RowHolder(try #require(f.db.database as? PostgresDatabase), lock: lock, seconds: 3)
         let other = try f.db.database.inClaimTransaction { (c) throws(StoreError) in try c.query(lock, []) }
         #expect(other.isEmpty, "another claim skips the message")
@@ -444,9 +513,11 @@ struct DatabaseCopyCoverageTests {
                 try c.query("EXPLAIN QUERY PLAN " + sql, parameters).compactMap { $0["detail"].text }
             }
         }
-        let claim = try plan("SELECT m.id FROM messages m WHERE \(SQLMessageStore.claimable) ORDER BY m.due_at, m.id LIMIT 10", [.int(0)])
-        #expect(claim.contains { $0.contains("USING INDEX messages_unfinished (activity=? AND id<?)") }, "\(claim)")
-        #expect(claim.contains { $0.hasPrefix("SEARCH m USING INDEX messages_waiting (due_at<?)") }, "due messages in due order: \(claim)")
+        let claim = try plan("""
+            SELECT m.id FROM \(SQLMessageStore.queueWithMessages) WHERE \(SQLMessageStore.claimable) ORDER BY q.due_at, q.message LIMIT 10
+            """, [.int(0)])
+        #expect(claim.contains { $0.contains("USING COVERING INDEX message_queue_by_activity (activity=? AND message<?)") }, "\(claim)")
+        #expect(claim.contains { $0.hasPrefix("SEARCH q USING INDEX message_queue_due (due_at<?)") }, "due jobs in due order: \(claim)")
         let start = try plan("SELECT \(SQLMessageStore.currentStart(of: "?")) AS start", [.int(1)])
         #expect(start.contains { $0.contains("USING INDEX messages_starts (activity=?)") }, "\(start)")
         // An update reads its session's latest update by the activity's key (sent with the activity's own read).
@@ -468,7 +539,7 @@ struct DatabaseCopyCoverageTests {
             }
         }
         let end = try plan(SQLMessageStore.endLeaseStatement)
-        #expect(end.contains { $0.contains("USING INDEX messages_leased (lease=?)") }, "\(end)")
+        #expect(end.contains { $0.contains("USING COVERING INDEX message_queue_leased (lease=?)") }, "\(end)")
         #expect(end.contains { $0.contains("USING INDEX message_shards_leased (lease=?)") }, "\(end)")
         #expect(end.contains { $0.contains("USING INDEX deliveries_sending (lease=?)") }, "\(end)")
         #expect(!end.contains { $0.hasPrefix("SCAN") }, "\(end)")

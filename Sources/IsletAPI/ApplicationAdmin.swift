@@ -95,6 +95,13 @@ public struct ApplicationAdmin: Sendable {
         return budget
     }
 
+    /// Sets who may set the application's devices' User IDs (issue 44).
+    public func setUserIDSource(for code: ApplicationCode, _ source: UserIDSource) throws {
+        guard try store.application(code) != nil else { throw APIError(.notFound, "application \(code) does not exist") }
+        try store.setUserIDSource(source, for: code)
+        audit.record(.userIDSourceSet, application: code, actor: actor, details: ["user_ids_from": .string(source.rawValue)])
+    }
+
     /// Reads and checks an APNs signing key file (.p8) (A3).
     ///
     /// Refuses a file other users may read or change (a group's too, as the master key file): the key lets anyone push

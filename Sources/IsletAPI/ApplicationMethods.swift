@@ -13,7 +13,8 @@ public enum ApplicationMethods {
             var application = call.application
             if application.apnsKey == nil, let simulatedKey, let key = try? simulatedKey(application.code) {
                 application = Application(code: application.code, name: application.name, bundleID: application.bundleID,
-                                          createdAt: application.createdAt, apnsKey: key, updateBudget: application.updateBudget)
+                                          createdAt: application.createdAt, apnsKey: key, updateBudget: application.updateBudget,
+                                          userIDSource: application.userIDSource)
             }
             var described = describe(application)
             if case .object(var apns) = described["apns"] { apns["mode"] = .string(apnsMode); described["apns"] = .object(apns) }
@@ -36,6 +37,7 @@ public enum ApplicationMethods {
         }
         object["update_budget"] = ["per_hour": .int(Int64(application.updateBudget.perHour)),
                                    "frequent_per_hour": .int(Int64(application.updateBudget.frequentPerHour))]
+        object["user_ids_from"] = .string(application.userIDSource.rawValue)
         return object
     }
 }

@@ -42,15 +42,22 @@ public struct DeviceMethods: Sendable {
                 guard let value = Gateway(rawValue: text) else { throw APIError.invalid("gateway", "must be \"production\" or \"sandbox\"") }
                 gateway = value
             }
-            let registration = DeviceRegistration(
+            var registration = DeviceRegistration(
                 hwid: hwid, pushToken: pushToken, gateway: gateway,
                 language: try Self.shortText(body, "language"), timezone: try Self.shortText(body, "timezone"),
                 osVersion: try Self.shortText(body, "os_version"), userID: try Self.shortText(body, "userId"),
                 // A7: ActivityAuthorizationInfo().frequentPushesEnabled, as the app reads it; absent leaves it as it was.
                 frequentUpdates: try body.bool("frequent_updates"))
             let tags = try body.objectField("tags").map(Self.parseTags) ?? []
+            // Issue 44: an application may take User IDs from its server only; the app's claim is then not stored, and said so.
+            let userIDIgnored = registration.userID != nil && !call.application.userIDSource.accepts(byServer: call.tokenKind == .api)
+            if userIDIgnored { registration.userID = nil }
             let registered = try store.registerDevice(registration, tags: tags, in: call.application.code, at: call.receivedAt)
-            return Self.describe(registered.skipped)
+            var answer = Self.describe(registered.skipped)
+            if userIDIgnored {
+                answer["warnings"] = .array((answer["warnings"]?.arrayValue ?? []) + [.string(UserIDSource.ignoredWarning)])
+            }
+            return answer
         }
     }
 

@@ -92,7 +92,8 @@ public struct SQLApplicationStore: ApplicationStore {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("""
                 SELECT t.id, t.application, t.kind, t.hash, t.label, t.created_at AS token_created_at, t.revoked_at,
-                       a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, k.team_id, k.key_id, k.environment
+                       a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, a.user_id_source,
+                       k.team_id, k.key_id, k.environment
                 FROM tokens t JOIN applications a ON a.code = t.application LEFT JOIN apns_keys k ON k.application = a.code
                 WHERE t.hash = ?
                 """, [.blob(hash)]).first.flatMap { row in
@@ -117,6 +118,14 @@ public struct SQLApplicationStore: ApplicationStore {
                 throw StoreError(.notFound, "application \(application) does not exist")
             }
             try upsert(key, application, c)
+        }
+    }
+
+    public func setUserIDSource(_ source: UserIDSource, for application: ApplicationCode) throws(StoreError) {
+        try changing { (c) throws(StoreError) in
+            guard try c.run("UPDATE applications SET user_id_source = ? WHERE code = ?", [.text(source.rawValue), .text(application.rawValue)]) == 1 else {
+                throw StoreError(.notFound, "application \(application) does not exist")
+            }
         }
     }
 
@@ -205,7 +214,8 @@ public struct SQLApplicationStore: ApplicationStore {
     // MARK: - Rows
 
     private static let selectApplication = """
-        SELECT a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, k.team_id, k.key_id, k.environment
+        SELECT a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, a.user_id_source,
+               k.team_id, k.key_id, k.environment
         FROM applications a LEFT JOIN apns_keys k ON k.application = a.code
         """
 
@@ -217,7 +227,8 @@ public struct SQLApplicationStore: ApplicationStore {
         return Application(
             code: ApplicationCode(row["code"].text ?? "")!, name: row["name"].text ?? "", bundleID: row["bundle_id"].text ?? "",
             createdAt: row["created_at"].date ?? Date(timeIntervalSince1970: 0), apnsKey: key,
-            updateBudget: budget(row["update_budget"].int, row["frequent_update_budget"].int))
+            updateBudget: budget(row["update_budget"].int, row["frequent_update_budget"].int),
+            userIDSource: row["user_id_source"].text.flatMap(UserIDSource.init(rawValue:)) ?? .app)
     }
 
     /// An application's budget, read inside another store's transaction.

@@ -472,6 +472,10 @@ public enum SQLMigrations {
         Migration(version: 25, name: "room for messages' updates in place", sql: """
             ALTER TABLE messages SET (fillfactor = 85);
             """, engines: [.postgresql]),
+        // Who may set a device's User ID (issue 44): NULL is the app (the device API), as before.
+        Migration(version: 26, name: "who may set a device's user id", sql: """
+            ALTER TABLE applications ADD COLUMN user_id_source TEXT CHECK (user_id_source IN ('app', 'server'));
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

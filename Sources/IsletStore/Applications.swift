@@ -61,15 +61,18 @@ public struct Application: Sendable, Equatable {
     public let apnsKey: APNsKeyInfo?
     /// Its priority-10 update budget (A7).
     public let updateBudget: UpdateBudget
+    /// Who may set its devices' User IDs (issue 44).
+    public let userIDSource: UserIDSource
 
     public init(code: ApplicationCode, name: String, bundleID: String, createdAt: Date, apnsKey: APNsKeyInfo? = nil,
-                updateBudget: UpdateBudget = .standard) {
+                updateBudget: UpdateBudget = .standard, userIDSource: UserIDSource = .app) {
         self.code = code
         self.name = name
         self.bundleID = bundleID
         self.createdAt = createdAt
         self.apnsKey = apnsKey
         self.updateBudget = updateBudget
+        self.userIDSource = userIDSource
     }
 }
 
@@ -120,6 +123,8 @@ public protocol ApplicationStore: Sendable {
     func setAPNsKey(_ key: APNsSigningKey, for application: ApplicationCode) throws(StoreError)
     /// Sets the application's priority-10 update budget (A7); `.notFound` when there is no such application.
     func setUpdateBudget(_ budget: UpdateBudget, for application: ApplicationCode) throws(StoreError)
+    /// Sets who may set the application's devices' User IDs; `.notFound` when there is no such application.
+    func setUserIDSource(_ source: UserIDSource, for application: ApplicationCode) throws(StoreError)
     func apnsKey(for application: ApplicationCode) throws(StoreError) -> APNsSigningKey?
     /// How many stored APNs keys are sealed and how many are plain; throws `.locked` when a sealed one
     /// cannot be opened with this store's master key.

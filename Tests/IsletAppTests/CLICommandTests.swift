@@ -91,6 +91,20 @@ struct CLICommandTests {
         #expect(try store.application(ApplicationCode(code)!)?.updateBudget == UpdateBudget(perHour: 20, frequentPerHour: 60), "nothing half-applied")
     }
 
+    /// Issue 44: who may set a device's User ID, the app by default.
+    @Test func setUserIDSourceStoresTheChoiceAndRefusesAnyOther() throws {
+        let code = try #require(try create()["application"]?.stringValue)
+        let store = SQLApplicationStore(database: try SQLiteDatabase(path: workspace.database))
+        #expect(try store.application(ApplicationCode(code)!)?.userIDSource == .app)
+        let refused = islet(["app", "set-user-id-source", code, "backend", "--database", workspace.database])
+        #expect(refused.status != 0 && refused.errors.hasSuffix("error: source: 'backend' must be app or server\n"), "\(refused.errors)")
+        let run = islet(["app", "set-user-id-source", code, "server", "--database", workspace.database])
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.output == "Devices of \(code) now take a User ID from the server only (registerDevice with a server API token); a userId the app sends is not stored.\n")
+        #expect(try store.application(ApplicationCode(code)!)?.userIDSource == .server)
+        #expect(islet(["app", "show", code, "--database", workspace.database]).output.contains("  user IDs:   set by the server only\n"))
+    }
+
     @Test func setAPNsKeyChecksTheKeyAndTheFile() throws {
         let code = try #require(try create()["application"]?.stringValue)
         let good = workspace.file("AuthKey_KEY1234567.p8", TestKeys.p256)

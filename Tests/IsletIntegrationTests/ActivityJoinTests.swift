@@ -57,6 +57,37 @@ struct ActivityJoinTests {
         #expect(try report("bob_ipad", "ORDER_8", byte: "b8").status == 200)
     }
 
+    /// Issue 44: an application may take User IDs from its server only. The app's claim is then not stored (and the
+    /// answer says so), a start by User ID does not reach the device that claimed it, and the server still sets one.
+    @Test func anApplicationThatTakesUserIDsFromItsServerStoresNoneTheAppClaims() throws {
+        let code = try #require(ApplicationCode(world.code))
+        let register = { (userID: String, token: String) throws -> JSONObject in
+            try world.expectOK(call(world.running.port, "registerDevice", [
+                "application": .string(world.code), "hwid": "attacker", "push_token": .string(LiveActivityWorld.hex("c1", 32)),
+                "userId": .string(userID)], token: token))
+        }
+        let userID = { () throws -> JSONValue? in
+            try call(world.running.port, "getTags", ["application": .string(world.code), "hwid": "attacker"], token: deviceToken)
+                .json?.objectValue?["response"]?.objectValue?["result"]?.objectValue?["User ID"]
+        }
+        #expect(try register("alice", deviceToken)["warnings"] == nil, "by default the app sets it, as with Pushwoosh")
+        #expect(try userID() == "alice")
+        _ = try register("mallory", deviceToken)
+
+        try world.running.serverAdmin().setUserIDSource(for: code, .server)
+        #expect(try world.expectOK(world.server("getApplication", [:]))["application"]?.objectValue?["user_ids_from"] == "server")
+        #expect(try register("alice", deviceToken)["warnings"] == [.string(UserIDSource.ignoredWarning)])
+        #expect(try userID() == "mallory", "the app's claim was not stored")
+        let start = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(
+            startNotification(["devices": .null, "users": ["alice"]], id: "ORDER_U"))]]))[0]
+        _ = try world.waitUntilSent([start])
+        let details = try world.expectOK(world.server("getMessageDetails", ["message": .string(start)]))["message"]?.objectValue ?? [:]
+        #expect(details["counts"]?.objectValue?["targeted"] == 2, "alice's phone and iPad, not the device that claimed her ID: \(details)")
+
+        #expect(try register("alice", world.auth)["warnings"] == nil, "the backend's server token sets it")
+        #expect(try userID() == "alice")
+    }
+
     @Test func aRestartedActivityAdmitsOnlyTheDevicesOfItsNewStart() throws {
         func start(_ devices: [JSONValue]) throws {
             _ = try world.waitUntilSent([try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(

@@ -9,7 +9,7 @@ struct AppCommand: CLIGroup {
     static let spec = CommandSpec(
         name: "app", abstract: "Create and manage applications, their tokens and APNs keys.",
         subcommands: [AppCreateCommand.self, AppListCommand.self, AppShowCommand.self, TokenCommand.self, SetAPNsKeyCommand.self,
-                      SetUpdateBudgetCommand.self, RotateMasterKeyCommand.self])
+                      SetUpdateBudgetCommand.self, SetUserIDSourceCommand.self, RotateMasterKeyCommand.self])
 }
 
 /// The APNs key options shared by `app create` and `app set-apns-key`.
@@ -155,6 +155,7 @@ struct AppShowCommand: ApplicationCodeCommand {
             context.print("  APNs key:   none (islet app set-apns-key \(application.code) ...)")
         }
         context.print("  budget:     \(application.updateBudget.perHour) priority-10 updates an hour per activity, \(application.updateBudget.frequentPerHour) with frequent updates on")
+        context.print("  user IDs:   set by " + (application.userIDSource == .app ? "the app (device API) or the server" : "the server only"))
         context.print("  tokens:")
         for token in tokens {
             let state = token.revokedAt.map { "revoked \($0.formatted(.iso8601))" } ?? "active"
@@ -293,6 +294,35 @@ struct SetUpdateBudgetCommand: CLICommand {
             }
         }
         context.print("Activities of \(code) now get \(budget.perHour) priority-10 updates an hour (\(budget.frequentPerHour) on devices with frequent updates on); the rest go at priority 5.")
+        return 0
+    }
+}
+
+/// `islet app set-user-id-source`: who may set the application's devices' User IDs (issue 44).
+struct SetUserIDSourceCommand: CLICommand {
+    static let spec = CommandSpec(
+        name: "set-user-id-source", abstract: "Set who may set a device's User ID: the app (device API, the default) or the server only.",
+        arguments: [ArgumentSpec(name: "code", help: "The application code."),
+                    ArgumentSpec(name: "source", help: "app (the Pushwoosh SDK's userId, and the server) or server (a server API token only).")],
+        options: [Common.database])
+
+    let arguments: ParsedArguments
+    let code: ApplicationCode
+    let source: UserIDSource
+
+    init(_ arguments: ParsedArguments, context: CLIContext) throws {
+        self.arguments = arguments
+        self.code = try Common.applicationCode(arguments.argument(0))
+        let text = arguments.argument(1)
+        guard let source = UserIDSource(rawValue: text) else { throw CLIError.usage("source: '\(text)' must be app or server") }
+        self.source = source
+    }
+
+    func run(_ context: CLIContext) throws -> Int32 {
+        try admin(arguments) { admin in try admin.setUserIDSource(for: code, source) }
+        context.print(source == .app
+            ? "Devices of \(code) now take the User ID the app sends (registerDevice's userId), or the server's."
+            : "Devices of \(code) now take a User ID from the server only (registerDevice with a server API token); a userId the app sends is not stored.")
         return 0
     }
 }

@@ -12,6 +12,8 @@ public struct AuditAction: WireValue {
     public static let apnsKeySet = Self(uncheckedRawValue: "apns_key.set")
     public static let updateBudgetSet = Self(uncheckedRawValue: "update_budget.set")
     public static let userIDSourceSet = Self(uncheckedRawValue: "user_id_source.set")
+    public static let tagTypeSet = Self(uncheckedRawValue: "tag.type_set")
+    public static let tagDeleted = Self(uncheckedRawValue: "tag.deleted")
     public static let masterKeyRotated = Self(uncheckedRawValue: "master_key.rotated")
     public static let filterCreated = Self(uncheckedRawValue: "filter.created")
     public static let filterDeleted = Self(uncheckedRawValue: "filter.deleted")
@@ -19,7 +21,7 @@ public struct AuditAction: WireValue {
     public static let schemaDeleted = Self(uncheckedRawValue: "schema.deleted")
     public static let channelCreated = Self(uncheckedRawValue: "channel.created")
     public static let channelDeleted = Self(uncheckedRawValue: "channel.deleted")
-    public static let all = [applicationCreated, tokenIssued, tokenRevoked, apnsKeySet, updateBudgetSet, userIDSourceSet, masterKeyRotated, filterCreated, filterDeleted,
+    public static let all = [applicationCreated, tokenIssued, tokenRevoked, apnsKeySet, updateBudgetSet, userIDSourceSet, tagTypeSet, tagDeleted, masterKeyRotated, filterCreated, filterDeleted,
                              schemaSet, schemaDeleted, channelCreated, channelDeleted]
 }
 

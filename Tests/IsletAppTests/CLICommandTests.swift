@@ -105,6 +105,34 @@ struct CLICommandTests {
         #expect(islet(["app", "show", code, "--database", workspace.database]).output.contains("  user IDs:   set by the server only\n"))
     }
 
+    /// Issue 44: a tag's type from the server side; a refusal names the rule and leaves everything as it was.
+    @Test func appTagListsSetsTheTypeAndDeletes() throws {
+        let code = try #require(try create()["application"]?.stringValue)
+        let application = try #require(ApplicationCode(code))
+        let devices = SQLDeviceStore(database: try SQLiteDatabase(path: workspace.database))
+        for (n, level) in [(1, "three"), (2, "four")] {
+            _ = try devices.registerDevice(DeviceRegistration(hwid: "h\(n)", pushToken: String(repeating: "a\(n)", count: 16)),
+                                           tags: [("Level", .string(level))], in: application, at: Date())
+        }
+        let database = ["--database", workspace.database]
+        #expect(islet(["app", "tag", "list", code] + database).output == "NAME   TYPE     DEVICES\nLevel  string   2\n")
+        let refused = islet(["app", "tag", "set-type", code, "Level", "integer"] + database)
+        #expect(refused.status == 1)
+        #expect(refused.errors == "error: tag 'Level' is of type string on 2 devices: their values would be deleted; run again with --drop-values to do so\n")
+        #expect(try devices.tags(hwid: "h1", in: application)?["Level"] == .string("three"), "nothing half-applied")
+        let changed = islet(["app", "tag", "set-type", code, "Level", "integer", "--drop-values"] + database)
+        #expect(changed.output == "Tag 'Level' of \(code) is now of type integer (was string); the values of 2 devices were deleted.\n", "\(changed.errors)")
+        #expect(islet(["app", "tag", "set-type", code, "Topics", "list"] + database).output
+                == "Tag 'Topics' of \(code) is now of type list; devices' values of another type will be skipped.\n")
+        #expect(islet(["app", "tag", "set-type", code, "Language", "integer"] + database).errors
+                == "error: tag 'Language' is built in (Language, OS Version, Timezone, User ID): registerDevice sets it\n")
+        #expect(islet(["app", "tag", "set-type", code, "Level", "version"] + database).errors.hasSuffix("error: type: 'version' must be one of string, integer, list\n"))
+        #expect(islet(["app", "tag", "list", code, "--json"] + database).output
+                == #"{"tags":[{"name":"Level","type":"integer","devices":0},{"name":"Topics","type":"list","devices":0}]}"# + "\n")
+        #expect(islet(["app", "tag", "delete", code, "Topics"] + database).output == "Deleted tag 'Topics' of \(code) and the values of 0 devices.\n")
+        #expect(islet(["app", "tag", "delete", code, "Topics"] + database).errors == "error: application \(code) has no tag 'Topics'\n")
+    }
+
     @Test func setAPNsKeyChecksTheKeyAndTheFile() throws {
         let code = try #require(try create()["application"]?.stringValue)
         let good = workspace.file("AuthKey_KEY1234567.p8", TestKeys.p256)

@@ -142,6 +142,52 @@ struct DeviceStoreTests {
         #expect(try limited.setTags([("X", .string("x"))], hwid: "o1", in: other, at: now) == [], "another application's names are its own")
     }
 
+    /// Issue 44: the operator fixes a tag's type (before any device, or over a wrong first value, deleting the values
+    /// held only when asked) and deletes a tag; a refusal of `check` writes nothing.
+    @Test(arguments: Engine.allCases) func theOperatorSetsATagsTypeAndDeletesATag(_ engine: Engine) throws {
+        struct Refused: Error {}
+        let s = try DeviceFixture(engine)
+        try s.register("h1", 1, tags: [("Level", .string("three")), ("Sports", .list(["ski"]))])
+        try s.register("h2", 2, tags: [("Level", .string("four"))])
+        try s.register("o1", 3, app: other, tags: [("Level", .string("kept"))])
+        #expect(try s.devices.tagSummaries(in: shop) == [TagSummary(name: "Level", type: .string, devices: 2),
+                                                         TagSummary(name: "Sports", type: .list, devices: 1)])
+        #expect(throws: Refused.self) {
+            _ = try s.devices.setTagType(.integer, of: "Level", in: shop) { facts in
+                #expect(facts == TagFacts(type: .string, devices: 2, filters: []))
+                throw Refused()
+            }
+        }
+        #expect(try s.devices.tags(hwid: "h1", in: shop)?["Level"] == .string("three"), "refused: nothing written")
+        let changed = try s.devices.setTagType(.integer, of: "Level", in: shop) { _ in }
+        #expect(changed.valuesDeleted == 2 && changed.before.type == .string)
+        #expect(try s.devices.tags(hwid: "h1", in: shop) == ["Sports": .list(["ski"])], "the values of the old type are gone")
+        #expect(try s.devices.setTags([("Level", .string("five")), ("Tier", .integer(1))], hwid: "h2", in: shop, at: now)
+                == [SkippedTag(tag: "Level", existing: .integer, given: .string)], "the new type holds")
+        #expect(try s.devices.tags(hwid: "o1", in: other)?["Level"] == .string("kept"), "another application's tag is its own")
+        // Defined before any device sets it: the first value no longer decides.
+        _ = try s.devices.setTagType(.list, of: "Topics", in: shop) { facts in #expect(facts == TagFacts(type: nil, devices: 0, filters: [])) }
+        #expect(try s.devices.setTags([("Topics", .string("news"))], hwid: "h1", in: shop, at: now)
+                == [SkippedTag(tag: "Topics", existing: .list, given: .string)])
+
+        let filter = try FilterDefinition.parse(name: "Skiers", join: .and, conditions: [["Sports", "IN", ["ski"]]], tagTypes: ["Sports": .list])
+        try s.devices.createFilter(filter, in: shop, at: now)
+        #expect(throws: Refused.self) {
+            _ = try s.devices.deleteTag("Sports", in: shop) { facts in
+                #expect(facts.filters == ["Skiers"], "the filters naming it are facts of the decision")
+                throw Refused()
+            }
+        }
+        #expect(try s.devices.tags(hwid: "h1", in: shop)?["Sports"] == .list(["ski"]), "refused: kept")
+        #expect(try s.devices.deleteFilter(named: "Skiers", in: shop))
+        let deleted = try s.devices.deleteTag("Sports", in: shop) { facts in #expect(facts.filters.isEmpty) }
+        #expect(deleted == TagFacts(type: .list, devices: 1, filters: []))
+        #expect(try s.devices.tags(hwid: "h1", in: shop)?["Sports"] == nil)
+        #expect(try s.devices.tagSummaries(in: shop).map(\.name) == ["Level", "Tier", "Topics"])
+        #expect(try s.devices.deleteTag("Sports", in: shop) { _ in } == nil, "no such tag any more")
+        #expect(try s.devices.setTags([("Sports", .string("golf"))], hwid: "h1", in: shop, at: now) == [], "the next value defines it again")
+    }
+
     @Test(arguments: Engine.allCases) func activityTokensRotateEndOneOrEndAll(_ engine: Engine) throws {
         let s = try DeviceFixture(engine)
         try s.register("h1", 1)

@@ -9,7 +9,7 @@ struct AppCommand: CLIGroup {
     static let spec = CommandSpec(
         name: "app", abstract: "Create and manage applications, their tokens and APNs keys.",
         subcommands: [AppCreateCommand.self, AppListCommand.self, AppShowCommand.self, TokenCommand.self, SetAPNsKeyCommand.self,
-                      SetUpdateBudgetCommand.self, SetUserIDSourceCommand.self, RotateMasterKeyCommand.self])
+                      SetUpdateBudgetCommand.self, SetUserIDSourceCommand.self, TagCommand.self, RotateMasterKeyCommand.self])
 }
 
 /// The APNs key options shared by `app create` and `app set-apns-key`.
@@ -50,13 +50,7 @@ enum APNsKeyOptions {
 /// Runs an admin action, turning API and storage errors into CLI errors.
 private func admin<T>(_ arguments: ParsedArguments, _ body: (ApplicationAdmin) throws -> T) throws -> T {
     let store = try Common.openStore(arguments)
-    do {
-        return try body(ApplicationAdmin(store: store, audit: Common.audit(arguments)))
-    } catch let error as APIError {
-        throw CLIError.failure(error.message)
-    } catch let error as StoreError {
-        throw CLIError.failure(error.message)
-    }
+    return try Common.failing { try body(ApplicationAdmin(store: store, audit: Common.audit(arguments))) }
 }
 
 struct AppCreateCommand: CLICommand {

@@ -100,4 +100,15 @@ enum Common {
 
     /// A `JSONValue` pretty enough for a terminal: one line, as the API sends it.
     static func printJSON(_ value: JSONValue, _ context: CLIContext) { context.print(value.jsonText) }
+
+    /// Runs `body`, a refusal of the API's rules or of the store as the command's failure (its message, exit status 1).
+    static func failing<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as APIError {
+            throw CLIError.failure(error.message)
+        } catch let error as StoreError {
+            throw CLIError.failure(error.message)
+        }
+    }
 }

@@ -15,6 +15,7 @@ struct MHD_Daemon *islet_mhd_start(const islet_mhd_options *options,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, options->connection_memory_limit,
                             MHD_OPTION_CONNECTION_LIMIT, options->connection_limit,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+                            MHD_OPTION_URI_LOG_CALLBACK, options->request_line, options->request_line_context,
                             MHD_OPTION_END);
 }
 
@@ -34,6 +35,11 @@ void islet_mhd_client_address(struct MHD_Connection *connection, char *buffer, s
     } else if (address->sa_family == AF_INET6) {
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)address)->sin6_addr, buffer, (socklen_t)size);
     }
+}
+
+int islet_mhd_connection_socket(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
 }
 
 void islet_release_free_memory(void) {

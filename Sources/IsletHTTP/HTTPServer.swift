@@ -23,6 +23,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var bodies = BodyBudget()
     /// Connections one client address may hold open at once (`ConnectionsPerAddress`); nil: no limit.
     public var connectionsPerAddress: Int? = 128
+    /// How long a client may take to send a request's headers and body (`ReceiveDeadline`); nil: only the idle timeout.
+    public var receiveDeadline: ReceiveDeadline? = ReceiveDeadline()
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 1 << 20,
                 connectionTimeoutSeconds: Int = 30, connectionMemoryLimit: Int = 64 << 10,
@@ -59,6 +61,7 @@ public final class HTTPServer: @unchecked Sendable {
         self.configuration = configuration
         self.context = ServerContext(handler: handler, maximumBodyBytes: configuration.maximumBodyBytes, bodies: configuration.bodies,
                                      connections: ConnectionsPerAddress(limit: configuration.connectionsPerAddress),
+                                     deadlines: configuration.receiveDeadline.map(ReceiveDeadlines.init),
                                      workers: WorkerPool(threads: configuration.workerThreads, name: "islet-http"))
     }
 
@@ -73,6 +76,9 @@ public final class HTTPServer: @unchecked Sendable {
     /// Requests whose handling has begun and not yet finished.
     public var requestsInFlight: Int { context.inFlight.load(ordering: .acquiring) }
 
+    /// Connections ended because their request did not arrive by its deadline (`ReceiveDeadline`), since the start.
+    public var connectionsEndedLate: Int { context.deadlines?.ended ?? 0 }
+
     /// Binds and starts serving on the worker threads; returns at once.
     public func start() throws(HTTPServerError) {
         var storage = sockaddr_storage()
@@ -86,7 +92,8 @@ public final class HTTPServer: @unchecked Sendable {
                     connection_memory_limit: configuration.connectionMemoryLimit,
                     connection_limit: UInt32(configuration.connectionLimit),
                     accept_policy: acceptPolicy, accept_context: contextPointer,
-                    notify_connection: connectionNotice, notify_context: contextPointer)
+                    notify_connection: connectionNotice, notify_context: contextPointer,
+                    request_line: requestLineNotice, request_line_context: contextPointer)
                 return islet_mhd_start(&options, accessHandler, contextPointer, completedHandler, contextPointer)
             }
         }
@@ -94,6 +101,7 @@ public final class HTTPServer: @unchecked Sendable {
             throw HTTPServerError(description: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not available)")
         }
         context.workers.start()
+        context.deadlines?.start()
         daemon.withLock { $0 = DaemonHandle(pointer: started) }
         boundPort.store(Int(islet_mhd_bound_port(started)), ordering: .releasing)
     }
@@ -130,6 +138,7 @@ public final class HTTPServer: @unchecked Sendable {
         // Again, for any stream that slipped in meanwhile: none may be suspended when libmicrohttpd stops.
         if context.streams.finishAll() > 0 { context.waitForRequests(until: ContinuousClock.now + .milliseconds(250)) }
         MHD_stop_daemon(running)
+        context.deadlines?.shutdown(deadline: ContinuousClock.now + .seconds(1))
         // A handler still running was answered 503 above; it may yet commit, so the caller hears of it.
         let workersDone = context.workers.shutdown(deadline: max(deadline, ContinuousClock.now + .milliseconds(100)))
         return drained && workersDone
@@ -180,6 +189,8 @@ final class ServerContext: Sendable {
     let maximumBodyBytes: Int
     let bodies: BodyBudget
     let connections: ConnectionsPerAddress
+    /// Requests still being received, and when each must be in; nil: no deadline.
+    let deadlines: ReceiveDeadlines?
     let inFlight = Atomic<Int>(0)
     /// Requests in flight whose body is still coming: nothing of them has run, so a shutdown does not wait for them
     /// (a client sending its body slowly, or never finishing it, would hold the stop for the whole grace period).
@@ -191,8 +202,10 @@ final class ServerContext: Sendable {
     let suspensions = Suspensions()
     let streams = OpenStreams()
 
-    init(handler: any HTTPHandler, maximumBodyBytes: Int, bodies: BodyBudget, connections: ConnectionsPerAddress, workers: WorkerPool) {
+    init(handler: any HTTPHandler, maximumBodyBytes: Int, bodies: BodyBudget, connections: ConnectionsPerAddress,
+         deadlines: ReceiveDeadlines?, workers: WorkerPool) {
         self.connections = connections
+        self.deadlines = deadlines
         self.handler = handler
         self.maximumBodyBytes = maximumBodyBytes
         self.bodies = bodies
@@ -376,10 +389,14 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryArgument, unmanaged.toOpaque())
         state.clientAddress = connection.map(ClientAddress.text(of:)) ?? ""
         let declared = state.request.header("content-length").flatMap(Int.init)
+        // The headers are in; the body has its own deadline, by its length.
+        if let connection, let deadlines = context.deadlines {
+            deadlines.arm(connection, within: deadlines.deadline.body(length: declared, maximum: context.maximumBodyBytes))
+        }
         if let length = declared, length > context.maximumBodyBytes {
             // Answer before reading a body we would refuse; libmicrohttpd then closes the connection.
             state.tooLarge = true
-            context.bodyReceived(state)
+            context.bodyReceived(state, on: connection)
             return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection, context)
         }
         if let length = declared, length > context.bodies.small {
@@ -387,7 +404,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
             state.clientKey = context.handler.clientKey(state.request)
             guard context.bodies.reserve(length, for: state.clientKey) else {
                 state.noRoom = true
-                context.bodyReceived(state)
+                context.bodyReceived(state, on: connection)
                 return queue(context.handler.bodiesBusy(state.request, retryAfter: BodyBudget.retryAfter), on: connection, context)
             }
             state.reservedBytes = length
@@ -426,7 +443,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         uploadSize.pointee = 0
         return .YES
     }
-    context.bodyReceived(state)
+    context.bodyReceived(state, on: connection)
     if state.noRoom {
         return queue(context.handler.bodiesBusy(state.request, retryAfter: BodyBudget.retryAfter), on: connection, context)
     }
@@ -451,10 +468,21 @@ private let acceptPolicy: MHD_AcceptPolicyCallback = { cls, address, _ in
     return context.connections.admits(ClientAddress.text(address)) ? .YES : .NO
 }
 
-// A connection started or closed: counted for its address.
+// A request's first line is in: its headers have a deadline. Returns no request context (the access handler makes it).
+private let requestLineNotice: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = {
+    cls, _, connection in
+    guard let cls, let connection else { return nil }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    if let deadlines = context.deadlines { deadlines.arm(connection, within: deadlines.deadline.headers) }
+    return nil
+}
+
+// A connection started or closed: counted for its address. Closed, it has no deadline (before libmicrohttpd closes
+// its socket: see `ReceiveDeadlines`).
 private let connectionNotice: MHD_NotifyConnectionCallback = { cls, connection, _, code in
     guard let cls, let connection else { return }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    if code.rawValue == 1 { context.deadlines?.clear(connection) }
     guard context.connections.limit != nil else { return }
     // MHD_CONNECTION_NOTIFY_STARTED is 0, MHD_CONNECTION_NOTIFY_CLOSED 1.
     switch code.rawValue {
@@ -464,12 +492,12 @@ private let connectionNotice: MHD_NotifyConnectionCallback = { cls, connection, 
     }
 }
 
-private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
+private let completedHandler: MHD_RequestCompletedCallback = { cls, connection, requestContext, _ in
     guard let cls, let requestContext, let existing = requestContext.pointee else { return }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
     // Ended before its body was in (the client left, or the server stopped): nothing of it ran.
-    context.bodyReceived(state)
+    context.bodyReceived(state, on: connection)
     if state.reservedBytes > 0 {
         state.body = []   // freed first: giving the room back may give the free memory back to the system
         context.bodies.release(state.reservedBytes, for: state.clientKey)
@@ -483,8 +511,10 @@ private let completedHandler: MHD_RequestCompletedCallback = { cls, _, requestCo
 }
 
 extension ServerContext {
-    /// A request's body is in (or it ended without it): it no longer counts as receiving. Once per request.
-    func bodyReceived(_ state: RequestState) {
+    /// A request's body is in (or it ended without it): it no longer counts as receiving, nor has a deadline. Once per
+    /// request.
+    func bodyReceived(_ state: RequestState, on connection: OpaquePointer?) {
+        if let connection { deadlines?.clear(connection) }
         guard state.receivingBody else { return }
         state.receivingBody = false
         receiving.subtract(1, ordering: .sequentiallyConsistent)

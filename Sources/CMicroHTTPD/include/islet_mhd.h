@@ -18,6 +18,9 @@ typedef struct {
     void *accept_context;
     MHD_NotifyConnectionCallback notify_connection;
     void *notify_context;
+    /* told when a request's first line is in (before its headers); returns NULL; may be NULL */
+    void *(*request_line)(void *context, const char *uri, struct MHD_Connection *connection);
+    void *request_line_context;
 } islet_mhd_options;
 
 /// Starts an epoll, thread-pool daemon that supports quiescing (MHD_USE_ITC) and suspend/resume.
@@ -31,6 +34,9 @@ uint16_t islet_mhd_bound_port(struct MHD_Daemon *daemon);
 /// The client's address as text (IPv4 or IPv6) into `buffer`; an empty string when unknown.
 /// MHD_get_connection_info is variadic, so Swift reaches it through here.
 void islet_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t size);
+
+/// The connection's socket, or -1 when unknown (MHD_get_connection_info is variadic).
+int islet_mhd_connection_socket(struct MHD_Connection *connection);
 
 /// Gives the free pages of every malloc arena back to the system (glibc's malloc_trim, whose header Swift's Glibc
 /// module does not import).

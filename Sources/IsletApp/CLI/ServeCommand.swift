@@ -4,6 +4,7 @@ import IsletAPI
 import IsletAPNs
 import IsletCore
 import IsletDelivery
+import IsletHTTP
 import IsletSQLite
 import IsletStore
 import Synchronization
@@ -33,6 +34,9 @@ struct ServeCommand: CLICommand {
             OptionSpec(name: "--connections-per-address", valueName: "n|off",
                        help: "Connections one client address (an IPv6 /64) may hold open at once; loopback (a proxy on this machine) is not counted.",
                        environment: "ISLET_CONNECTIONS_PER_ADDRESS", defaultValue: "128"),
+            OptionSpec(name: "--receive-deadline-seconds", valueName: "n|off",
+                       help: "A request's headers must arrive within n seconds of its first line, and its body within n seconds plus 1 s per 16 KiB; a client later is disconnected.",
+                       environment: "ISLET_RECEIVE_DEADLINE_SECONDS", defaultValue: "10"),
             OptionSpec(name: "--device-rate-per-address", valueName: "n[/burst]|off",
                        help: "Device API calls a second from one client address.", environment: "ISLET_DEVICE_RATE_PER_ADDRESS",
                        defaultValue: RateLimits().devicePerAddress?.description),
@@ -121,6 +125,9 @@ struct ServeCommand: CLICommand {
         }
         if case let count? = try Self.number(arguments, "--connections-per-address", in: 1...1_000_000, allowsOff: true) {
             configuration.http.connectionsPerAddress = count
+        }
+        if case let seconds? = try Self.number(arguments, "--receive-deadline-seconds", in: 1...3600, of: "a number of seconds", allowsOff: true) {
+            configuration.http.receiveDeadline = seconds.map { ReceiveDeadline(headers: .seconds($0)) }
         }
         if case let count?? = try Self.number(arguments, "--tag-names-per-application", in: TagNames.allowed) {
             configuration.tagNames = TagNames(limit: count)

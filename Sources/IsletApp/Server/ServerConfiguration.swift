@@ -117,6 +117,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
             "push_to_start_per_minute": .int(Int64(pushToStartPacing.perMinute)),
             "tag_names_per_application": .int(Int64(tagNames.limit)),
             "connections_per_address": http.connectionsPerAddress.map { .int(Int64($0)) } ?? .string("off"),
+            "receive_deadline_seconds": http.receiveDeadline.map { .int($0.headers.components.seconds) } ?? .string("off"),
             "rate_limits": [
                 "device_per_address": .string(rateLimits.devicePerAddress?.description ?? "off"),
                 "device_per_token": .string(rateLimits.devicePerToken?.description ?? "off"),

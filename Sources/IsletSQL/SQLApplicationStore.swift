@@ -91,9 +91,7 @@ public struct SQLApplicationStore: ApplicationStore {
     func storedCredential(hash: [UInt8]) throws(StoreError) -> (token: TokenRecord, application: Application)? {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("""
-                SELECT t.id, t.application, t.kind, t.hash, t.label, t.created_at AS token_created_at, t.revoked_at,
-                       a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, a.user_id_source,
-                       k.team_id, k.key_id, k.environment
+                SELECT t.id, t.application, t.kind, t.hash, t.label, t.created_at AS token_created_at, t.revoked_at, \(Self.applicationColumns)
                 FROM tokens t JOIN applications a ON a.code = t.application LEFT JOIN apns_keys k ON k.application = a.code
                 WHERE t.hash = ?
                 """, [.blob(hash)]).first.flatMap { row in
@@ -213,11 +211,12 @@ public struct SQLApplicationStore: ApplicationStore {
 
     // MARK: - Rows
 
-    private static let selectApplication = """
-        SELECT a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, a.user_id_source,
-               k.team_id, k.key_id, k.environment
-        FROM applications a LEFT JOIN apns_keys k ON k.application = a.code
+    /// The columns `application(_:)` reads, of `applications a` and `apns_keys k`.
+    private static let applicationColumns = """
+        a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, a.user_id_source, k.team_id, k.key_id, k.environment
         """
+
+    private static let selectApplication = "SELECT \(applicationColumns) FROM applications a LEFT JOIN apns_keys k ON k.application = a.code"
 
     private static func application(_ row: SQLRow) -> Application {
         var key: APNsKeyInfo?

@@ -37,7 +37,7 @@ public final class ConsoleEvents: Service {
         /// Messages already reported, created (above `highest - idLookback`) or finished (forgotten after a minute).
         var seenCreated: Set<Int64> = []
         var seenFinished: [Int64: Date] = [:]
-        /// Messages seen unfinished, asked about at the next look; nil after the first look.
+        /// Messages seen unfinished, asked about at the next look; nil before the first.
         var open: [Int64]?
         var lastHeartbeat = ContinuousClock.now
     }

@@ -19,7 +19,6 @@ extension SQLMessageStore: JobQueue {
         try c.send("UPDATE messages SET state = \(MessageState.sending.sql) WHERE id \(inList) AND state = \(MessageState.pending.sql)", [ids])
     }
 
-
     public func claimNextJob(at date: Date, excluding: Set<ApplicationCode>, shardsExcluding: Set<ApplicationCode>,
                              sharding: ShardPolicy, leavingSmall: Int?, lease: ClaimLease) throws(StoreError) -> MessageJob? {
         // One transaction: the claim, its lease, the activity's id and the decoded target, so a failure leaves nothing claimed.
@@ -321,7 +320,6 @@ extension SQLMessageStore: JobQueue {
                 try c.run("UPDATE message_shards SET state = \(MessageState.done.sql), claimed = 0, lease = NULL WHERE message = ? AND shard = ?",
                           [.int(job.id), .int(Int64(shard.number))])
             }
-            // A sharded message is done with its last shard.
             // A sharded message is done with its last shard: its job leaves the queue, then its history says so (the
             // queue first, in the order claims and cancels lock them). Its shards held its claims, not its job.
             let lastShard = "NOT EXISTS (SELECT 1 FROM message_shards WHERE message = ?2 AND state != \(MessageState.done.sql))"

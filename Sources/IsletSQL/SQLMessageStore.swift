@@ -237,9 +237,10 @@ public struct SQLMessageStore: Sendable {
     /// activity is the one, and its sender stores it when it finishes. `claimedBySender`: whether a sender holds it, when
     /// the caller knows (its sender finishing it); nil: read from the queue.
     static func superseding(_ m: String, claimedBySender: Bool? = nil) -> String {
-        let claimed = claimedBySender.map { $0 ? "1 = 1" : "1 = 0" } ?? claimed(m)
+        if claimedBySender == false { return "\(m).superseded_by" }
+        let held = claimedBySender == true ? "" : "\(claimed(m)) AND "
         return """
-        COALESCE(\(m).superseded_by, CASE WHEN \(claimed) AND \(m).event = \(LiveActivityEvent.update.sql) THEN (
+        COALESCE(\(m).superseded_by, CASE WHEN \(held)\(m).event = \(LiveActivityEvent.update.sql) THEN (
             SELECT MIN(n.id) FROM messages n WHERE n.activity = \(m).activity AND n.id > \(m).id
               AND n.event IN \([LiveActivityEvent.update, .end].sqlList) AND n.state != \(MessageState.cancelled.sql)) END)
         """

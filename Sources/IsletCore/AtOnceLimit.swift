@@ -7,7 +7,7 @@ import Synchronization
 public final class AtOnceLimit: Sendable {
     public let limit: Int
     public let perKey: Int
-    private let running = Mutex<(total: Int, byKey: [String: Int])>((0, [:]))
+    private let running = Mutex<(total: Int, byKey: CountsByKey)>((0, CountsByKey()))
 
     public init(limit: Int, perKey: Int? = nil) {
         self.limit = max(1, limit)
@@ -17,17 +17,16 @@ public final class AtOnceLimit: Sendable {
     /// Runs `work` if fewer than `limit` run now, and fewer than `perKey` for `key`; nil, having run nothing, otherwise.
     public func run<T>(key: String = "", _ work: () throws -> T) rethrows -> T? {
         let admitted = running.withLock { running -> Bool in
-            guard running.total < limit, running.byKey[key, default: 0] < perKey else { return false }
+            guard running.total < limit, running.byKey[key] < perKey else { return false }
             running.total += 1
-            running.byKey[key, default: 0] += 1
+            running.byKey.add(1, to: key)
             return true
         }
         guard admitted else { return nil }
         defer {
             running.withLock { running in
                 running.total -= 1
-                let left = running.byKey[key, default: 1] - 1
-                running.byKey[key] = left > 0 ? left : nil
+                running.byKey.remove(1, from: key)
             }
         }
         return try work()

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import IsletCore
 import Synchronization
 
 /// The memory request bodies may hold while they arrive. A body is read whole before its request runs, so a client
@@ -16,7 +17,7 @@ public final class BodyBudget: Sendable {
     public let total: Int
     public let perAddress: Int
     public let small: Int
-    private let held = Mutex<(total: Int, byAddress: [String: Int], givenBack: ContinuousClock.Instant?, owed: Bool)>((0, [:], nil, false))
+    private let held = Mutex<(total: Int, byAddress: CountsByKey, givenBack: ContinuousClock.Instant?, owed: Bool)>((0, CountsByKey(), nil, false))
 
     public init(total: Int = 64 << 20, perAddress: Int = 16 << 20, small: Int = 64 << 10) {
         self.total = total
@@ -29,9 +30,9 @@ public final class BodyBudget: Sendable {
     public func reserve(_ bytes: Int, for address: String) -> Bool {
         guard bytes > small else { return true }
         return held.withLock { held in
-            guard held.total + bytes <= total, held.byAddress[address, default: 0] + bytes <= perAddress else { return false }
+            guard held.total + bytes <= total, held.byAddress[address] + bytes <= perAddress else { return false }
             held.total += bytes
-            held.byAddress[address, default: 0] += bytes
+            held.byAddress.add(bytes, to: address)
             held.owed = true
             return true
         }
@@ -42,8 +43,7 @@ public final class BodyBudget: Sendable {
         guard bytes > small else { return }
         let giveBack = held.withLock { held -> Bool in
             held.total -= bytes
-            let left = held.byAddress[address, default: bytes] - bytes
-            held.byAddress[address] = left > 0 ? left : nil
+            held.byAddress.remove(bytes, from: address)
             guard held.total == 0, held.owed, held.givenBack.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true else { return false }
             held.owed = false
             held.givenBack = .now

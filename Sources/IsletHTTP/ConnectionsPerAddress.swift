@@ -1,3 +1,4 @@
+import IsletCore
 import Synchronization
 
 /// How many connections one client address may hold open at once (IPv6 by its /64, `ClientAddress.key`): without it,
@@ -8,27 +9,24 @@ import Synchronization
 public final class ConnectionsPerAddress: Sendable {
     /// Nil: no limit.
     public let limit: Int?
-    private let open = Mutex<[String: Int]>([:])
+    private let open = Mutex(CountsByKey())
 
     public init(limit: Int?) { self.limit = limit }
 
     /// Whether a new connection from `address` may be accepted now (a few accepted at the same moment may pass it).
     func admits(_ address: String) -> Bool {
         guard let limit, let key = Self.counted(address) else { return true }
-        return open.withLock { $0[key, default: 0] } < limit
+        return open.withLock { $0[key] } < limit
     }
 
     func opened(_ address: String) {
         guard let key = Self.counted(address) else { return }
-        open.withLock { $0[key, default: 0] += 1 }
+        open.withLock { $0.add(1, to: key) }
     }
 
     func closed(_ address: String) {
         guard let key = Self.counted(address) else { return }
-        open.withLock { open in
-            let left = open[key, default: 1] - 1
-            open[key] = left > 0 ? left : nil
-        }
+        open.withLock { $0.remove(1, from: key) }
     }
 
     /// The key `address` counts under; nil for loopback, which is not counted.

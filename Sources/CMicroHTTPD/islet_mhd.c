@@ -28,8 +28,13 @@ void islet_mhd_client_address(struct MHD_Connection *connection, char *buffer, s
     if (size == 0) return;
     buffer[0] = '\0';
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (info == NULL || info->client_addr == NULL) return;
-    const struct sockaddr *address = info->client_addr;
+    if (info != NULL) islet_address_text(info->client_addr, buffer, size);
+}
+
+void islet_address_text(const struct sockaddr *address, char *buffer, size_t size) {
+    if (size == 0) return;
+    buffer[0] = '\0';
+    if (address == NULL) return;
     if (address->sa_family == AF_INET) {
         inet_ntop(AF_INET, &((const struct sockaddr_in *)address)->sin_addr, buffer, (socklen_t)size);
     } else if (address->sa_family == AF_INET6) {

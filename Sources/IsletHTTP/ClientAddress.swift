@@ -17,22 +17,8 @@ public enum ClientAddress {
 
     /// A socket address as text (IPv4 or IPv6); "" when it is neither.
     static func text(_ address: UnsafePointer<sockaddr>?) -> String {
-        guard let address else { return "" }
         var text = [CChar](repeating: 0, count: 64)
-        switch Int32(address.pointee.sa_family) {
-        case AF_INET:
-            address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
-                var ip = v4.pointee.sin_addr
-                _ = inet_ntop(AF_INET, &ip, &text, socklen_t(text.count))
-            }
-        case AF_INET6:
-            address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
-                var ip = v6.pointee.sin6_addr
-                _ = inet_ntop(AF_INET6, &ip, &text, socklen_t(text.count))
-            }
-        default:
-            return ""
-        }
+        islet_address_text(address, &text, text.count)
         return string(text)
     }
 

@@ -35,6 +35,9 @@ uint16_t islet_mhd_bound_port(struct MHD_Daemon *daemon);
 /// MHD_get_connection_info is variadic, so Swift reaches it through here.
 void islet_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t size);
 
+/// A socket address as text (IPv4 or IPv6) into `buffer`; an empty string when it is neither.
+void islet_address_text(const struct sockaddr *address, char *buffer, size_t size);
+
 /// The connection's socket, or -1 when unknown (MHD_get_connection_info is variadic).
 int islet_mhd_connection_socket(struct MHD_Connection *connection);
 

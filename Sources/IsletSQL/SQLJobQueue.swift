@@ -127,11 +127,15 @@ extension SQLMessageStore: JobQueue {
         return try Self.job(row, c)
     }
 
-    /// Messages `m` with their activity `a`, as `job` reads them.
+    /// Messages `m` with their activity's id and start, as `job` reads them. The activity is looked up for each
+    /// message, not joined: PostgreSQL takes a claim's id list for 100 rows whatever it holds, and hashed all of
+    /// `activities` to join a dozen messages (0.8 ms a claim at 2,000 activities, a seventh of its CPU per update).
     static let selectJobs = """
         SELECT m.id, m.code, m.application, m.event, m.activity, m.target, m.attributes_type, m.payload, m.fallback_payload,
-               m.priority, m.priority_standard, m.priority_frequent, m.cursor, m.expires_at, m.due_at, m.channel_ids, a.activity_id, a.started_at
-        FROM messages m JOIN activities a ON a.id = m.activity
+               m.priority, m.priority_standard, m.priority_frequent, m.cursor, m.expires_at, m.due_at, m.channel_ids,
+               (SELECT a.activity_id FROM activities a WHERE a.id = m.activity) AS activity_id,
+               (SELECT a.started_at FROM activities a WHERE a.id = m.activity) AS started_at
+        FROM messages m
         """
 
     /// A row of `selectJobs` as a job, its stored target decoded.

@@ -127,10 +127,7 @@ public struct APIRouter: HTTPHandler {
             return ("unknown", Self.failure(APIError(.notFound, "no such path \(request.path); JSON API methods are POST /json/1.3/<method>")))
         }
         let name = String(request.path.dropFirst(Self.prefix.count))
-        guard let method = methods[name] else {
-            let hint = Suggestion.nearest(name, among: Array(methods.keys)).map { "; did you mean '\($0)'?" } ?? ""
-            return ("unknown", Self.failure(APIError(.notFound, "unknown method '\(name.prefix(64))'\(hint)")))
-        }
+        guard let method = methods[name] else { return ("unknown", Self.failure(unknownMethod(name))) }
         guard request.method == "POST" else { return (name, Self.methodNotAllowed(request, allow: "POST")) }
         return (name, answer(name) { try call(method, request) })
     }
@@ -183,11 +180,18 @@ public struct APIRouter: HTTPHandler {
                 return try method.run(call)
             }
         } else {
-            let hint = Suggestion.nearest(name, among: Array(methods.keys)).map { "; did you mean '\($0)'?" } ?? ""
-            response = Self.failure(APIError(.notFound, "unknown method '\(name.prefix(64))'\(hint)"))
+            response = Self.failure(unknownMethod(name))
         }
         metrics.record(route: methods[name] == nil ? "unknown" : name, status: response.status, since: started)
         return response
+    }
+
+    /// The 404 for a method this router does not serve: where to turn for a Pushwoosh method Islet does not serve
+    /// (issue 45), else the nearest name it serves.
+    private func unknownMethod(_ name: String) -> APIError {
+        if let message = SDKCalls.notServedMessage(name) { return APIError(.notFound, message) }
+        let hint = Suggestion.nearest(name, among: Array(methods.keys)).map { "; did you mean '\($0)'?" } ?? ""
+        return APIError(.notFound, "unknown method '\(name.prefix(64))'\(hint)")
     }
 
     /// The `request` object of a `{"request": {...}}` body, with paths relative to it.

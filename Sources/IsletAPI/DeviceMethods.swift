@@ -69,15 +69,12 @@ public struct DeviceMethods: Sendable {
         }
     }
 
-    /// `setTags` (D2): merge; `null` removes a tag.
+    /// `setTags` (D2): merge; `null` removes a tag. A device not registered yet keeps them for when it does (issue 45).
     var setTags: APIMethod {
         APIMethod(name: "setTags", access: .device) { [store] call in
             let hwid = try Self.hwid(call.request)
             let tags = try Self.parseTags(try call.request.requiredObject("tags"))
-            guard let skipped = try store.setTags(tags, hwid: hwid, in: call.application.code, at: call.receivedAt) else {
-                throw Self.unknownDevice(hwid, call.application)
-            }
-            return Self.describe(skipped)
+            return Self.describe(try store.setTags(tags, hwid: hwid, in: call.application.code, at: call.receivedAt))
         }
     }
 
@@ -94,6 +91,7 @@ public struct DeviceMethods: Sendable {
             return ["device": [
                 "hwid": .string(device.hwid), "gateway": .string(device.gateway.rawValue),
                 "registered": .bool(device.pushToken != nil),
+                "app_opened_at": report.appOpenedAt.map(time) ?? .null,
                 "frequent_updates": device.frequentUpdates.map { .bool($0) } ?? .null,
                 "push_token_changed_at": report.pushTokenUpdatedAt.map(time) ?? .null,
                 "push_to_start_tokens": .array(report.pushToStartTokens.map { token in
@@ -119,12 +117,13 @@ public struct DeviceMethods: Sendable {
         })
     }
 
-    /// `getTags` (D2) → `{"result": {tags}}`, built-in tags included.
+    /// `getTags` (D2) → `{"result": {tags}}`, built-in tags included; `{"result": {}}` for a device Islet has not heard
+    /// of yet (the SDK asks on its first launch, before it registers).
     var getTags: APIMethod {
         APIMethod(name: "getTags", access: .device, effect: .reads) { [store] call in
             let hwid = try Self.hwid(call.request)
             guard let (device, tags) = try store.deviceWithTags(hwid: hwid, in: call.application.code) else {
-                throw Self.unknownDevice(hwid, call.application)
+                return ["result": .object([:])]
             }
             var result = JSONObject()
             for (tag, value) in [(BuiltInTag.language, device.language), (.osVersion, device.osVersion), (.timezone, device.timezone),
@@ -144,10 +143,7 @@ public struct DeviceMethods: Sendable {
             let token = try text.isEmpty ? nil : Self.activityToken(text, field: "activity_push_to_start_token")
             let attributesType = try call.request.string("attributes_type") ?? ""
             guard attributesType.count <= 256 else { throw APIError.invalid("attributes_type", "must be at most 256 characters") }
-            guard try store.setPushToStartToken(token, attributesType: attributesType, hwid: hwid, in: call.application.code,
-                                                at: call.receivedAt) else {
-                throw Self.unknownDevice(hwid, call.application)
-            }
+            try store.setPushToStartToken(token, attributesType: attributesType, hwid: hwid, in: call.application.code, at: call.receivedAt)
             return [:]
         }
     }
@@ -163,15 +159,13 @@ public struct DeviceMethods: Sendable {
             if activityID.isEmpty && token != nil {
                 throw APIError.invalid("activity_id", "is required with an activity_token (only an ending may omit it)")
             }
-            guard try store.setActivityToken(token, activityID: activityID, hwid: hwid, in: call.application.code, at: call.receivedAt,
-                                             admit: { facts in
-                                                 if let refusal = ActivityJoin.refusal(activityID: activityID, facts: facts, trusted: call.tokenKind == .api,
-                                                                                       phoneStarted: phoneStarted) {
-                                                     throw refusal
-                                                 }
-                                             }) else {
-                throw Self.unknownDevice(hwid, call.application)
-            }
+            try store.setActivityToken(token, activityID: activityID, hwid: hwid, in: call.application.code, at: call.receivedAt,
+                                       admit: { facts in
+                                           if let refusal = ActivityJoin.refusal(activityID: activityID, facts: facts, trusted: call.tokenKind == .api,
+                                                                                 phoneStarted: phoneStarted) {
+                                               throw refusal
+                                           }
+                                       })
             if token != nil { kick() }
             return [:]
         }

@@ -63,10 +63,11 @@ public struct LiveActivityMethods: Sendable {
                 let timestamp = Int64(dueAt.timeIntervalSince1970)
                 let payload = LiveActivityPayload.start(start, timestamp: timestamp).jsonBytes
                 try LiveActivityPayload.checkSize(payload, path: n.path)
-                let fallback = LiveActivityPayload.fallbackAlert(start).jsonBytes
+                let code = MessageCode.next()
+                let fallback = LiveActivityPayload.fallbackAlert(start, messageCode: code).jsonBytes
                 try LiveActivityPayload.checkSize(fallback, path: n.path)
                 var message = NewMessage(
-                    code: MessageCode.next(), event: .start, activityID: start.activityID,
+                    code: code, event: .start, activityID: start.activityID,
                     target: try selection(start.targeting, n, call.application.code), attributesType: start.attributesType,
                     name: start.name, contentState: start.contentState, payload: payload, fallbackPayload: fallback,
                     priority: start.priority, dueAt: dueAt, schemaVersion: schemaVersion,
@@ -377,6 +378,9 @@ public struct LiveActivityMethods: Sendable {
             }
             if details.caughtUp > 0 { counts["caught_up"] = .int(Int64(details.caughtUp)) }
             if details.overBudget > 0 { counts["over_budget"] = .int(Int64(details.overBudget)) }
+            // The devices' own receipts (issue 45), as their SDK reported them.
+            if details.received > 0 { counts["received"] = .int(Int64(details.received)) }
+            if details.opened > 0 { counts["opened"] = .int(Int64(details.opened)) }
             object["counts"] = .object(counts)
             if let next = details.nextAttemptAt { object["next_attempt_at"] = Self.nextAttempt(next, now: call.receivedAt) }
             if let superseded = details.supersededBy { object["superseded_by"] = .string(superseded) }

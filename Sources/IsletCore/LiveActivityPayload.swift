@@ -18,9 +18,12 @@ public enum LiveActivityPayload {
         return ["aps": .object(aps)]
     }
 
-    /// The plain alert for devices below iOS 16.1, which have no Live Activities (S7).
-    public static func fallbackAlert(_ n: StartNotification) -> JSONValue {
-        ["aps": ["alert": n.alert.json]]
+    /// The plain alert for devices below iOS 16.1, which have no Live Activities (S7). It carries the keys that make the
+    /// Pushwoosh SDK report its receipt (`pw_msg`, and `p`: the message's code; issue 45).
+    public static func fallbackAlert(_ n: StartNotification, messageCode: String) -> JSONValue {
+        var payload: JSONObject = ["aps": ["alert": n.alert.json]]
+        for (key, value) in SDKCalls.receiptKeys(messageCode: messageCode).entries { payload[key] = value }
+        return .object(payload)
     }
 
     /// An update or end payload; `dismissal-date` only when given (U3), alert only when set (U6).

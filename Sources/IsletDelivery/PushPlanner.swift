@@ -72,13 +72,14 @@ public struct PushPlanner: Sendable {
     static let iOS16_1 = VersionKey.make("16.1")!
     static let iOS17_2 = VersionKey.make("17.2")!
 
-    /// S7: the push-to-start token if the device has one (that alone means iOS 17.2+); a plain alert
-    /// below iOS 16.1; otherwise a skip with its reason.
+    /// S7: the push-to-start token if the device has one (that alone means iOS 17.2+), with or without a push token:
+    /// Live Activities need no notification permission, so an app whose user declined it reports its push-to-start
+    /// token without registering (D6); a plain alert below iOS 16.1; otherwise a skip with its reason.
     public func start(_ device: Device) -> PlannedDelivery {
-        guard device.pushToken != nil else { return .skip(reason: SkipReason.unregistered) }
         if let token = device.pushToStartToken {
             return .push(liveActivity(to: token, device: device, start: true))
         }
+        guard device.pushToken != nil else { return .skip(reason: SkipReason.unregistered) }
         let version = device.osVersion.flatMap(VersionKey.make)
         if let version, version < Self.iOS16_1, let fallbackPayload, let pushToken = device.pushToken {
             return .push(Push(application: application, deviceToken: pushToken, gateway: device.gateway, pushType: .alert,

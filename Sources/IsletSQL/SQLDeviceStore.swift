@@ -79,10 +79,44 @@ public struct SQLDeviceStore: DeviceStore {
 
     // MARK: - Tags
 
+    @discardableResult
+    public func noteDevice(_ note: DeviceNote, in application: ApplicationCode, at date: Date) throws(StoreError) -> Device {
+        try database.write { (c) throws(StoreError) -> Device in
+            let stored = try c.query("""
+                INSERT INTO devices (application, hwid, push_token, sandbox, language, timezone, os_version, os_version_key, user_id,
+                                     opened_at, updated_at)
+                VALUES (?, ?, NULL, 0, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (application, hwid) DO UPDATE SET
+                    language = COALESCE(excluded.language, devices.language), timezone = COALESCE(excluded.timezone, devices.timezone),
+                    os_version = COALESCE(excluded.os_version, devices.os_version),
+                    os_version_key = CASE WHEN excluded.os_version IS NULL THEN devices.os_version_key ELSE excluded.os_version_key END,
+                    user_id = COALESCE(excluded.user_id, devices.user_id), opened_at = COALESCE(excluded.opened_at, devices.opened_at),
+                    updated_at = excluded.updated_at
+                RETURNING id, hwid, push_token, sandbox, language, timezone, os_version, user_id, frequent_updates, NULL AS push_to_start
+                """, [
+                .text(application.rawValue), .text(note.hwid), Self.optional(note.language), Self.optional(note.timezone),
+                Self.optional(note.osVersion), note.osVersion.flatMap(VersionKey.make).map { .int($0) } ?? .null, Self.optional(note.userID),
+                note.appOpened ? SQLValue.seconds(date) : .null, SQLValue.seconds(date),
+            ])
+            guard let row = stored.first else { throw StoreError(.io, "device \(note.hwid) vanished while it was noted") }
+            return Self.device(row, application)
+        }
+    }
+
+    /// The device, locked to the commit; one not known yet is created without a push token (issue 45: the SDK's calls
+    /// before `registerDevice`, or without it), and then locked by its creation.
+    func knownDevice(hwid: String, app: ApplicationCode, at date: Date, _ c: any SQLConnection) throws(StoreError) -> Device {
+        if let device = try lockedDevice(hwid: hwid, app: app, c) { return device }
+        try c.run("INSERT INTO devices (application, hwid, push_token, sandbox, updated_at) VALUES (?, ?, NULL, 0, ?) ON CONFLICT (application, hwid) DO NOTHING",
+                  [.text(app.rawValue), .text(hwid), SQLValue.seconds(date)])
+        guard let device = try lockedDevice(hwid: hwid, app: app, c) else { throw StoreError(.io, "device \(hwid) vanished while it was created") }
+        return device
+    }
+
     public func setTags(_ tags: [(name: String, value: TagValue?)], hwid: String, in application: ApplicationCode,
-                        at date: Date) throws(StoreError) -> [SkippedTag]? {
-        try database.write { (c) throws(StoreError) -> [SkippedTag]? in
-            guard let device = try lockedDevice(hwid: hwid, app: application, c) else { return nil }
+                        at date: Date) throws(StoreError) -> [SkippedTag] {
+        try database.write { (c) throws(StoreError) -> [SkippedTag] in
+            let device = try knownDevice(hwid: hwid, app: application, at: date, c)
             let skipped = try applyTags(tags, device: device.id, application: application, c)
             try c.run("UPDATE devices SET updated_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(device.id)])
             return skipped
@@ -180,9 +214,9 @@ public struct SQLDeviceStore: DeviceStore {
     // MARK: - Live Activity tokens
 
     public func setPushToStartToken(_ token: String?, attributesType: String, hwid: String, in application: ApplicationCode,
-                                    at date: Date) throws(StoreError) -> Bool {
+                                    at date: Date) throws(StoreError) {
         try database.write { (c) throws(StoreError) in
-            guard let device = try lockedDevice(hwid: hwid, app: application, c) else { return false }
+            let device = try knownDevice(hwid: hwid, app: application, at: date, c)
             if let token {
                 try c.run("""
                     INSERT INTO push_to_start_tokens (device, attributes_type, token, updated_at) VALUES (?, ?, ?, ?)
@@ -192,14 +226,13 @@ public struct SQLDeviceStore: DeviceStore {
                 try c.run("DELETE FROM push_to_start_tokens WHERE device = ? AND attributes_type = ?", [.int(device.id), .text(attributesType)])
             }
             try Self.recordToken(token, .pushToStart, slot: attributesType, device: device.id, at: date, c)
-            return true
         }
     }
 
     public func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
-                                 at date: Date, admit: (ActivityJoinFacts) throws -> Void) throws -> Bool {
+                                 at date: Date, admit: (ActivityJoinFacts) throws -> Void) throws {
         try database.write(rethrowing: { c in
-            guard let device = try lockedDevice(hwid: hwid, app: application, c) else { return false }
+            let device = try knownDevice(hwid: hwid, app: application, at: date, c)
             if token != nil && !activityID.isEmpty {
                 try admit(try joinFacts(activityID, device: device, application: application, c))
             }
@@ -219,7 +252,6 @@ public struct SQLDeviceStore: DeviceStore {
                     try catchUp(activity: activity, device: device.id, token: token, at: date, c)
                 }
             }
-            return true
         })
     }
 
@@ -378,9 +410,11 @@ public struct SQLDeviceStore: DeviceStore {
                 SELECT reason, at FROM deliveries WHERE device = ? AND reason = 'BadDeviceToken' AND at >= ?
                 ORDER BY message DESC LIMIT 5
                 """, [id, .int(pushTokenSince.int ?? 0)]).map { DeviceHealth.Rejection(reason: $0["reason"].text ?? "", at: $0["at"].date ?? .distantPast) }
+            let opened = try c.query("SELECT opened_at FROM devices WHERE id = ?", [id]).first?["opened_at"].date
             return DeviceHealthReport(
                 device: device, pushTokenUpdatedAt: pushTokenSince.date, pushToStartTokens: pushToStart, activityTokens: activityTokens,
-                history: history, facts: DeviceHealth.Facts(gateway: device.gateway, pushToStartTokens: pushToStart, starts: starts, rejections: rejections))
+                history: history, facts: DeviceHealth.Facts(gateway: device.gateway, pushToStartTokens: pushToStart, starts: starts, rejections: rejections),
+                appOpenedAt: opened)
         }
     }
 

@@ -24,12 +24,12 @@ extension SQLMessageStore: MessageReads {
                 """, [.text(code), .text(application.rawValue)]).first else { return nil }
             let id = row["id"]
             var skipped: [String: Int] = [:], reasons: [String: Int] = [:], byState: [DeliveryState: Int] = [:]
-            var targeted = 0, caughtUp: Int64 = 0, lowered: Int64 = 0, nextAt: Int64?
+            var targeted = 0, caughtUp: Int64 = 0, lowered: Int64 = 0, nextAt: Int64?, received: Int64 = 0, opened: Int64 = 0
             // One statement, so the counts and the next attempt come from one snapshot: read apart, a retry
             // claimed in between would be counted as waiting yet have no next attempt.
             for group in try c.query("""
                 SELECT state, COALESCE(reason, '') AS reason, COUNT(*) AS count, MIN(next_at) AS next_at, COALESCE(SUM(catch_up), 0) AS caught_up,
-                       COALESCE(SUM(CASE WHEN priority = 5 THEN 1 ELSE 0 END), 0) AS low
+                       COALESCE(SUM(CASE WHEN priority = 5 THEN 1 ELSE 0 END), 0) AS low, COUNT(received_at) AS received, COUNT(opened_at) AS opened
                 FROM deliveries WHERE message = ? GROUP BY 1, 2
                 """, [id]) {
                 let state = DeliveryState(rawValue: group["state"].text ?? "") ?? .failed, count = Int(group["count"].int ?? 0)
@@ -37,11 +37,13 @@ extension SQLMessageStore: MessageReads {
                 byState[state, default: 0] += count
                 caughtUp += group["caught_up"].int ?? 0
                 lowered += group["low"].int ?? 0
+                received += group["received"].int ?? 0
+                opened += group["opened"].int ?? 0
                 if state == .retrying || state == .unconfirmed, let next = group["next_at"].int { nextAt = min(nextAt ?? next, next) }
                 if state == .skipped { skipped[group["reason"].text ?? "", default: 0] += count }
                 if state == .failed { reasons[group["reason"].text ?? "", default: 0] += count }
             }
-            return MessageDetails(
+            var details = MessageDetails(
                 code: code, event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activityID: row["activity_id"].text ?? "",
                 state: MessageState(rawValue: row["state"].text ?? "") ?? .pending,
                 createdAt: row["created_at"].date ?? Date(timeIntervalSince1970: 0),
@@ -52,6 +54,9 @@ extension SQLMessageStore: MessageReads {
                 caughtUp: Int(caughtUp), supersededBy: row["superseded_by"].text,
                 expiresAt: row["expires_at"].int.map { Self.date(milliseconds: $0) },
                 overBudget: row["priority"].int == 10 ? Int(lowered) : 0)
+            details.received = Int(received)
+            details.opened = Int(opened)
+            return details
         }
     }
 

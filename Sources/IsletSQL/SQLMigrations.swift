@@ -476,6 +476,11 @@ public enum SQLMigrations {
         Migration(version: 26, name: "who may set a device's user id", sql: """
             ALTER TABLE applications ADD COLUMN user_id_source TEXT CHECK (user_id_source IN ('app', 'server'));
             """),
+        Migration(version: 27, name: "the SDK's app opens and push receipts", sql: """
+            ALTER TABLE devices ADD COLUMN opened_at INTEGER;
+            ALTER TABLE deliveries ADD COLUMN received_at INTEGER;
+            ALTER TABLE deliveries ADD COLUMN opened_at INTEGER;
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

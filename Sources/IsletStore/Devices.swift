@@ -26,7 +26,30 @@ public struct DeviceRegistration: Sendable, Equatable {
     }
 }
 
-/// A registered device, as targeting and delivery see it.
+/// What the app says of its device without registering it (issue 45): an app open (`applicationOpen`), a User ID
+/// (`registerUser`). The SDK sends these before `registerDevice`, and without it when the user declines
+/// notifications: they are kept on the device, known by its HWID, until it registers. nil leaves a field as it was.
+public struct DeviceNote: Sendable, Equatable {
+    public var hwid: String
+    public var language: String?
+    public var timezone: String?
+    public var osVersion: String?
+    public var userID: String?
+    /// The app was opened: kept as the device's last sign of life.
+    public var appOpened: Bool
+
+    public init(hwid: String, language: String? = nil, timezone: String? = nil, osVersion: String? = nil, userID: String? = nil,
+                appOpened: Bool = false) {
+        self.hwid = hwid
+        self.language = language
+        self.timezone = timezone
+        self.osVersion = osVersion
+        self.userID = userID
+        self.appOpened = appOpened
+    }
+}
+
+/// A device, registered or known by its HWID only, as targeting and delivery see it.
 public struct Device: Sendable, Equatable {
     /// Storage identity; stable for the device's life, used to page through audiences.
     public let id: Int64
@@ -116,10 +139,15 @@ public protocol DeviceStore: Sendable {
     func unregisterDevice(hwid: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool
     func device(hwid: String, in application: ApplicationCode) throws(StoreError) -> Device?
 
-    /// Merges tags (nil removes one), skipping and returning those whose type clashes; nil when the
-    /// device does not exist.
+    /// Creates the device (application, hwid) without a push token when it is new, or updates it, with what the app
+    /// said of it (issue 45); a push token it has is kept.
+    @discardableResult
+    func noteDevice(_ note: DeviceNote, in application: ApplicationCode, at date: Date) throws(StoreError) -> Device
+
+    /// Merges tags (nil removes one), skipping and returning those whose type clashes. A device not known yet is
+    /// created without a push token (the SDK sets tags before it registers).
     func setTags(_ tags: [(name: String, value: TagValue?)], hwid: String, in application: ApplicationCode,
-                 at date: Date) throws(StoreError) -> [SkippedTag]?
+                 at date: Date) throws(StoreError) -> [SkippedTag]
     /// The device's custom tags, nil when the device does not exist.
     func tags(hwid: String, in application: ApplicationCode) throws(StoreError) -> [String: TagValue]?
     /// The device and its custom tags, read together (one statement: one round trip on PostgreSQL); nil when
@@ -129,14 +157,17 @@ public protocol DeviceStore: Sendable {
     /// names: an application may have many).
     func tagTypes(in application: ApplicationCode, named: Set<String>?) throws(StoreError) -> [String: TagType]
 
-    /// Stores (or with nil, removes) the push-to-start token for `attributesType` ("" serves every type). False: no device.
+    /// Stores (or with nil, removes) the push-to-start token for `attributesType` ("" serves every type). A device not
+    /// known yet is created without a push token: Live Activities need no notification permission, so an app whose
+    /// user declined it reports its Live Activity tokens without ever registering.
     func setPushToStartToken(_ token: String?, attributesType: String, hwid: String, in application: ApplicationCode,
-                             at date: Date) throws(StoreError) -> Bool
+                             at date: Date) throws(StoreError)
     /// Stores an activity's update token; nil marks the activity ended on the device, and with
-    /// `activityID` "" every activity on the device. False: no device. Before a token joins the device to
-    /// an activity, `admit` sees the facts (D5) and may throw to refuse; nothing is then written.
+    /// `activityID` "" every activity on the device. A device not known yet is created, as for push-to-start
+    /// tokens. Before a token joins the device to an activity, `admit` sees the facts (D5) and may throw to
+    /// refuse; nothing is then written.
     func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
-                          at date: Date, admit: (ActivityJoinFacts) throws -> Void) throws -> Bool
+                          at date: Date, admit: (ActivityJoinFacts) throws -> Void) throws
     func activityTokens(hwid: String, in application: ApplicationCode) throws(StoreError) -> [ActivityToken]
     /// A10: the device's tokens, their last `historyLimit` changes, and its recent starts and token rejections.
     func deviceHealth(hwid: String, in application: ApplicationCode, historyLimit: Int) throws(StoreError) -> DeviceHealthReport?
@@ -163,7 +194,7 @@ extension DeviceStore {
 
     /// A report Islet itself trusts (its simulator, a server API token): no join check.
     public func setActivityToken(_ token: String?, activityID: String, hwid: String, in application: ApplicationCode,
-                                 at date: Date) throws -> Bool {
+                                 at date: Date) throws {
         try setActivityToken(token, activityID: activityID, hwid: hwid, in: application, at: date, admit: { _ in })
     }
 }
@@ -206,9 +237,12 @@ public struct DeviceHealthReport: Sendable {
     /// Newest first.
     public let history: [TokenChange]
     public let facts: DeviceHealth.Facts
+    /// When the app last said it was opened (`applicationOpen`): a sign the install, and its tokens, live.
+    public let appOpenedAt: Date?
 
     public init(device: Device, pushTokenUpdatedAt: Date?, pushToStartTokens: [(attributesType: String, updatedAt: Date)],
-                activityTokens: [ActivityToken], history: [TokenChange], facts: DeviceHealth.Facts) {
+                activityTokens: [ActivityToken], history: [TokenChange], facts: DeviceHealth.Facts, appOpenedAt: Date? = nil) {
+        self.appOpenedAt = appOpenedAt
         self.device = device
         self.pushTokenUpdatedAt = pushTokenUpdatedAt
         self.pushToStartTokens = pushToStartTokens

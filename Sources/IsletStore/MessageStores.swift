@@ -81,6 +81,15 @@ public protocol DeliveryLedger: Sendable {
     func requeue(_ due: [DueDelivery], at date: Date) throws(StoreError)
 }
 
+/// A device's own receipts of its pushes (issue 45): the SDK reports a push that reached the phone
+/// (`messageDeliveryEvent`) and one the user opened (`pushStat`), by the hash the push carried (its message's code).
+public protocol DeviceReceipts: Sendable {
+    /// Marks the delivery of message `code` to device `hwid` as received or opened, the first report kept; false when
+    /// the application has no such message or device, or the message never went to that device.
+    func recordReceipt(_ receipt: SDKCalls.Receipt, messageCode code: String, hwid: String, in application: ApplicationCode,
+                       at date: Date) throws(StoreError) -> Bool
+}
+
 /// What the API and the console read of messages and activities.
 public protocol MessageReads: Sendable {
     func messageDetails(code: String, in application: ApplicationCode) throws(StoreError) -> MessageDetails?

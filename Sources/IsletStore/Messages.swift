@@ -211,6 +211,8 @@ public struct MessageDetails: Sendable, Equatable {
     public let expiresAt: Date?
     /// Pushes of a priority-10 update sent at priority 5 because the activity's budget was used (A7).
     public let overBudget: Int
+    /// Devices whose app reported the push received, and opened (issue 45: the SDK's own receipts).
+    public var received = 0, opened = 0
 
     public init(code: String, event: LiveActivityEvent, activityID: String, state: MessageState, createdAt: Date, dueAt: Date, finishedAt: Date?, targeted: Int, sent: Int, failed: Int, skipped: [String: Int], reasons: [String: Int],
                 pending: [DeliveryState: Int] = [:], nextAttemptAt: Date? = nil, caughtUp: Int = 0, supersededBy: String? = nil, expiresAt: Date? = nil,

@@ -28,5 +28,7 @@ struct PushwooshClientTests {
         #expect(device.language == "pt")
         #expect(try devices.tags(hwid: "py-device", in: app.application.code) == ["Level": .integer(7), "Sports": .list(["golf", "ski"]), "Team": .string("red")])
         #expect(try devices.device(hwid: "py-gone", in: app.application.code)?.pushToken == nil)
+        #expect(try devices.device(hwid: "py-early", in: app.application.code)?.pushToken == nil, "known by its tags, not registered")
+        #expect(try devices.device(hwid: "nobody", in: app.application.code) == nil)
     }
 }

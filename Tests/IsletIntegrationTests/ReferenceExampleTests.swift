@@ -40,8 +40,9 @@ struct ReferenceExampleTests {
     static func priority(_ body: JSONValue) -> Int { notification(body)["apns_priority"] == 10 ? 10 : 5 }
 
     /// The pushes a start makes in the example world: push-to-start tokens (the typed one wins),
-    /// and the fallback alert for the device below iOS 16.1 when the filter reaches it (S7).
-    static func expectedStart(_ body: JSONValue, timestamp: Int64, withFallback: Bool) -> [ExpectedPush] {
+    /// and the fallback alert for the device below iOS 16.1 when the filter reaches it (S7), with the keys that make
+    /// the Pushwoosh SDK report its receipt: `pw_msg` and `p`, the message's code (issue 45).
+    static func expectedStart(_ body: JSONValue, code: String, timestamp: Int64, withFallback: Bool) -> [ExpectedPush] {
         let payload = startPayload(body, timestamp: timestamp), priority = priority(body)
         var expected = [
             ExpectedPush(token: LiveActivityWorld.hex("51", 80), pushType: "liveactivity", topic: liveActivityTopic, priority: priority, payload: payload),
@@ -49,7 +50,7 @@ struct ReferenceExampleTests {
         ]
         if withFallback {
             expected.append(ExpectedPush(token: LiveActivityWorld.hex("a3", 32), pushType: "alert", topic: LiveActivityWorld.bundle,
-                                         priority: priority, payload: ["aps": ["alert": alert]]))
+                                         priority: priority, payload: ["aps": ["alert": alert], "pw_msg": "1", "p": .string(code)]))
         }
         return expected
     }
@@ -72,7 +73,7 @@ struct ReferenceExampleTests {
             #expect(codes.count == 1, "\(file)")
             let details = try world.waitUntilSent(codes)
             let timestamp = Int64(world.clock.now.timeIntervalSince1970)
-            let expected = Self.expectedStart(body, timestamp: timestamp, withFallback: kind == .startWithFilter)
+            let expected = Self.expectedStart(body, code: codes[0], timestamp: timestamp, withFallback: kind == .startWithFilter)
             let sent = world.transport.pushes.map(ExpectedPush.init)
             #expect(sent.sorted { $0.path < $1.path } == expected.sorted { $0.path < $1.path }, "\(file)")
             #expect(world.transport.pushes.allSatisfy { UUID(uuidString: $0.apnsID) != nil })
@@ -99,7 +100,7 @@ struct ReferenceExampleTests {
 
             world.clock.advance(1800)
             _ = try world.waitUntilSent(codes)
-            let expected = Self.expectedStart(body, timestamp: Int64(sendDate.timeIntervalSince1970), withFallback: true)
+            let expected = Self.expectedStart(body, code: codes[0], timestamp: Int64(sendDate.timeIntervalSince1970), withFallback: true)
             #expect(world.transport.pushes.map(ExpectedPush.init).sorted { $0.path < $1.path } == expected.sorted { $0.path < $1.path })
 
             // Today (2026-11-29 in this project's time) the same request is too old: S5 refuses it.

@@ -42,7 +42,14 @@ if [t["tag"] for t in clash.get("skipped_tags", [])] != ["Level"]:
     sys.exit("a clashing tag should be skipped and named, the rest stored: %r" % clash)
 expect(client.invoke(RegisterDeviceCommand(application, "py-device", 3, token)), 400,
        "device_type: must be 1 (iOS): Islet serves iOS Live Activities")
-expect(client.invoke(SetTagsCommand(application, "nobody", {"a": "b"})), 400)
+# Tags set before registration are kept for the device (issue 45), and read back as Pushwoosh answers them.
+expect(client.invoke(SetTagsCommand(application, "py-early", {"a": "b"})))
+early = expect(client.invoke(GetTagsCommand(application, "py-early")))["response"]["result"]
+if early != {"a": "b"}:
+    sys.exit("tags set before registration: %r" % early)
+unknown = expect(client.invoke(GetTagsCommand(application, "nobody")))["response"]["result"]
+if unknown != {}:
+    sys.exit("getTags of a device never heard of: %r" % unknown)
 
 expect(client.invoke(RegisterDeviceCommand(application, "py-gone", 1, "AB" * 32)))
 expect(client.invoke(UnregisterDeviceCommand(application, "py-gone")))

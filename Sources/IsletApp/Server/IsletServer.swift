@@ -102,6 +102,7 @@ public final class IsletServer: Sendable {
         }
         let methods = [ApplicationMethods.getApplication(apnsMode: configuration.apns.rawValue, simulatedKey: simulatedKey)]
             + DeviceMethods(store: devices, phoneStarted: configuration.phoneStartedActivities, kick: { delivery?.kick() }).all
+            + SDKMethods(devices: devices, receipts: storage.messages).all
             + FilterMethods(store: devices, audit: configuration.auditLog).all
             + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
                                   pacing: configuration.updatePacing, broadcasts: storage.broadcasts, channels: storage.channels,

@@ -30,13 +30,14 @@ public struct DeviceMethods: Sendable {
         APIMethod(name: "registerDevice", access: .device) { [store] call in
             let body = call.request
             let hwid = try Self.hwid(body)
+            // Issue 45: an Android phone (device_type 3, an FCM token) is registered and kept like an iPhone.
+            var platform = DevicePlatform.ios
+            if let type = try body.lenientString("device_type") {
+                guard let known = DevicePlatform(deviceType: type) else { throw APIError.invalid("device_type", DevicePlatform.deviceTypeRule) }
+                platform = known
+            }
             let tokenText = try body.requiredString("push_token")
-            guard let pushToken = HexToken.normalize(tokenText) else {
-                throw APIError.invalid("push_token", "must be an even-length hex string of 16 to 400 characters")
-            }
-            if let type = try body.lenientString("device_type"), type != "1" {
-                throw APIError.invalid("device_type", "must be 1 (iOS): Islet serves iOS Live Activities")
-            }
+            guard let pushToken = platform.pushToken(tokenText) else { throw APIError.invalid("push_token", platform.pushTokenRule) }
             var gateway = Gateway.production
             if let text = try body.string("gateway") {
                 guard let value = Gateway(rawValue: text) else { throw APIError.invalid("gateway", "must be \"production\" or \"sandbox\"") }
@@ -47,7 +48,7 @@ public struct DeviceMethods: Sendable {
                 language: try Self.shortText(body, "language"), timezone: try Self.shortText(body, "timezone"),
                 osVersion: try Self.shortText(body, "os_version"), userID: try Self.shortText(body, "userId"),
                 // A7: ActivityAuthorizationInfo().frequentPushesEnabled, as the app reads it; absent leaves it as it was.
-                frequentUpdates: try body.bool("frequent_updates"))
+                frequentUpdates: try body.bool("frequent_updates"), platform: platform)
             let tags = try body.objectField("tags").map(Self.parseTags) ?? []
             // Issue 44: an application may take User IDs from its server only; the app's claim is then not stored, and said so.
             let userIDIgnored = registration.userID != nil && !call.application.userIDSource.accepts(byServer: call.tokenKind == .api)
@@ -89,7 +90,7 @@ public struct DeviceMethods: Sendable {
             func time(_ date: Date) -> JSONValue { .string(date.formatted(.iso8601)) }
             let device = report.device
             return ["device": [
-                "hwid": .string(device.hwid), "gateway": .string(device.gateway.rawValue),
+                "hwid": .string(device.hwid), "platform": .string(device.platform.rawValue), "gateway": .string(device.gateway.rawValue),
                 "registered": .bool(device.pushToken != nil),
                 "app_opened_at": report.appOpenedAt.map(time) ?? .null,
                 "frequent_updates": device.frequentUpdates.map { .bool($0) } ?? .null,

@@ -14,9 +14,11 @@ public enum SkipReason {
     public static let pastLifetime = ActivityLifetime.skipReason
     /// X5: the device's activity was started on a channel; the update reaches it as the channel's broadcast.
     public static let onChannel = "gets the channel's broadcast"
+    /// Issue 45: an Android phone is registered and kept; Islet sends it no Live Updates yet.
+    public static let android = "Android device (no Live Updates yet)"
 
     public static let all: Set<String> = [noPushToStartToken, cannotStartRemotely, activityEndedOnDevice, updateTokenUnregistered,
-                                          noUpdateToken, unregistered, pastLifetime, onChannel]
+                                          noUpdateToken, unregistered, pastLifetime, onChannel, android]
 }
 
 /// What one device gets from one message.
@@ -76,6 +78,7 @@ public struct PushPlanner: Sendable {
     /// Live Activities need no notification permission, so an app whose user declined it reports its push-to-start
     /// token without registering (D6); a plain alert below iOS 16.1; otherwise a skip with its reason.
     public func start(_ device: Device) -> PlannedDelivery {
+        if device.platform == .android { return .skip(reason: SkipReason.android) }
         if let token = device.pushToStartToken {
             return .push(liveActivity(to: token, device: device, start: true))
         }
@@ -92,6 +95,7 @@ public struct PushPlanner: Sendable {
 
     /// U2: the device's update token for the activity, unless it ended there or APNs declared it dead.
     public func update(_ target: UpdateTarget) -> PlannedDelivery {
+        if target.device.platform == .android { return .skip(reason: SkipReason.android) }
         if lifetimeOver { return .skip(reason: SkipReason.pastLifetime) }
         if target.tokenDead { return .skip(reason: SkipReason.updateTokenUnregistered) }
         if let token = target.updateToken { return .push(liveActivity(to: token, device: target.device)) }

@@ -19,7 +19,7 @@ public struct SQLDeviceStore: DeviceStore {
 
     /// Takes a push token from the application's other HWIDs: one lookup in the whole-token index.
     var releasePushToken: String {
-        "UPDATE devices SET push_token = NULL WHERE push_token = ?1 AND \(database.dialect.unindexed("application")) = ?2 AND hwid != ?3 RETURNING id, sandbox"
+        "UPDATE devices SET push_token = NULL WHERE push_token = ?1 AND \(database.dialect.unindexed("application")) = ?2 AND hwid != ?3 RETURNING id, sandbox, platform"
     }
 
     public func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, value: TagValue?)],
@@ -28,33 +28,35 @@ public struct SQLDeviceStore: DeviceStore {
             let app = SQLValue.text(application.rawValue)
             // A push token belongs to one app install: a device that re-registers under a new HWID takes it over.
             for released in try c.query(releasePushToken, [.text(registration.pushToken), app, .text(registration.hwid)]) {
-                try Self.recordToken(nil, .push, slot: released["sandbox"].bool ? Gateway.sandbox.rawValue : Gateway.production.rawValue,
+                let platform = DevicePlatform(rawValue: released["platform"].text ?? "") ?? .ios
+                try Self.recordToken(nil, .push, slot: platform.tokenSlot(gateway: released["sandbox"].bool ? .sandbox : .production),
                                      device: released["id"].int ?? 0, at: date, c)
             }
             // RETURNING gives the stored device in the same round trip (a network one on PostgreSQL).
             let stored = try c.query("""
                 INSERT INTO devices (application, hwid, push_token, sandbox, language, timezone, os_version, os_version_key, user_id,
-                                     frequent_updates, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                     frequent_updates, updated_at, platform)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (application, hwid) DO UPDATE SET
-                    push_token = excluded.push_token, sandbox = excluded.sandbox,
+                    push_token = excluded.push_token, sandbox = excluded.sandbox, platform = excluded.platform,
                     language = COALESCE(excluded.language, devices.language), timezone = COALESCE(excluded.timezone, devices.timezone),
                     os_version = COALESCE(excluded.os_version, devices.os_version),
                     os_version_key = CASE WHEN excluded.os_version IS NULL THEN devices.os_version_key ELSE excluded.os_version_key END,
                     user_id = COALESCE(excluded.user_id, devices.user_id),
                     frequent_updates = COALESCE(excluded.frequent_updates, devices.frequent_updates), updated_at = excluded.updated_at
-                RETURNING id, hwid, push_token, sandbox, language, timezone, os_version, user_id, frequent_updates, NULL AS push_to_start
+                RETURNING id, hwid, push_token, sandbox, language, timezone, os_version, user_id, frequent_updates, platform, NULL AS push_to_start
                 """, [
                 app, .text(registration.hwid), .text(registration.pushToken), .int(registration.gateway == .sandbox ? 1 : 0),
                 Self.optional(registration.language), Self.optional(registration.timezone), Self.optional(registration.osVersion),
                 registration.osVersion.flatMap(VersionKey.make).map { .int($0) } ?? .null, Self.optional(registration.userID),
-                registration.frequentUpdates.map { .int($0 ? 1 : 0) } ?? .null, SQLValue.seconds(date),
+                registration.frequentUpdates.map { .int($0 ? 1 : 0) } ?? .null, SQLValue.seconds(date), registration.platform.parameter,
             ])
             guard let row = stored.first else {
                 throw StoreError(.io, "device \(registration.hwid) vanished while registering")
             }
             let device = Self.device(row, application)
-            try Self.recordToken(registration.pushToken, .push, slot: registration.gateway.rawValue, device: device.id, at: date, c)
+            try Self.recordToken(registration.pushToken, .push, slot: registration.platform.tokenSlot(gateway: registration.gateway),
+                                 device: device.id, at: date, c)
             return (device, try applyTags(tags, device: device.id, application: application, c))
         }
     }
@@ -63,7 +65,7 @@ public struct SQLDeviceStore: DeviceStore {
         try database.write { (c) throws(StoreError) in
             guard let device = try lockedDevice(hwid: hwid, app: application, c) else { return false }
             try c.run("UPDATE devices SET push_token = NULL, updated_at = ? WHERE id = ?", [SQLValue.seconds(date), .int(device.id)])
-            try Self.recordToken(nil, .push, slot: device.gateway.rawValue, device: device.id, at: date, c)
+            try Self.recordToken(nil, .push, slot: device.platform.tokenSlot(gateway: device.gateway), device: device.id, at: date, c)
             try c.run("DELETE FROM push_to_start_tokens WHERE device = ?", [.int(device.id)])
             try c.run("UPDATE activity_tokens SET token = NULL, updated_at = ? WHERE device = ? AND token IS NOT NULL",
                       [SQLValue.seconds(date), .int(device.id)])
@@ -92,7 +94,7 @@ public struct SQLDeviceStore: DeviceStore {
                     os_version_key = CASE WHEN excluded.os_version IS NULL THEN devices.os_version_key ELSE excluded.os_version_key END,
                     user_id = COALESCE(excluded.user_id, devices.user_id), opened_at = COALESCE(excluded.opened_at, devices.opened_at),
                     updated_at = excluded.updated_at
-                RETURNING id, hwid, push_token, sandbox, language, timezone, os_version, user_id, frequent_updates, NULL AS push_to_start
+                RETURNING id, hwid, push_token, sandbox, language, timezone, os_version, user_id, frequent_updates, platform, NULL AS push_to_start
                 """, [
                 .text(application.rawValue), .text(note.hwid), Self.optional(note.language), Self.optional(note.timezone),
                 Self.optional(note.osVersion), note.osVersion.flatMap(VersionKey.make).map { .int($0) } ?? .null, Self.optional(note.userID),
@@ -595,7 +597,7 @@ public struct SQLDeviceStore: DeviceStore {
 
     // MARK: - Rows
 
-    static let deviceColumns = "d.id, d.hwid, d.push_token, d.sandbox, d.language, d.timezone, d.os_version, d.user_id, d.frequent_updates"
+    static let deviceColumns = "d.id, d.hwid, d.push_token, d.sandbox, d.language, d.timezone, d.os_version, d.user_id, d.frequent_updates, d.platform"
 
     /// `lock`: a locking clause (`SQLDialect.forNoKeyUpdate`), or none.
     static func device(hwid: String, app: ApplicationCode, lock: String = "", _ c: any SQLConnection) throws(StoreError) -> Device? {
@@ -613,7 +615,8 @@ public struct SQLDeviceStore: DeviceStore {
         Device(id: row["id"].int ?? 0, application: application, hwid: row["hwid"].text ?? "", pushToken: row["push_token"].text,
                gateway: row["sandbox"].bool ? .sandbox : .production, language: row["language"].text, timezone: row["timezone"].text,
                osVersion: row["os_version"].text, userID: row["user_id"].text, pushToStartToken: row["push_to_start"].text,
-               frequentUpdates: row["frequent_updates"].int.map { $0 == 1 })
+               frequentUpdates: row["frequent_updates"].int.map { $0 == 1 },
+               platform: row["platform"].text.flatMap(DevicePlatform.init(rawValue:)) ?? .ios)
     }
 
     static func optional(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }

@@ -481,6 +481,9 @@ public enum SQLMigrations {
             ALTER TABLE deliveries ADD COLUMN received_at INTEGER;
             ALTER TABLE deliveries ADD COLUMN opened_at INTEGER;
             """),
+        Migration(version: 28, name: "Android devices", sql: """
+            ALTER TABLE devices ADD COLUMN platform TEXT NOT NULL DEFAULT 'ios' CHECK (platform IN ('ios', 'android'));
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

@@ -12,9 +12,13 @@ public struct DeviceRegistration: Sendable, Equatable {
     public var userID: String?
     /// Whether the app's "More Frequent Updates" are on (A7); nil leaves what the device said before.
     public var frequentUpdates: Bool?
+    /// An iPhone (an APNs token) or an Android phone (an FCM token), from the SDK's `device_type`.
+    public var platform: DevicePlatform
 
     public init(hwid: String, pushToken: String, gateway: Gateway = .production, language: String? = nil,
-                timezone: String? = nil, osVersion: String? = nil, userID: String? = nil, frequentUpdates: Bool? = nil) {
+                timezone: String? = nil, osVersion: String? = nil, userID: String? = nil, frequentUpdates: Bool? = nil,
+                platform: DevicePlatform = .ios) {
+        self.platform = platform
         self.hwid = hwid
         self.pushToken = pushToken
         self.gateway = gateway
@@ -66,9 +70,13 @@ public struct Device: Sendable, Equatable {
     public let pushToStartToken: String?
     /// What the device last said of frequent updates (A7); nil: nothing.
     public let frequentUpdates: Bool?
+    /// An iPhone, or an Android phone (registered and kept; Islet sends it nothing yet).
+    public let platform: DevicePlatform
 
     public init(id: Int64, application: ApplicationCode, hwid: String, pushToken: String?, gateway: Gateway, language: String?,
-                timezone: String?, osVersion: String?, userID: String?, pushToStartToken: String?, frequentUpdates: Bool? = nil) {
+                timezone: String?, osVersion: String?, userID: String?, pushToStartToken: String?, frequentUpdates: Bool? = nil,
+                platform: DevicePlatform = .ios) {
+        self.platform = platform
         self.frequentUpdates = frequentUpdates
         self.id = id
         self.application = application

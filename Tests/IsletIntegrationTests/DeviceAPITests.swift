@@ -59,7 +59,8 @@ struct DeviceAPITests {
 
     @Test(arguments: [
         (#"{"push_token": "xyz"}"#, "push_token: must be an even-length hex string of 16 to 400 characters"),
-        (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "device_type": 3}"#, "device_type: must be 1 (iOS): Islet serves iOS Live Activities"),
+        (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "device_type": 7}"#, "device_type: must be 1 (iOS) or 3 (Android)"),
+        (#"{"push_token": "fcm token with spaces and more than 32 characters", "device_type": 3}"#, "push_token: must be an FCM registration token: 32 to 4096 letters, digits, '-', '_', ':' or '.'"),
         (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "gateway": "development"}"#, "gateway: must be \"production\" or \"sandbox\""),
         (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "tags": {"Language": "fr"}}"#, "tags.Language: is a built-in tag; registerDevice sets it"),
         (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "tags": {"Score": 1.5}}"#, "tags.Score: must be an integer; decimals are not tag values"),

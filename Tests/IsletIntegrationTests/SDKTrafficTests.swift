@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import IsletAPI
 import IsletCore
+import IsletDelivery
 import IsletStore
 
 /// Issue 45: an app whose Pushwoosh SDK points at Islet. The bodies are the ones the iOS SDK 7.1.3 and the Android
@@ -59,11 +60,16 @@ struct SDKTrafficTests {
         ("getConfig", ["features": ["events"]], ["features": ["public_key": "", "events": [], "channels": [], "logger": 0]]),
     ]
 
-    /// The Android SDK's calls (registerDevice aside: Android devices are separate work), from its start worker on.
+    /// An FCM registration token, as Firebase gives them: letters, digits, `-`, `_` and a `:`.
+    static let fcmToken = "fWq3Ck2ZR0eX_jH9:APA91bH" + String(repeating: "x7-Kq_", count: 22)
+
+    /// The Android SDK's calls, from its start worker on.
     static let androidLife: [(String, JSONObject, JSONObject?)] = [
         ("registerUser", ["userId": "android-1"], nil),
         ("applicationOpen", ["language": "pt", "timezone": 3600, "android_package": "com.example.fooddelivery", "device_model": "Pixel 9",
                              "device_name": "Phone", "os_version": "16", "app_version": "2.1", "notificationTypes": 1], nil),
+        ("registerDevice", ["push_token": .string(fcmToken), "language": "pt", "timezone": 3600, "android_package": "com.example.fooddelivery",
+                            "os_version": "16", "app_version": "2.1", "notificationTypes": 1, "tags": ["Plan": "free"]], nil),
         ("getInApps", ["language": "pt"], ["inApps": []]),
         ("messageDeliveryEvent", ["hash": "hash-1"], ["kept": false]),
         ("pushStat", ["hash": "hash-1", "metaData": "{}"], ["kept": false]),
@@ -118,11 +124,36 @@ struct SDKTrafficTests {
         #expect(device.pushToken == nil, "unregistered at the end")
     }
 
-    @Test func everyCallOfTheAndroidSDKButItsRegistrationIsAnsweredAsItNeeds() throws {
+    @Test func everyCallOfTheAndroidSDKIsAnsweredAsItNeeds() throws {
         let base: JSONObject = ["application": .string(world.code), "hwid": "android-rui", "v": "6.10.0", "device_type": 3, "userId": "android-1"]
+        let devices = world.running.server.devices, code = ApplicationCode(world.code)!
         for (method, fields, reads) in Self.androidLife {
             try expectAnswered(method, fields, reads: reads, base: base)
+            if method == "registerDevice" {
+                // Registered and kept: its FCM token as sent (its case matters), its tags and User ID.
+                let device = try #require(try devices.device(hwid: "android-rui", in: code))
+                #expect(device.platform == .android && device.pushToken == Self.fcmToken && device.userID == "android-1")
+                #expect(try devices.tags(hwid: "android-rui", in: code) == ["Plan": .string("free")])
+                let health = try world.expectOK(try world.server("getDeviceHealth", ["hwid": "android-rui"]))["device"]?.objectValue
+                #expect(health?["platform"] == "android" && health?["registered"] == true)
+                #expect(health?["token_history"]?.arrayValue?.first?.objectValue?["slot"] == "fcm")
+            }
         }
+    }
+
+    /// An Android phone is in a filter's audience and named devices' like an iPhone, and counted as skipped with its
+    /// reason: Islet sends it nothing yet (no APNs request ever goes to an FCM token).
+    @Test func aStartCountsAnAndroidPhoneAsSkipped() throws {
+        try expectAnswered("registerDevice", ["push_token": .string(Self.fcmToken), "language": "en", "os_version": "14"], reads: nil,
+                           base: ["application": .string(world.code), "hwid": "android-en", "v": "6.10.0", "device_type": 3])
+        let codes = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [[
+            "filter_code": "FILTER_NAME_1",
+            "live_activity": ["content-state": ["status": "Preparing"], "attributes-type": "FoodDeliveryAttributes", "attributes": [:]],
+            "live_activity_id": "ORDER_A", "title": "Food Delivery", "content": "Your order is being prepared",
+        ]]]))
+        let details = try #require(try world.waitUntilSent(codes).first)
+        #expect(details.skipped[SkipReason.android] == 1, "\(details.skipped)")
+        #expect(world.pushes(to: Self.fcmToken).isEmpty, "Android 14 is below 16.1 as a number, yet gets no fallback alert through APNs")
     }
 
     /// An app open is a sign of life, shown by getDeviceHealth; a User ID set by registerUser follows the application's

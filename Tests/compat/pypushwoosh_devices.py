@@ -40,8 +40,8 @@ if tags != wanted:
 clash = expect(client.invoke(SetTagsCommand(application, "py-device", {"Level": "high", "Team": "red"})))["response"]
 if [t["tag"] for t in clash.get("skipped_tags", [])] != ["Level"]:
     sys.exit("a clashing tag should be skipped and named, the rest stored: %r" % clash)
-expect(client.invoke(RegisterDeviceCommand(application, "py-device", 3, token)), 400,
-       "device_type: must be 1 (iOS): Islet serves iOS Live Activities")
+expect(client.invoke(RegisterDeviceCommand(application, "py-device", 7, token)), 400,
+       "device_type: must be 1 (iOS) or 3 (Android)")
 # Tags set before registration are kept for the device (issue 45), and read back as Pushwoosh answers them.
 expect(client.invoke(SetTagsCommand(application, "py-early", {"a": "b"})))
 early = expect(client.invoke(GetTagsCommand(application, "py-early")))["response"]["result"]

@@ -22,7 +22,7 @@ public struct DeviceMethods: Sendable {
     }
 
     static let maximumTags = 100
-    static let maximumListItems = 100
+    static let maximumListItems = TagChange.maximumListItems
     static let maximumText = 1024
 
     /// `registerDevice` (D1): create or update (application, hwid), with tags merged.
@@ -197,10 +197,11 @@ public struct DeviceMethods: Sendable {
         APIError.invalid("hwid", "no device '\(hwid)' is registered in application \(application.code); call registerDevice first")
     }
 
-    /// Tags of setTags and registerDevice: strings, integers, lists of strings, or null to remove (D2).
-    static func parseTags(_ tags: FieldReader) throws(APIError) -> [(name: String, value: TagValue?)] {
+    /// Tags of setTags and registerDevice: strings, integers, booleans, lists of strings, null to remove, or an
+    /// operation (`{"operation": "increment", "value": n}`, `append` or `remove` with a string or a list) (D2).
+    static func parseTags(_ tags: FieldReader) throws(APIError) -> [(name: String, change: TagChange)] {
         guard tags.object.count <= maximumTags else { throw APIError.invalid("tags", "must hold at most \(maximumTags) tags per call") }
-        var parsed: [(name: String, value: TagValue?)] = []
+        var parsed: [(name: String, change: TagChange)] = []
         for (name, value) in tags.object.entries {
             let path = "tags.\(name)"
             guard !name.isEmpty, name.count <= 128 else { throw APIError.invalid("tags", "tag names must be 1 to 128 characters") }
@@ -215,20 +216,52 @@ public struct DeviceMethods: Sendable {
                 guard let i = value.intValue else { throw APIError.invalid(path, "must be an integer; decimals are not tag values") }
                 parsed.append((name, .integer(i)))
             case .array(let items):
-                guard items.count <= maximumListItems else { throw APIError.invalid(path, "must hold at most \(maximumListItems) strings") }
-                var list: [String] = []
-                for (index, item) in items.enumerated() {
-                    guard case .string(let s) = item, s.count <= maximumText else {
-                        throw APIError.invalid("\(path)[\(index)]", "list tags hold strings of at most \(maximumText) characters")
-                    }
-                    list.append(s)
-                }
-                parsed.append((name, .list(list)))
-            default:
-                throw APIError.invalid(path, "must be a string, an integer, a list of strings or null, got \(value.typeName)")
+                parsed.append((name, .list(try strings(items, path: path))))
+            case .bool(let b):
+                parsed.append((name, .set(.boolean(b))))
+            case .object(let operation):
+                parsed.append((name, try self.operation(operation, path: path)))
             }
         }
         return parsed
+    }
+
+    /// The strings of a list tag's value (or of an append or remove).
+    static func strings(_ items: [JSONValue], path: String) throws(APIError) -> [String] {
+        guard items.count <= maximumListItems else { throw APIError.invalid(path, "must hold at most \(maximumListItems) strings") }
+        var list: [String] = []
+        for (index, item) in items.enumerated() {
+            guard case .string(let s) = item, s.count <= maximumText else {
+                throw APIError.invalid("\(path)[\(index)]", "list tags hold strings of at most \(maximumText) characters")
+            }
+            list.append(s)
+        }
+        return list
+    }
+
+    /// `{"operation": "increment", "value": n}`, `{"operation": "append"|"remove", "value": "s" or ["s", ...]}`: what the
+    /// Pushwoosh SDK's tag builders send (issue 45).
+    static func operation(_ object: JSONObject, path: String) throws(APIError) -> TagChange {
+        let fields = FieldReader(object, path: path)
+        let name = try fields.requiredString("operation")
+        guard let value = fields.value("value") else { throw fields.missing("value") }
+        switch name {
+        case "increment":
+            guard let step = value.intValue else { throw APIError.invalid("\(path).value", "increment takes an integer, got \(value.typeName)") }
+            return .increment(step)
+        case "append", "remove":
+            let items: [String]
+            switch value {
+            case .string(let s):
+                guard s.count <= maximumText else { throw APIError.invalid("\(path).value", "must be at most \(maximumText) characters") }
+                items = [s]
+            case .array(let list): items = try strings(list, path: "\(path).value")
+            default: throw APIError.invalid("\(path).value", "\(name) takes a string or a list of strings, got \(value.typeName)")
+            }
+            return name == "append" ? .append(items) : .removeItems(items)
+        default:
+            throw APIError.invalid("\(path).operation", "must be increment, append or remove, got '\(name.prefix(64))'")
+        }
     }
 
     /// The answer of a call that stored its tags: `{}`, or the tags it skipped, named (D2).

@@ -23,17 +23,33 @@ public struct ConditionOperator: WireValue {
     public static let all = [eq, notEq, `in`, notIn, gte, lte, between]
 }
 
-/// A scalar a condition compares with: text, an integer, or a version key (`OS Version`).
+/// A scalar a condition compares with: text, an integer, a version key (`OS Version`), a boolean, or a date.
 public enum ConditionScalar: Sendable, Hashable {
     case text(String)
     case integer(Int64)
     case version(key: Int64, text: String)
+    case boolean(Bool)
+    /// Seconds since 1970 (UTC), and the text it was given as.
+    case date(seconds: Int64, text: String)
 
     public var json: JSONValue {
         switch self {
         case .text(let s): .string(s)
         case .integer(let i): .int(i)
         case .version(_, let text): .string(text)
+        case .boolean(let b): .bool(b)
+        case .date(_, let text): .string(text)
+        }
+    }
+
+    /// The integer it compares as, for all but text (a boolean is 0 or 1, as stored).
+    public var number: Int64? {
+        switch self {
+        case .text: nil
+        case .integer(let i): i
+        case .version(let key, _): key
+        case .boolean(let b): b ? 1 : 0
+        case .date(let seconds, _): seconds
         }
     }
 }
@@ -123,6 +139,14 @@ public struct FilterDefinition: Sendable, Hashable {
                     throw .invalid(path, "'\(tag)' is a version: expected a version such as \"17.2\"")
                 }
                 return .version(key: key, text: text)
+            case .boolean:
+                guard case .bool(let b) = value else { throw .invalid(path, "'\(tag)' is a boolean tag: expected true or false, got \(value.typeName)") }
+                return .boolean(b)
+            case .date:
+                guard let text = value.stringValue, let seconds = TagDate.parse(text) else {
+                    throw .invalid(path, "'\(tag)' is a date tag: expected a date such as \"2026-12-04 18:30\" (yyyy-MM-dd HH:mm, UTC)")
+                }
+                return .date(seconds: seconds, text: text)
             default:
                 guard let s = value.stringValue else { throw .invalid(path, "'\(tag)' is a \(type) tag: expected a string, got \(value.typeName)") }
                 return .text(s)
@@ -142,14 +166,11 @@ public struct FilterDefinition: Sendable, Hashable {
             values = [try scalar(value, valuePath)]
         }
         if op == .gte || op == .lte || op == .between {
-            guard type == .integer || type == .version else {
-                throw .invalid("\(path)[1]", "\(op) compares numbers: '\(tag)' is a \(type) tag; use an integer tag or OS Version")
+            guard type == .integer || type == .version || type == .date else {
+                throw .invalid("\(path)[1]", "\(op) compares numbers: '\(tag)' is a \(type) tag; use an integer or date tag, or OS Version")
             }
         }
-        if op == .between, case .integer(let low) = values[0], case .integer(let high) = values[1], low > high {
-            throw .invalid(valuePath, "BETWEEN needs min <= max")
-        }
-        if op == .between, case .version(let low, _) = values[0], case .version(let high, _) = values[1], low > high {
+        if op == .between, let low = values[0].number, let high = values[1].number, low > high {
             throw .invalid(valuePath, "BETWEEN needs min <= max")
         }
         return FilterCondition(tag: tag, builtIn: builtIn, op: op, values: values)

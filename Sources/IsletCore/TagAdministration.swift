@@ -3,7 +3,7 @@
 /// any device, or over the values devices hold) and delete a tag. These rules decide what may be done.
 public enum TagAdministration {
     /// The types a custom tag may have (`version` is `OS Version`'s alone).
-    public static let customTypes: [TagType] = [.string, .integer, .list]
+    public static let customTypes: [TagType] = [.string, .integer, .list, .boolean, .date]
 
     /// Why the tag `name` may not be changed or deleted now; nil when it may. `filters`: the application's filters
     /// that name it (a filter's conditions were checked against the tag's type when it was created).

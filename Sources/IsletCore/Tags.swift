@@ -1,22 +1,31 @@
-/// A tag's value on a device: a string, an integer, or a list of strings (D2).
+/// A tag's value on a device: a string, an integer, a list of strings, a boolean, or a date (D2; the last two are
+/// Pushwoosh tag types the SDK's builders send, issue 45).
 public enum TagValue: Sendable, Hashable {
     case string(String)
     case integer(Int64)
     case list([String])
+    case boolean(Bool)
+    /// Seconds since 1970, UTC, to the minute (`TagDate`).
+    case date(Int64)
 
     public var type: TagType {
         switch self {
         case .string: .string
         case .integer: .integer
         case .list: .list
+        case .boolean: .boolean
+        case .date: .date
         }
     }
 
+    /// As getTags answers it: a date as the SDK sends one, `yyyy-MM-dd HH:mm` (UTC).
     public var json: JSONValue {
         switch self {
         case .string(let s): .string(s)
         case .integer(let i): .int(i)
         case .list(let l): .array(l.map { .string($0) })
+        case .boolean(let b): .bool(b)
+        case .date(let seconds): .string(TagDate.text(seconds))
         }
     }
 }
@@ -29,9 +38,12 @@ public struct TagType: WireValue {
     public static let string = Self(uncheckedRawValue: "string")
     public static let integer = Self(uncheckedRawValue: "integer")
     public static let list = Self(uncheckedRawValue: "list")
+    public static let boolean = Self(uncheckedRawValue: "boolean")
+    /// A moment, to the minute: the SDK sends `yyyy-MM-dd HH:mm`.
+    public static let date = Self(uncheckedRawValue: "date")
     /// Dotted version numbers (`OS Version`), compared part by part.
     public static let version = Self(uncheckedRawValue: "version")
-    public static let all = [string, integer, list, version]
+    public static let all = [string, integer, list, boolean, date, version]
 }
 
 /// A tag value not stored, because the tag already has another type (D2) or is a new name past the application's
@@ -45,6 +57,12 @@ public struct SkippedTag: Sendable, Equatable {
         case typeClash(existing: TagType, given: TagType)
         /// A new tag name, and the application has as many names as it may (`TagNames`).
         case tooManyNames(limit: Int)
+        /// A date tag given a string that is not a date.
+        case notADate(String)
+        /// An increment past the largest (or smallest) integer.
+        case overflow
+        /// An append that would make the list longer than a list tag may be.
+        case listTooLong(limit: Int)
     }
 
     public init(tag: String, existing: TagType, given: TagType) {
@@ -70,6 +88,12 @@ public struct SkippedTag: Sendable, Equatable {
             "is a tag of type \(existing.rawValue); got a value of type \(given.rawValue), not stored (D2)"
         case .tooManyNames(let limit):
             "is a new tag name, and this application has \(limit), the most it may have (islet serve --tag-names-per-application); not stored"
+        case .notADate(let text):
+            "is a tag of type date; got \"\(text.prefix(64))\", not a date such as \"2026-12-04 18:30\" (yyyy-MM-dd HH:mm, UTC), not stored (D2)"
+        case .overflow:
+            "the increment would take it past the largest integer, not stored (D2)"
+        case .listTooLong(let limit):
+            "would hold more than \(limit) strings, not stored (D2)"
         }
     }
     public var warning: String { "tags.\(tag): \(reason)" }

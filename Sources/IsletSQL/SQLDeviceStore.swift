@@ -22,7 +22,7 @@ public struct SQLDeviceStore: DeviceStore {
         "UPDATE devices SET push_token = NULL WHERE push_token = ?1 AND \(database.dialect.unindexed("application")) = ?2 AND hwid != ?3 RETURNING id, sandbox, platform"
     }
 
-    public func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, value: TagValue?)],
+    public func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, change: TagChange)],
                                in application: ApplicationCode, at date: Date) throws(StoreError) -> (device: Device, skipped: [SkippedTag]) {
         try database.write { (c) throws(StoreError) -> (device: Device, skipped: [SkippedTag]) in
             let app = SQLValue.text(application.rawValue)
@@ -115,7 +115,7 @@ public struct SQLDeviceStore: DeviceStore {
         return device
     }
 
-    public func setTags(_ tags: [(name: String, value: TagValue?)], hwid: String, in application: ApplicationCode,
+    public func setTags(_ tags: [(name: String, change: TagChange)], hwid: String, in application: ApplicationCode,
                         at date: Date) throws(StoreError) -> [SkippedTag] {
         try database.write { (c) throws(StoreError) -> [SkippedTag] in
             let device = try knownDevice(hwid: hwid, app: application, at: date, c)
@@ -151,6 +151,8 @@ public struct SQLDeviceStore: DeviceStore {
             let value = row["tag_value"]
             switch type {
             case .integer: tags[name] = .integer(value.int ?? 0)
+            case .boolean: tags[name] = .boolean(value.int == 1)
+            case .date: tags[name] = .date(value.int ?? 0)
             case .list:
                 if case .list(let existing)? = tags[name] { tags[name] = .list(existing + [value.text ?? ""]) } else { tags[name] = .list([value.text ?? ""]) }
             default: tags[name] = .string(value.text ?? "")
@@ -159,23 +161,46 @@ public struct SQLDeviceStore: DeviceStore {
         return (Self.device(first, application), tags)
     }
 
+    /// The device's value of one tag of `type` (nil: the tag has none), as an operation on it reads it.
+    static func tagValue(_ name: String, device: Int64, type: TagType?, _ dialect: SQLDialect, _ c: any SQLConnection) throws(StoreError) -> TagValue? {
+        guard let type else { return nil }
+        let rows = try c.query("SELECT \(dialect.tagValue(integer: type != .list && type != .string)) AS value FROM device_tags t WHERE t.device = ? AND t.name = ? ORDER BY 1",
+                               [.int(device), .text(name)])
+        guard let first = rows.first else { return nil }
+        switch type {
+        case .list: return .list(rows.compactMap { $0["value"].text })
+        case .integer: return first["value"].int.map { .integer($0) }
+        default: return nil
+        }
+    }
+
     public func tagTypes(in application: ApplicationCode, named: Set<String>?) throws(StoreError) -> [String: TagType] {
         try database.withConnection { (c) throws(StoreError) in try SQLMessageStore.tagTypes(application, named: named, c) }
     }
 
     /// Replaces each named tag's values; a tag's type is fixed by the first value ever set for it, and a
     /// value of another type is skipped (the device keeps its old value) and returned.
-    private func applyTags(_ tags: [(name: String, value: TagValue?)], device: Int64, application: ApplicationCode,
+    private func applyTags(_ tags: [(name: String, change: TagChange)], device: Int64, application: ApplicationCode,
                            _ c: any SQLConnection) throws(StoreError) -> [SkippedTag] {
         var skipped: [SkippedTag] = []
         // The application's tag names, counted once a call when it names a new one.
         var names: Int?
-        for (name, value) in tags {
+        for (name, change) in tags {
             let existing = try c.query("SELECT type FROM tag_types WHERE application = ? AND name = ?",
                                        [.text(application.rawValue), .text(name)]).first?["type"].text.flatMap(TagType.init(rawValue:))
-            if let value, let clash = SkippedTag.check(tag: name, given: value.type, existing: existing) {
-                skipped.append(clash)
+            // An operation works on the device's value, read under the device's row lock (the caller's).
+            var current: TagValue?
+            switch change {
+            case .increment, .append, .removeItems: current = try Self.tagValue(name, device: device, type: existing, database.dialect, c)
+            case .set, .remove: break
+            }
+            let value: TagValue?
+            switch change.apply(current: current, type: existing, listLimit: TagChange.maximumListItems) {
+            case .skip(let why):
+                skipped.append(SkippedTag(tag: name, why: why))
                 continue
+            case .store(let stored):
+                value = stored
             }
             if value != nil, existing == nil {
                 var count = names ?? 0
@@ -202,7 +227,8 @@ public struct SQLDeviceStore: DeviceStore {
             let values: [SQLValue]
             switch value {
             case .string(let s): values = [.text(s)]
-            case .integer(let i): values = [.int(i)]
+            case .integer(let i), .date(let i): values = [.int(i)]
+            case .boolean(let b): values = [.int(b ? 1 : 0)]
             case .list(let list): values = Array(Set(list)).sorted().map { .text($0) }
             }
             for stored in values {
@@ -560,12 +586,10 @@ public struct SQLDeviceStore: DeviceStore {
 
     /// One condition as SQL. Built-in tags are device columns; custom tags are rows of `device_tags`.
     func sql(for condition: FilterCondition, after: Int64? = nil) -> (String, [SQLValue]) {
+        // Booleans and dates are stored as integers (0 or 1, seconds since 1970), and compared so.
         let values = condition.values.map { scalar -> SQLValue in
-            switch scalar {
-            case .text(let s): .text(s)
-            case .integer(let i): .int(i)
-            case .version(let key, _): .int(key)
-            }
+            if case .text(let s) = scalar { return .text(s) }
+            return .int(scalar.number ?? 0)
         }
         let placeholders = Array(repeating: "?", count: values.count).joined(separator: ", ")
         let comparison: String

@@ -484,9 +484,35 @@ public enum SQLMigrations {
         Migration(version: 28, name: "Android devices", sql: """
             ALTER TABLE devices ADD COLUMN platform TEXT NOT NULL DEFAULT 'ios' CHECK (platform IN ('ios', 'android'));
             """),
+        // Boolean and date tags (issue 45): the types a tag may have, one more check each engine spells its own way.
+        Migration(version: 29, name: "boolean and date tags", sql: "", engines: [.sqlite], step: widenTagTypes),
+        Migration(version: 30, name: "boolean and date tags", sql: """
+            ALTER TABLE tag_types DROP CONSTRAINT tag_types_type_check;
+            ALTER TABLE tag_types ADD CONSTRAINT tag_types_type_check CHECK (type IN ('string', 'integer', 'list', 'boolean', 'date'));
+            """, engines: [.postgresql]),
     ]
 
     public static var latestVersion: Int { all.last!.version }
+
+    /// Version 29 (SQLite): `tag_types.type` may also be `boolean` or `date`. The check is widened in the stored table
+    /// text (as `SQLiteCheckLists` does; it accepts every row the old one did), in the form SQLite tests in place.
+    @Sendable static func widenTagTypes(_ c: any SQLConnection) throws(StoreError) {
+        guard let sql = try c.query("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'tag_types'").first?["sql"].text else { return }
+        let widened = sql.replacing(/CHECK \(type (?:IN \([^)]*\)|= 'string' OR type = 'integer' OR type = 'list')\)/) { _ in
+            "CHECK (type = 'string' OR type = 'integer' OR type = 'list' OR type = 'boolean' OR type = 'date')"
+        }
+        guard widened != sql else { throw StoreError(.io, "tag_types has no check of its types to widen: \(sql)") }
+        let version = try c.query("PRAGMA schema_version").first?["schema_version"].int ?? 0
+        try c.execute("PRAGMA writable_schema = ON")
+        do {
+            _ = try c.run("UPDATE sqlite_schema SET sql = ? WHERE type = 'table' AND name = 'tag_types'", [.text(widened)])
+            try c.execute("PRAGMA schema_version = \(version + 1)")
+        } catch {
+            try? c.execute("PRAGMA writable_schema = OFF")
+            throw error
+        }
+        try c.execute("PRAGMA writable_schema = OFF")
+    }
 
     /// Version 23: how many devices each stored start to named devices names, from its stored target.
     static func countNamedDevices(_ c: any SQLConnection) throws(StoreError) {

@@ -141,7 +141,7 @@ public struct TargetKind: WireValue {
 public protocol DeviceStore: Sendable {
     /// Creates or updates the device (application, hwid), merging `tags`; a tag whose type clashes is
     /// skipped and returned, everything else applies in one transaction.
-    func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, value: TagValue?)],
+    func registerDevice(_ registration: DeviceRegistration, tags: [(name: String, change: TagChange)],
                         in application: ApplicationCode, at date: Date) throws(StoreError) -> (device: Device, skipped: [SkippedTag])
     /// Clears the device's push tokens; false when no such device exists.
     func unregisterDevice(hwid: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool
@@ -154,7 +154,7 @@ public protocol DeviceStore: Sendable {
 
     /// Merges tags (nil removes one), skipping and returning those whose type clashes. A device not known yet is
     /// created without a push token (the SDK sets tags before it registers).
-    func setTags(_ tags: [(name: String, value: TagValue?)], hwid: String, in application: ApplicationCode,
+    func setTags(_ tags: [(name: String, change: TagChange)], hwid: String, in application: ApplicationCode,
                  at date: Date) throws(StoreError) -> [SkippedTag]
     /// The device's custom tags, nil when the device does not exist.
     func tags(hwid: String, in application: ApplicationCode) throws(StoreError) -> [String: TagValue]?

@@ -126,7 +126,7 @@ struct CLICommandTests {
                 == "Tag 'Topics' of \(code) is now of type list; devices' values of another type will be skipped.\n")
         #expect(islet(["app", "tag", "set-type", code, "Language", "integer"] + database).errors
                 == "error: tag 'Language' is built in (Language, OS Version, Timezone, User ID): registerDevice sets it\n")
-        #expect(islet(["app", "tag", "set-type", code, "Level", "version"] + database).errors.hasSuffix("error: type: 'version' must be one of string, integer, list\n"))
+        #expect(islet(["app", "tag", "set-type", code, "Level", "version"] + database).errors.hasSuffix("error: type: 'version' must be one of string, integer, list, boolean, date\n"))
         #expect(islet(["app", "tag", "list", code, "--json"] + database).output
                 == #"{"tags":[{"name":"Level","type":"integer","devices":0},{"name":"Topics","type":"list","devices":0}]}"# + "\n")
         #expect(islet(["app", "tag", "delete", code, "Topics"] + database).output == "Deleted tag 'Topics' of \(code) and the values of 0 devices.\n")

@@ -28,7 +28,7 @@ struct FilterDefinitionTests {
         (#"[["City","LIKE","x"]]"#, "conditions[0][1]: must be one of EQ NOTEQ IN NOTIN GTE LTE BETWEEN"),
         (#"[["Level","EQ","5"]]"#, "conditions[0][2]: 'Level' is an integer tag: expected an integer, got string"),
         (#"[["City","EQ",5]]"#, "conditions[0][2]: 'City' is a string tag: expected a string, got number"),
-        (#"[["City","GTE","a"]]"#, "conditions[0][1]: GTE compares numbers: 'City' is a string tag; use an integer tag or OS Version"),
+        (#"[["City","GTE","a"]]"#, "conditions[0][1]: GTE compares numbers: 'City' is a string tag; use an integer or date tag, or OS Version"),
         (#"[["Level","IN",[]]]"#, "conditions[0][2]: IN needs a non-empty array of values"),
         (#"[["Level","IN",[1,"x"]]]"#, "conditions[0][2][1]: 'Level' is an integer tag: expected an integer, got string"),
         (#"[["Level","BETWEEN",[9,1]]]"#, "conditions[0][2]: BETWEEN needs min <= max"),

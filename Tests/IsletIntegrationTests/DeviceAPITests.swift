@@ -65,7 +65,9 @@ struct DeviceAPITests {
         (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "tags": {"Language": "fr"}}"#, "tags.Language: is a built-in tag; registerDevice sets it"),
         (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "tags": {"Score": 1.5}}"#, "tags.Score: must be an integer; decimals are not tag values"),
         (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "tags": {"Flags": [1]}}"#, "tags.Flags[0]: list tags hold strings of at most 1024 characters"),
-        (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "tags": {"On": true}}"#, "tags.On: must be a string, an integer, a list of strings or null, got boolean"),
+        (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "tags": {"On": {"operation": "toggle", "value": 1}}}"#, "tags.On.operation: must be increment, append or remove, got 'toggle'"),
+        (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "tags": {"Score": {"operation": "increment", "value": "1"}}}"#, "tags.Score.value: increment takes an integer, got string"),
+        (#"{"push_token": "A1B2C3D4E5F60718293A4B5C6D7E8F900112233445566778899AABBCCDDEEFF0", "tags": {"Sports": {"operation": "append"}}}"#, "tags.Sports.value: is required"),
         (#"{}"#, "push_token: is required"),
     ])
     func registerRejectsBadFields(fields: String, message: String) throws {

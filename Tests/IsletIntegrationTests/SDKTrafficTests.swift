@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import IsletAPI
+import IsletApp
 import IsletCore
 import IsletDelivery
 import IsletStore
@@ -219,6 +220,25 @@ struct SDKTrafficTests {
         let details = try world.waitUntilSent(codes)
         #expect(details.first?.sent == 1 && details.first?.targeted == 1)
         #expect(world.pushes(to: token).map(\.pushType) == [.liveActivity])
+    }
+
+    /// The SDK's tag builders: booleans, dates (a tag the operator typed as date), increments, list appends and removals.
+    /// Increments sent at once all count: each is applied under the device's row lock.
+    @Test func theSDKsTagTypesAndOperationsAreApplied() throws {
+        let base: JSONObject = ["application": .string(world.code), "hwid": "tagger", "v": "7.1.3", "device_type": 1]
+        // As `islet app tag set-type CODE Due date` does, from another process on the same database.
+        _ = try TagAdmin(store: Storage(StorageLocation(world.running.database)).devices)
+            .setType(.date, of: "Due", in: ApplicationCode(world.code)!, droppingValues: false)
+        try expectAnswered("setTags", ["tags": ["Vip": true, "Due": "2026-12-04 18:30", "Topics": ["operation": "append", "value": ["news", "sport"]],
+                                                "Score": ["operation": "increment", "value": 1]]], reads: [:], base: base)
+        let port = world.running.port, token = deviceToken
+        DispatchQueue.concurrentPerform(iterations: 20) { _ in
+            _ = try? call(port, "setTags", base.merging(["tags": ["Score": ["operation": "increment", "value": 2]]]), token: token)
+        }
+        try expectAnswered("setTags", ["tags": ["Topics": ["operation": "remove", "value": "news"]]], reads: [:], base: base)
+        try expectAnswered("getTags", [:], reads: ["result": ["Due": "2026-12-04 18:30", "Score": 41, "Topics": ["sport"], "Vip": true]], base: base)
+        let clash = try call(port, "setTags", base.merging(["tags": ["Due": "next week", "Vip": 1]]), token: token)
+        #expect(clash.json?.objectValue?["response"]?.objectValue?["skipped_tags"]?.arrayValue?.count == 2, "\(clash.message ?? "")")
     }
 
     /// A backend calling a Pushwoosh method Islet does not serve is told where to turn, not only "unknown".

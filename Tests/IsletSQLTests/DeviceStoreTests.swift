@@ -27,7 +27,7 @@ struct DeviceFixture {
 
     @discardableResult
     func register(_ hwid: String, _ n: Int, app: ApplicationCode = shop, language: String? = "en", os: String? = nil,
-                  user: String? = nil, tags: [(name: String, value: TagValue?)] = []) throws -> Device {
+                  user: String? = nil, tags: [(name: String, change: TagChange)] = []) throws -> Device {
         try devices.registerDevice(DeviceRegistration(hwid: hwid, pushToken: token(n), language: language, osVersion: os, userID: user),
                                    tags: tags, in: app, at: now).device
     }
@@ -148,6 +148,31 @@ struct DeviceStoreTests {
         #expect(try s.devices.tagTypes(in: other).isEmpty)
         #expect(try s.devices.tagTypes(in: shop, named: ["City", "Nope"]) == ["City": .string], "a filter reads the names it names only")
         #expect(try s.devices.tagTypes(in: shop, named: []).isEmpty)
+    }
+
+    /// Issue 45: the SDK's tag builders send booleans, dates (under a tag the operator typed as date) and operations,
+    /// each applied to the device's value in the call's transaction.
+    @Test(arguments: Engine.allCases) func booleansDatesAndOperationsAreStoredWithTheirType(_ engine: Engine) throws {
+        let s = try DeviceFixture(engine)
+        try s.register("h1", 1, tags: [("Score", .increment(3)), ("Topics", .append(["news"])), ("Vip", .set(.boolean(true)))])
+        _ = try s.devices.setTagType(.date, of: "Due", in: shop, check: { _ in })
+        #expect(try s.devices.setTags([("Score", .increment(2)), ("Topics", .append(["sport", "news"])), ("Due", .string("2026-12-04 18:30"))],
+                                      hwid: "h1", in: shop, at: now) == [])
+        #expect(try s.devices.tags(hwid: "h1", in: shop)
+                == ["Score": .integer(5), "Topics": .list(["news", "sport"]), "Vip": .boolean(true), "Due": .date(1_796_409_000)])
+        let skipped = try s.devices.setTags([("Due", .string("tomorrow")), ("Topics", .increment(1)), ("Score", .increment(Int64.max)),
+                                             ("Topics", .removeItems(["news"])), ("Vip", .set(.boolean(false)))], hwid: "h1", in: shop, at: now)
+        #expect(skipped == [SkippedTag(tag: "Due", why: .notADate("tomorrow")), SkippedTag(tag: "Topics", existing: .list, given: .integer),
+                            SkippedTag(tag: "Score", why: .overflow)])
+        #expect(try s.devices.tags(hwid: "h1", in: shop)
+                == ["Score": .integer(5), "Topics": .list(["sport"]), "Vip": .boolean(false), "Due": .date(1_796_409_000)], "the rest applies")
+        #expect(try s.devices.tagTypes(in: shop) == ["Score": .integer, "Topics": .list, "Vip": .boolean, "Due": .date])
+        // Filters compare booleans and dates as their types.
+        try s.register("h2", 2, tags: [("Vip", .set(.boolean(true))), ("Due", .set(.date(1_796_342_400)))])
+        #expect(try s.hwids(try s.filter([["Vip", "EQ", true]])) == ["h2"])
+        #expect(try s.hwids(try s.filter([["Vip", "NOTEQ", true]])) == ["h1"])
+        #expect(try s.hwids(try s.filter([["Due", "GTE", "2026-12-04 12:00"]])) == ["h1"])
+        #expect(try s.hwids(try s.filter([["Due", "BETWEEN", ["2026-12-04", "2026-12-04 23:59"]]])) == ["h1", "h2"])
     }
 
     /// Issue 44: the device API token is public, and every new tag name is kept for good and read by filters: an

@@ -15,8 +15,11 @@ private let hostileStrings = ["en", "EN", "en ", "", "pt", "o'brien", "\" OR 1=1
                               "ç", "日本", "a\\b", "NULL", "?", "$1", "Lisbon"]
 private let integers: [Int64] = [-1, 0, 5, 10, 20, 9_007_199_254_740_993, Int64.max]
 private let versions = ["16.4", "17", "17.2", "17.10", "17.10.1", "999.999.999"]
+/// Dates as seconds since 1970: before it, at it, minutes apart, a leap day, far ahead.
+private let dates: [Int64] = [-86_400, 0, 1_800_000_000, 1_800_000_060, 1_709_164_800, 253_402_300_740]
 /// Custom tags and their types; one name is itself hostile.
-private let customTags: [(name: String, type: TagType)] = [("Level", .integer), ("City", .string), ("Sports", .list), ("it's \"odd\"", .string)]
+private let customTags: [(name: String, type: TagType)] = [("Level", .integer), ("City", .string), ("Sports", .list), ("it's \"odd\"", .string),
+                                                           ("Done", .boolean), ("Due", .date)]
 
 /// One device as the oracle sees it.
 private struct ModelDevice {
@@ -46,6 +49,8 @@ private func matches(_ condition: FilterCondition, _ device: ModelDevice) -> Boo
         switch scalar {
         case .integer(let i): i
         case .version(let key, _): key
+        case .boolean(let b): b ? 1 : 0
+        case .date(let seconds, _): seconds
         case .text: nil
         }
     }
@@ -58,7 +63,8 @@ private func matches(_ condition: FilterCondition, _ device: ModelDevice) -> Boo
         switch device.tags[condition.tag] {
         case .string(let s)?: return compare([s], texts)
         case .list(let list)?: return compare(list, texts)
-        case .integer(let i)?: return compare([i], numbers)
+        case .integer(let i)?, .date(let i)?: return compare([i], numbers)
+        case .boolean(let b)?: return compare([b ? Int64(1) : 0], numbers)
         case nil: return compare([String](), texts) && compare([Int64](), numbers)
         }
     }
@@ -83,6 +89,8 @@ struct FilterPropertyTests {
             for (name, type) in customTags where Bool.random(using: &random) {
                 switch type {
                 case .integer: tags[name] = .integer(random.pick(integers))
+                case .boolean: tags[name] = .boolean(Bool.random(using: &random))
+                case .date: tags[name] = .date(random.pick(dates))
                 case .list: tags[name] = .list(Array(Set(random.some(hostileStrings, max: 3))).sorted())
                 default: tags[name] = .string(random.pick(hostileStrings))
                 }
@@ -94,7 +102,7 @@ struct FilterPropertyTests {
                 _ = try s.devices.registerDevice(DeviceRegistration(hwid: device.hwid, pushToken: String(format: "%064x", n + (app == shop ? 0 : 1000)),
                                                                 language: device.language, timezone: device.timezone,
                                                                 osVersion: device.os, userID: device.user),
-                                             tags: tags.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, in: app, at: now)
+                                             tags: tags.sorted { $0.key < $1.key }.map { ($0.key, .set($0.value)) }, in: app, at: now)
             }
             if !device.registered { #expect(try s.devices.unregisterDevice(hwid: device.hwid, in: shop, at: now)) }
             model.append(device)
@@ -107,12 +115,14 @@ struct FilterPropertyTests {
             var conditions: [JSONValue] = []
             for _ in 0..<Int.random(in: 1...3, using: &random) {
                 let (name, type) = random.pick(tags)
-                let ordered = type == .integer || type == .version
+                let ordered = type == .integer || type == .version || type == .date
                 let op = random.pick(ordered ? ConditionOperator.all : [.eq, .notEq, .in, .notIn])
                 func value() -> JSONValue {
                     switch type {
                     case .integer: .int(random.pick(integers))
                     case .version: .string(random.pick(versions))
+                    case .boolean: .bool(Bool.random(using: &random))
+                    case .date: .string(TagDate.text(random.pick(dates)))
                     default: .string(random.pick(hostileStrings))
                     }
                 }
@@ -121,7 +131,7 @@ struct FilterPropertyTests {
                 case .in, .notIn: operand = .array((0..<Int.random(in: 1...4, using: &random)).map { _ in value() })
                 case .between:
                     let pair = [value(), value()]
-                    let key = { (v: JSONValue) in v.intValue ?? VersionKey.make(v.stringValue ?? "") ?? 0 }
+                    let key = { (v: JSONValue) in v.intValue ?? VersionKey.make(v.stringValue ?? "") ?? TagDate.parse(v.stringValue ?? "") ?? 0 }
                     operand = .array(key(pair[0]) <= key(pair[1]) ? pair : pair.reversed())
                 default: operand = value()
                 }

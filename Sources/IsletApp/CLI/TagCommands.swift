@@ -51,7 +51,7 @@ struct TagSetTypeCommand: CLICommand {
     static let spec = CommandSpec(
         name: "set-type", abstract: "Give a tag its type, before any device sets it or over the type its first value gave it.",
         arguments: [ArgumentSpec(name: "code", help: "The application code."), ArgumentSpec(name: "name", help: "The tag's name."),
-                    ArgumentSpec(name: "type", help: "string, integer or list.")],
+                    ArgumentSpec(name: "type", help: "string, integer, list, boolean or date (yyyy-MM-dd HH:mm, UTC).")],
         options: [
             .flag("--drop-values", "Changing the type deletes the values devices hold of the tag: do so."),
             Common.database,

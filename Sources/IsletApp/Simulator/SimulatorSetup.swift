@@ -52,7 +52,7 @@ struct SimulatorWiring: Sendable {
     /// Creates a simulated iPhone and registers it with Islet as the SDK would: registerDevice, its tags,
     /// and a push-to-start token per attributes type ("" for any) when its iOS has push-to-start (17.2+).
     func addDevice(application: ApplicationCode, hwid: String, iosVersion: String, locked: Bool, attributesTypes: [String],
-                   frequentUpdates: Bool? = nil, tags: [(name: String, value: TagValue?)] = []) throws -> SimulatedDevice {
+                   frequentUpdates: Bool? = nil, tags: [(name: String, change: TagChange)] = []) throws -> SimulatedDevice {
         guard try applications.application(application) != nil else { throw APIError.invalid("application", "no application \(application)") }
         guard !hwid.isEmpty, hwid.count <= 256 else { throw APIError.invalid("hwid", "must be 1 to 256 characters") }
         guard let version = VersionKey.make(iosVersion) else { throw APIError.invalid("ios_version", "must be a version such as 17.4") }

@@ -64,8 +64,8 @@ public struct LiveActivityMethods: Sendable {
                 let payload = LiveActivityPayload.start(start, timestamp: timestamp).jsonBytes
                 try LiveActivityPayload.checkSize(payload, path: n.path)
                 let code = MessageCode.next()
-                let fallback = LiveActivityPayload.fallbackAlert(start, messageCode: code).jsonBytes
-                try LiveActivityPayload.checkSize(fallback, path: n.path)
+                let fallback = start.fallbackAlert ? LiveActivityPayload.fallbackAlert(start, messageCode: code).jsonBytes : nil
+                if let fallback { try LiveActivityPayload.checkSize(fallback, path: n.path) }
                 var message = NewMessage(
                     code: code, event: .start, activityID: start.activityID,
                     target: try selection(start.targeting, n, call.application.code), attributesType: start.attributesType,
@@ -160,15 +160,18 @@ public struct LiveActivityMethods: Sendable {
                                                      budget: call.application.updateBudget, pacing: pacing, at: now, validateOnly: dryRun)
             }
             for ((message, path), update) in zip(accepted, decided) {
-                if let started = update.activityStartedAt, ActivityLifetime.isOver(startedAt: started, now: update.dueAt) {
+                if let endedBy = update.endedBy {
+                    warnings.append(ActivityRules.repeatedEndWarning(path: path, activityID: message.activityID, endedBy: endedBy))
+                } else if let started = update.activityStartedAt, ActivityLifetime.isOver(startedAt: started, now: update.dueAt) {
                     warnings.append(ActivityLifetime.warning(path: path, activityID: message.activityID, startedAt: started, now: update.dueAt))
                 } else if let warning = call.application.updateBudget.warning(path: path, activityID: message.activityID,
                                                                                requested: message.priority, priorities: update.priority) {
                     warnings.append(warning)
                 }
             }
-            var response = dryRun ? try dryRunResponse(accepted.map(\.message), updates: decided, call.application)
-                                  : ["Messages": .array(accepted.map { .string($0.message.code) })]
+            // A repeated end is answered with the code of the end that ended the activity (issue 45).
+            let codes = zip(accepted, decided).map { entry, update in JSONValue.string(update.endedBy ?? entry.message.code) }
+            var response = dryRun ? try dryRunResponse(accepted.map(\.message), updates: decided, call.application) : ["Messages": .array(codes)]
             if !dryRun { kick() }
             if !warnings.isEmpty { response["warnings"] = .array(warnings.map { .string($0) }) }
             return response
@@ -262,7 +265,9 @@ public struct LiveActivityMethods: Sendable {
             var after: Int64 = 0
             while true {
                 let page: [(hwid: String, id: Int64, plan: PlannedDelivery)]
-                if let target = message.target {
+                if decided?.endedBy != nil {
+                    page = []   // a repeated end sends nothing
+                } else if let target = message.target {
                     page = try devices.targets(target, in: application.code, attributesType: message.attributesType, afterID: after, limit: 1000)
                         .map { ($0.hwid, $0.id, planner.start($0)) }
                 } else if let activity = try self.messages.activity(message.activityID, in: application.code) {
@@ -381,6 +386,7 @@ public struct LiveActivityMethods: Sendable {
             // The devices' own receipts (issue 45), as their SDK reported them.
             if details.received > 0 { counts["received"] = .int(Int64(details.received)) }
             if details.opened > 0 { counts["opened"] = .int(Int64(details.opened)) }
+            if details.fallbackAlerts > 0 { counts["fallback_alerts"] = .int(Int64(details.fallbackAlerts)) }
             object["counts"] = .object(counts)
             if let next = details.nextAttemptAt { object["next_attempt_at"] = Self.nextAttempt(next, now: call.receivedAt) }
             if let superseded = details.supersededBy { object["superseded_by"] = .string(superseded) }

@@ -43,6 +43,19 @@ public enum ActivityRules {
         return nil
     }
 
+    /// U1 (issue 45): an end of an activity that has ended is a retry of the end that ended it (a backend that timed out
+    /// and sent it again): answered 200, changing and sending nothing, rather than an error for something that worked.
+    /// An update after an end is still refused.
+    public static func isRepeatedEnd(_ event: LiveActivityEvent, state: ActivityState?) -> Bool {
+        event == .end && state == .ended
+    }
+
+    /// The warning of a repeated end; `endedBy` is the message that ended the activity, which the answer gives as this
+    /// notification's code.
+    public static func repeatedEndWarning(path: String, activityID: String, endedBy: String) -> String {
+        "\(path): '\(activityID)' had already ended (message \(endedBy)); nothing was sent again (U1)"
+    }
+
     /// U1: nil when an update or end of `activityID` is accepted (the activity is active), else the message.
     public static func updateRefusal(_ activityID: String, state: ActivityState?) -> String? {
         switch state {

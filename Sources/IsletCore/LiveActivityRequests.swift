@@ -78,6 +78,9 @@ public struct StartNotification: Sendable, Equatable {
     public var renew = false
     /// `channel`: the started activity listens to this broadcast channel (X5), on phones with iOS 18.
     public var channel: String? = nil
+    /// `fallback_alert`: whether phones that cannot be started remotely (below iOS 17.2, or without a push-to-start
+    /// token below it) get `title`/`content` as an ordinary alert (S7). On by default.
+    public var fallbackAlert = true
     /// Fields ignored or read leniently, named for the answer's `warnings`.
     public var warnings: [String] = []
 }
@@ -125,7 +128,7 @@ public enum LiveActivityRequests {
 
     /// Fields a notification may carry, and those of its `live_activity`; anything else is named in a warning.
     static let startFields = ["live_activity", "live_activity_id", "title", "content", "filter", "filter_code", "devices", "users",
-                              "send_date", "end_date", "renew", "channel", "timezone", "apns_priority", "dry_run"]
+                              "send_date", "end_date", "renew", "channel", "timezone", "apns_priority", "dry_run", "fallback_alert"]
     /// The longest `live_activity.title` of a start, in characters.
     public static let maximumActivityTitleLength = 1024
     static let startActivityFields = ["event", "title", "content-state", "attributes-type", "attributes", "relevance-score", "stale-date"]
@@ -133,9 +136,16 @@ public enum LiveActivityRequests {
                                "apns_expiration", "dry_run", "send_date", "timezone"]
     static let updateActivityFields = ["event", "title", "content-state", "dismissal-date", "relevance-score", "stale-date"]
 
-    /// One warning per field of `object` that is not in `known`, with the nearest known name when there is one.
+    /// Fields of Pushwoosh's ordinary messages that its Live Activities API does not take, and why they are ignored.
+    static let notForLiveActivities: [String: String] = [
+        "send_rate": "the send rate is not customisable for Live Activities; each push goes as soon as it is due",
+    ]
+
+    /// One warning per field of `object` that is not in `known`: why, for a Pushwoosh field Live Activities do not
+    /// take; else with the nearest known name when there is one.
     public static func unknownFields(_ object: FieldReader, known: [String]) -> [String] {
         object.object.keys.filter { !known.contains($0) }.map { key in
+            if let why = notForLiveActivities[key] { return "\(object.fieldPath(key)): ignored: \(why)" }
             let hint = Suggestion.nearest(key, among: known).map { " (did you mean \($0)?)" } ?? ""
             return "\(object.fieldPath(key)): unknown field, ignored\(hint)"
         }
@@ -226,6 +236,7 @@ public enum LiveActivityRequests {
             sendTime: sendTime, priority: priority, relevanceScore: relevance, staleDate: try activity.date("stale-date"))
         start.endTime = try endTime(n, startsAt: sendTime.date(now: now))
         start.renew = try n.bool("renew") ?? false
+        start.fallbackAlert = try n.bool("fallback_alert") ?? true
         if n.value("channel") != nil { start.channel = try BroadcastChannels.name(n, field: "channel") }
         start.warnings = warnings
         return start

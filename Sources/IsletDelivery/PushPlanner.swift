@@ -16,9 +16,11 @@ public enum SkipReason {
     public static let onChannel = "gets the channel's broadcast"
     /// Issue 45: an Android phone is registered and kept; Islet sends it no Live Updates yet.
     public static let android = "Android device (no Live Updates yet)"
+    /// A phone below iOS 16.1, which has no Live Activities, when the start's fallback alert is off (S7).
+    public static let belowLiveActivities = "iOS below 16.1"
 
     public static let all: Set<String> = [noPushToStartToken, cannotStartRemotely, activityEndedOnDevice, updateTokenUnregistered,
-                                          noUpdateToken, unregistered, pastLifetime, onChannel, android]
+                                          noUpdateToken, unregistered, pastLifetime, onChannel, android, belowLiveActivities]
 }
 
 /// What one device gets from one message.
@@ -76,21 +78,25 @@ public struct PushPlanner: Sendable {
 
     /// S7: the push-to-start token if the device has one (that alone means iOS 17.2+), with or without a push token:
     /// Live Activities need no notification permission, so an app whose user declined it reports its push-to-start
-    /// token without registering (D6); a plain alert below iOS 16.1; otherwise a skip with its reason.
+    /// token without registering (D6); below iOS 17.2, where a start cannot be pushed, a plain alert (the start's
+    /// fallback, unless it turned it off); otherwise a skip with its reason.
     public func start(_ device: Device) -> PlannedDelivery {
         if device.platform == .android { return .skip(reason: SkipReason.android) }
         if let token = device.pushToStartToken {
             return .push(liveActivity(to: token, device: device, start: true))
         }
         guard device.pushToken != nil else { return .skip(reason: SkipReason.unregistered) }
-        let version = device.osVersion.flatMap(VersionKey.make)
-        if let version, version < Self.iOS16_1, let fallbackPayload, let pushToken = device.pushToken {
-            return .push(Push(application: application, deviceToken: pushToken, gateway: device.gateway, pushType: .alert,
-                              topic: PushType.alert.topic(bundleID: bundleID), priority: priority.forDevice(frequentUpdates: device.frequentUpdates), apnsID: apnsID(device),
-                              payload: fallbackPayload, expiration: expiration))
+        guard let version = device.osVersion.flatMap(VersionKey.make), version < Self.iOS17_2 else {
+            return .skip(reason: SkipReason.noPushToStartToken)
         }
-        if let version, version < Self.iOS17_2 { return .skip(reason: SkipReason.cannotStartRemotely) }
-        return .skip(reason: SkipReason.noPushToStartToken)
+        // Issue 45: iOS 16.1–17.1 shows Live Activities but cannot be started remotely; like a phone below 16.1, it gets
+        // the start's title and content as an alert, so the customer hears of the order at all.
+        guard let fallbackPayload, let pushToken = device.pushToken else {
+            return .skip(reason: version < Self.iOS16_1 ? SkipReason.belowLiveActivities : SkipReason.cannotStartRemotely)
+        }
+        return .push(Push(application: application, deviceToken: pushToken, gateway: device.gateway, pushType: .alert,
+                          topic: PushType.alert.topic(bundleID: bundleID), priority: priority.forDevice(frequentUpdates: device.frequentUpdates),
+                          apnsID: apnsID(device), payload: fallbackPayload, expiration: expiration))
     }
 
     /// U2: the device's update token for the activity, unless it ended there or APNs declared it dead.

@@ -150,6 +150,13 @@ extension SQLMessageStore: MessageIntake {
                                            [.int(held.record.id), Self.milliseconds(date)]), pacing: pacing, at: date, c) > 0 {
                     (existing, latest) = try lockedForUpdate(message.activityID, application, c)
                 }
+                if let ended = existing?.record, ActivityRules.isRepeatedEnd(message.event, state: ended.state) {
+                    let last = try c.query("SELECT code FROM messages WHERE activity = ? ORDER BY id DESC LIMIT 1", [.int(ended.id)]).first?["code"].text
+                    var repeated = AcceptedUpdate(priority: BudgetedPriority(requested: message.priority), activityStartedAt: ended.startedAt, dueAt: date)
+                    repeated.endedBy = last ?? ""
+                    accepted.append(repeated)
+                    continue
+                }
                 if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
                     throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                 }

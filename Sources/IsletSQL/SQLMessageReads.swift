@@ -24,12 +24,13 @@ extension SQLMessageStore: MessageReads {
                 """, [.text(code), .text(application.rawValue)]).first else { return nil }
             let id = row["id"]
             var skipped: [String: Int] = [:], reasons: [String: Int] = [:], byState: [DeliveryState: Int] = [:]
-            var targeted = 0, caughtUp: Int64 = 0, lowered: Int64 = 0, nextAt: Int64?, received: Int64 = 0, opened: Int64 = 0
+            var targeted = 0, caughtUp: Int64 = 0, lowered: Int64 = 0, nextAt: Int64?, received: Int64 = 0, opened: Int64 = 0, alerts: Int64 = 0
             // One statement, so the counts and the next attempt come from one snapshot: read apart, a retry
             // claimed in between would be counted as waiting yet have no next attempt.
             for group in try c.query("""
                 SELECT state, COALESCE(reason, '') AS reason, COUNT(*) AS count, MIN(next_at) AS next_at, COALESCE(SUM(catch_up), 0) AS caught_up,
-                       COALESCE(SUM(CASE WHEN priority = 5 THEN 1 ELSE 0 END), 0) AS low, COUNT(received_at) AS received, COUNT(opened_at) AS opened
+                       COALESCE(SUM(CASE WHEN priority = 5 THEN 1 ELSE 0 END), 0) AS low, COUNT(received_at) AS received, COUNT(opened_at) AS opened,
+                       COALESCE(SUM(CASE WHEN push_type = \(PushType.alert.sql) THEN 1 ELSE 0 END), 0) AS alerts
                 FROM deliveries WHERE message = ? GROUP BY 1, 2
                 """, [id]) {
                 let state = DeliveryState(rawValue: group["state"].text ?? "") ?? .failed, count = Int(group["count"].int ?? 0)
@@ -39,6 +40,7 @@ extension SQLMessageStore: MessageReads {
                 lowered += group["low"].int ?? 0
                 received += group["received"].int ?? 0
                 opened += group["opened"].int ?? 0
+                if state == .sent { alerts += group["alerts"].int ?? 0 }
                 if state == .retrying || state == .unconfirmed, let next = group["next_at"].int { nextAt = min(nextAt ?? next, next) }
                 if state == .skipped { skipped[group["reason"].text ?? "", default: 0] += count }
                 if state == .failed { reasons[group["reason"].text ?? "", default: 0] += count }
@@ -56,6 +58,7 @@ extension SQLMessageStore: MessageReads {
                 overBudget: row["priority"].int == 10 ? Int(lowered) : 0)
             details.received = Int(received)
             details.opened = Int(opened)
+            details.fallbackAlerts = Int(alerts)
             return details
         }
     }

@@ -142,6 +142,9 @@ public struct AcceptedUpdate: Sendable, Equatable {
     public let dueAt: Date
     /// X5: the channel the activity's session was started on, which the update is broadcast to as well.
     public var channel: SessionChannel?
+    /// An end of an activity that had already ended (`ActivityRules.isRepeatedEnd`): the code of the message that ended
+    /// it; nothing was stored or sent.
+    public var endedBy: String?
 
     public init(priority: BudgetedPriority, activityStartedAt: Date?, dueAt: Date, channel: SessionChannel? = nil) {
         self.priority = priority
@@ -213,6 +216,8 @@ public struct MessageDetails: Sendable, Equatable {
     public let overBudget: Int
     /// Devices whose app reported the push received, and opened (issue 45: the SDK's own receipts).
     public var received = 0, opened = 0
+    /// A start's pushes sent as its fallback alert, to phones that cannot be started remotely (S7).
+    public var fallbackAlerts = 0
 
     public init(code: String, event: LiveActivityEvent, activityID: String, state: MessageState, createdAt: Date, dueAt: Date, finishedAt: Date?, targeted: Int, sent: Int, failed: Int, skipped: [String: Int], reasons: [String: Int],
                 pending: [DeliveryState: Int] = [:], nextAttemptAt: Date? = nil, caughtUp: Int = 0, supersededBy: String? = nil, expiresAt: Date? = nil,

@@ -20,6 +20,9 @@ struct ActivityRulesTests {
         #expect(ActivityRules.updateRefusal("A", state: .active) == nil)
         #expect(ActivityRules.updateRefusal("A", state: nil) == "no activity 'A' in this application; start it with startLiveActivity first (U1)")
         #expect(ActivityRules.updateRefusal("A", state: .ended) == "'A' has ended; it takes no more updates (U1)")
+        #expect(ActivityRules.isRepeatedEnd(.end, state: .ended))
+        #expect(!ActivityRules.isRepeatedEnd(.update, state: .ended) && !ActivityRules.isRepeatedEnd(.end, state: .active)
+                && !ActivityRules.isRepeatedEnd(.end, state: nil))
         #expect(ActivityRules.updateRefusal("A", state: .scheduled) == "'A' is scheduled and has not started yet; update it once it has (U1)")
     }
 }

@@ -74,6 +74,9 @@ struct LiveActivityRequestTests {
     @Test func unknownFieldsSuggestTheNearestKnownOne() throws {
         let warnings = LiveActivityRequests.unknownFields(try reader(#"{"live_activity_id": "A", "filtr": "F", "zzz": 1}"#), known: ["live_activity_id", "filter"])
         #expect(Set(warnings) == ["notifications[0].filtr: unknown field, ignored (did you mean filter?)", "notifications[0].zzz: unknown field, ignored"])
+        // Issue 45: send_rate is close to send_date, but it is a Pushwoosh field Live Activities do not take, and said so.
+        #expect(LiveActivityRequests.unknownFields(try reader(#"{"send_rate": 100}"#), known: ["send_date"])
+                == ["notifications[0].send_rate: ignored: the send rate is not customisable for Live Activities; each push goes as soon as it is due"])
     }
 
     @Test func aStartCarriesRelevanceScoreAndStaleDate() throws {

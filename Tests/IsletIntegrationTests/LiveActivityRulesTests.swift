@@ -188,7 +188,13 @@ struct StartRulesTests {
         #expect(first["headers"]?.objectValue?["apns-priority"] == "10")
         #expect(first["payload"]?.objectValue?["aps"]?.objectValue?["event"] == "start")
         #expect(first["bytes"]?.intValue ?? 0 > 100)
-        #expect(pushes.contains { $0.objectValue?["skipped"] == "iOS 16.1–17.1" })
+        // S7: iOS 16.1–17.1 cannot be started remotely, and gets the fallback alert (issue 45) unless it is turned off.
+        let mid = try #require(pushes.first { $0.objectValue?["hwid"] == "mid_phone" }?.objectValue)
+        #expect(mid["headers"]?.objectValue?["apns-push-type"] == "alert")
+        let off = try world.expectOK(try start([startNotification(["devices": nil, "filter": "FILTER_NAME_1", "fallback_alert": false])],
+                                               extra: ["dry_run": true]))
+        let skips = off["dry_run"]?.arrayValue?.first?.objectValue?["pushes"]?.arrayValue?.compactMap { $0.objectValue?["skipped"]?.stringValue } ?? []
+        #expect(Set(skips) == ["iOS 16.1–17.1", "iOS below 16.1", "no push-to-start token"], "\(skips)")
         Thread.sleep(forTimeInterval: 0.2)
         #expect(world.transport.pushes.isEmpty)
         #expect(try world.running.server.messages.activity("ORDER_1", in: ApplicationCode(world.code)!) == nil, "a dry run stores nothing")
@@ -258,11 +264,23 @@ struct UpdateRulesTests {
     }
 
     @Test func anEndWithoutDismissalDateCarriesNone() throws {
-        let aps = try sentAPS(updateNotification(event: "end"))
+        let end = try world.messageCodes(try update([updateNotification(event: "end")]))
+        _ = try world.waitUntilSent(end)
+        let aps = world.transport.pushes.compactMap { try? JSONParser.parse($0.payload).objectValue?["aps"]?.objectValue }
         #expect(aps.first?["event"] == "end")
         #expect(aps.first?.keys.contains("dismissal-date") == false, "U3: the card stays up to 4 h")
         let after = try update([updateNotification()])
         #expect(after.message == "notifications[0].live_activity_id: 'ORDER_1' has ended; it takes no more updates (U1)")
+        // Issue 45: the same end again (a backend retrying after a timeout) worked the first time: 200, the first end's
+        // code, a warning, and nothing stored or sent.
+        let pushes = world.transport.pushes.count
+        let again = try world.expectOK(try update([updateNotification(event: "end")]))
+        #expect(again["Messages"] == [.string(end[0])])
+        #expect(again["warnings"] == [.string("notifications[0]: 'ORDER_1' had already ended (message \(end[0])); nothing was sent again (U1)")])
+        let dry = try world.expectOK(try update([updateNotification(event: "end")].map { $0.merging(["dry_run": true]) }))
+        #expect(dry["dry_run"]?.arrayValue?.first?.objectValue?["targets"] == 0, "\(dry)")
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(world.transport.pushes.count == pushes)
     }
 
     @Test func anEndWithAPastDismissalDateCarriesIt() throws {

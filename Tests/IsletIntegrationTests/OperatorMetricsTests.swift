@@ -32,8 +32,8 @@ struct OperatorMetricsTests {
     func outageWorld(_ outage: Outage) throws -> (LiveActivityWorld, String) {
         let transport = RecordingTransport { _, _ in outage.on.load(ordering: .relaxed) ? PushOutcome(status: 503, reason: "ServiceUnavailable") : .delivered }
         let world = try LiveActivityWorld(transport: transport)
-        let code = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(["devices": ["first_third", "old_phone", "mid_phone"]]))]]))[0]
-        #expect(try eventually { try world.running.server.messages.messageDetails(code: code, in: ApplicationCode(world.code)!)?.pending[.retrying] == 2 })
+        let code = try world.messageCodes(try world.server("startLiveActivity", ["notifications": [.object(startNotification(["devices": ["first_third", "old_phone", "mid_phone", "no_token"]]))]]))[0]
+        #expect(try eventually { try world.running.server.messages.messageDetails(code: code, in: ApplicationCode(world.code)!)?.pending[.retrying] == 3 })
         return (world, code)
     }
 
@@ -45,19 +45,19 @@ struct OperatorMetricsTests {
         var during: [String: Double] = [:]
         #expect(try eventually {
             during = try Self.scrape(world.running.port)
-            return during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 2 && during["islet_delivery_jobs_due"] == 0
+            return during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 3 && during["islet_delivery_jobs_due"] == 0
         })
-        #expect(during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 2, "\(during)")
-        #expect(during["islet_pushes_total{result=\"skipped\",reason=\"iOS 16.1–17.1\"}"] == 1, "\(during)")
+        #expect(during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 3, "\(during)")
+        #expect(during["islet_pushes_total{result=\"skipped\",reason=\"no push-to-start token\"}"] == 1, "\(during)")
         #expect(during["islet_pushes_total{result=\"sent\",reason=\"\"}"] == nil)
-        #expect(during["islet_delivery_retries_owed{state=\"retrying\"}"] == 2)
+        #expect(during["islet_delivery_retries_owed{state=\"retrying\"}"] == 3)
         #expect(during["islet_delivery_retries_owed{state=\"unconfirmed\"}"] == 0)
         #expect(during["islet_delivery_oldest_due_retry_age_seconds"] == 0, "not due yet")
         #expect(during["islet_delivery_jobs_due"] == 0, "the job is finished; only retries are owed")
 
         outage.on.store(false, ordering: .relaxed)
         #expect(try eventually {
-            if try Self.scrape(world.running.port)["islet_pushes_total{result=\"sent\",reason=\"\"}"] == 2 { return true }
+            if try Self.scrape(world.running.port)["islet_pushes_total{result=\"sent\",reason=\"\"}"] == 3 { return true }
             world.clock.advance(5)
             world.running.server.delivery?.kick()
             return false
@@ -65,7 +65,7 @@ struct OperatorMetricsTests {
         let after = try Self.scrape(world.running.port)
         #expect(after["islet_delivery_retries_owed{state=\"retrying\"}"] == 0)
         #expect(after["islet_delivery_oldest_due_retry_age_seconds"] == 0)
-        #expect(after["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 2, "a counter never goes down")
+        #expect(after["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 3, "a counter never goes down")
     }
 
     /// An outage longer than a push's lifetime: the pushes settle as expired at the claim, and count.
@@ -77,7 +77,7 @@ struct OperatorMetricsTests {
             samples.filter { $0.key.hasPrefix("islet_pushes_total{result=\"expired\"") }.values.reduce(0, +)
         }
         #expect(try eventually {
-            if expired(try Self.scrape(world.running.port)) == 2 { return true }
+            if expired(try Self.scrape(world.running.port)) == 3 { return true }
             world.clock.advance(600)
             world.running.server.delivery?.kick()
             return false
@@ -92,7 +92,7 @@ struct OperatorMetricsTests {
         _ = world.running.server.delivery?.shutdown(deadline: .now + .seconds(5))   // nobody retries them now
         world.clock.advance(30)
         let stuck = try Self.scrape(world.running.port)
-        #expect(stuck["islet_delivery_retries_owed{state=\"retrying\"}"] == 2)
+        #expect(stuck["islet_delivery_retries_owed{state=\"retrying\"}"] == 3)
         let lag = try #require(stuck["islet_delivery_oldest_due_retry_age_seconds"])
         #expect(lag >= 28 && lag <= 30, "first retry due 0.5–1 s after the answer: \(lag)")
     }

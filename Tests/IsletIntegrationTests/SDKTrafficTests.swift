@@ -197,7 +197,7 @@ struct SDKTrafficTests {
         try expectAnswered("messageDeliveryEvent", [:], reads: ["kept": true], base: base)
         try expectAnswered("pushStat", [:], reads: ["kept": true], base: base)
         try expectAnswered("pushStat", [:], reads: ["kept": true], base: base)   // a retried receipt counts once
-        try expectAnswered("pushStat", ["hwid": "mid_phone"], reads: ["kept": false], base: base)   // skipped: never sent to it
+        try expectAnswered("pushStat", ["hwid": "no_token"], reads: ["kept": false], base: base)   // skipped: never sent to it
         try expectAnswered("pushStat", ["hwid": "nobody"], reads: ["kept": false], base: base)
         let counts = try world.expectOK(try world.server("getMessageDetails", ["message": .string(codes[0])]))["message"]?
             .objectValue?["counts"]?.objectValue

@@ -75,7 +75,11 @@ public struct DeviceMethods: Sendable {
         APIMethod(name: "setTags", access: .device) { [store] call in
             let hwid = try Self.hwid(call.request)
             let tags = try Self.parseTags(try call.request.requiredObject("tags"))
-            return Self.describe(try store.setTags(tags, hwid: hwid, in: call.application.code, at: call.receivedAt))
+            var answer = Self.describe(try store.setTags(tags, hwid: hwid, in: call.application.code, at: call.receivedAt))
+            if call.request.value("user_id") != nil {
+                answer["warnings"] = .array((answer["warnings"]?.arrayValue ?? []) + [.string(Self.userIDInSetTags)])
+            }
+            return answer
         }
     }
 
@@ -192,6 +196,9 @@ public struct DeviceMethods: Sendable {
         }
         return token
     }
+
+    /// setTags' answer to a `user_id` beside the tags (issue 45: it was ignored without a word).
+    static let userIDInSetTags = "user_id: ignored: setTags sets tags; a device's User ID is set by registerUser, or registerDevice's userId"
 
     static func unknownDevice(_ hwid: String, _ application: Application) -> APIError {
         APIError.invalid("hwid", "no device '\(hwid)' is registered in application \(application.code); call registerDevice first")

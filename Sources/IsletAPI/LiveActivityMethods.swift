@@ -75,6 +75,14 @@ public struct LiveActivityMethods: Sendable {
                 // A11: the end Islet sends itself at end_date, with its own code (deleteMessage takes it back).
                 message.scheduledEnd = start.endTime.map { (MessageCode.next(), $0, $0.addingTimeInterval(pushLifetime)) }
                 message.renew = start.renew
+                // Issue 45: entries that name no device were dropped without a word.
+                if let target = message.target {
+                    let unknown = try devices.unknownTargets(target, in: call.application.code)
+                    message.unknownTargets = unknown.count
+                    if let warning = LiveActivityRequests.unknownTargetsWarning(unknown, of: target.namedCount, path: n.fieldPath(target.kind == .users ? "users" : "devices")) {
+                        warnings.append(warning)
+                    }
+                }
                 if let channel = start.channel {
                     // X5: the started activity listens to the channel, on phones that can (iOS 18).
                     guard let record = try channels?.channel(named: channel, in: call.application.code) else {
@@ -387,6 +395,7 @@ public struct LiveActivityMethods: Sendable {
             if details.received > 0 { counts["received"] = .int(Int64(details.received)) }
             if details.opened > 0 { counts["opened"] = .int(Int64(details.opened)) }
             if details.fallbackAlerts > 0 { counts["fallback_alerts"] = .int(Int64(details.fallbackAlerts)) }
+            if details.unknownTargets > 0 { counts["unknown_targets"] = .int(Int64(details.unknownTargets)) }
             object["counts"] = .object(counts)
             if let next = details.nextAttemptAt { object["next_attempt_at"] = Self.nextAttempt(next, now: call.receivedAt) }
             if let superseded = details.supersededBy { object["superseded_by"] = .string(superseded) }

@@ -55,14 +55,22 @@ public struct FieldReader: Sendable {
         return i
     }
 
-    /// A date as ActivityKit reads it in a payload: whole seconds since 1970.
+    /// A date as ActivityKit reads it in a payload: whole seconds since 1970. A negative one, and one past the year 5000
+    /// (milliseconds taken for seconds: 1796366444000 is the year 58,870), can never be right (issue 45).
     public func date(_ key: String) throws(APIError) -> Int64? {
         guard let value = value(key) else { return nil }
         guard let i = value.intValue else {
             throw .invalid(fieldPath(key), "must be a date as an integer of seconds since 1970 (e.g. 1767225600), got \(value.typeName)")
         }
+        guard i >= 0 else { throw .invalid(fieldPath(key), "must be seconds since 1970, not negative, got \(i)") }
+        guard i < Self.latestDate else {
+            throw .invalid(fieldPath(key), "\(i) seconds since 1970 is the year \(TagDate.civil(daysSince1970: i / 86_400).year): it looks like milliseconds; send seconds (\(i / 1000))")
+        }
         return i
     }
+
+    /// 5000-01-01 00:00 UTC, in seconds since 1970: no date of a Live Activity is that far.
+    public static let latestDate: Int64 = 95_617_584_000
 
     public func bool(_ key: String) throws(APIError) -> Bool? {
         guard let value = value(key) else { return nil }

@@ -151,6 +151,15 @@ public enum LiveActivityRequests {
         }
     }
 
+    /// The warning of a start whose `devices` or `users` entries (`path`) name no device: how many of `total`, and the
+    /// first few; nil when every entry names one.
+    public static func unknownTargetsWarning(_ unknown: [String], of total: Int, path: String) -> String? {
+        guard !unknown.isEmpty else { return nil }
+        let shown = unknown.prefix(5).map { "'\($0.prefix(64))'" }.joined(separator: ", ") + (unknown.count > 5 ? ", …" : "")
+        let what = path.hasSuffix("users") ? "name no device's User ID" : "name no device of this application"
+        return "\(path): \(unknown.count) of \(total) entries \(what) (\(shown)); nothing goes to them (S4)"
+    }
+
     /// `live_activity.relevance-score` (S1, U4): an integer of at least 1 when given.
     static func relevanceScore(_ activity: FieldReader) throws(APIError) -> Int64? {
         let relevance = try activity.int("relevance-score")
@@ -216,11 +225,12 @@ public enum LiveActivityRequests {
             throw .invalid(activity.fieldPath("attributes.pushwoosh"), "must be an object like {\"activityId\": \"...\"}, got \(other.typeName)")
         }
 
-        let title = try n.string("title"), content = try n.string("content")
-        guard !(title ?? "").isEmpty || !(content ?? "").isEmpty else {
+        var blank: [String] = []
+        let title = try alertText(n, "title", blank: &blank), content = try alertText(n, "content", blank: &blank)
+        guard title != nil || content != nil else {
             throw .invalid(n.path, "content or title must be a non-empty string: they are the start push's alert (S2)")
         }
-        let alert = PushAlert(title: title.flatMap { $0.isEmpty ? nil : $0 }, body: content.flatMap { $0.isEmpty ? nil : $0 })
+        let alert = PushAlert(title: title, body: content)
 
         // The activity's name, kept with it (not in the payload, so Apple's size limit does not bound it).
         let name = try activity.string("title")
@@ -238,8 +248,19 @@ public enum LiveActivityRequests {
         start.renew = try n.bool("renew") ?? false
         start.fallbackAlert = try n.bool("fallback_alert") ?? true
         if n.value("channel") != nil { start.channel = try BroadcastChannels.name(n, field: "channel") }
-        start.warnings = warnings
+        start.warnings = warnings + blank
         return start
+    }
+
+    /// A text of the push's alert; one of spaces only counts as absent, and is named in `blank` (issue 45: it would show
+    /// as an empty line).
+    static func alertText(_ n: FieldReader, _ key: String, blank: inout [String]) throws(APIError) -> String? {
+        guard let text = try n.string(key), !text.isEmpty else { return nil }
+        guard text.contains(where: { !$0.isWhitespace }) else {
+            blank.append("\(n.fieldPath(key)): only spaces, ignored: an alert shows no blank text")
+            return nil
+        }
+        return text
     }
 
     /// A11: `end_date` (`YYYY-MM-DD HH:mm` in `timezone`), after the start and within its 8 hours (A8).
@@ -350,16 +371,19 @@ public enum LiveActivityRequests {
         let relevance = try relevanceScore(activity)
 
         // U6: any of content/title/subtitle makes it an alert; older revisions put the title in live_activity.
-        var title = try n.string("title")
-        if title == nil { title = try activity.string("title") }
-        let subtitle = try n.string("subtitle"), body = try n.string("content"), sound = try n.string("ios_sound")
-        let alerting = [title, subtitle, body].contains { !($0 ?? "").isEmpty }
-        let alert = alerting
-            ? PushAlert(title: title.flatMap { $0.isEmpty ? nil : $0 }, subtitle: subtitle.flatMap { $0.isEmpty ? nil : $0 },
-                        body: body.flatMap { $0.isEmpty ? nil : $0 }, sound: sound.flatMap { $0.isEmpty ? nil : $0 })
-            : nil
+        var blank: [String] = []
+        var title = try alertText(n, "title", blank: &blank)
+        if title == nil && n.value("title") == nil { title = try alertText(activity, "title", blank: &blank) }
+        let subtitle = try alertText(n, "subtitle", blank: &blank), body = try alertText(n, "content", blank: &blank)
+        let sound = try n.string("ios_sound").flatMap { $0.isEmpty ? nil : $0 }
+        let alerting = title != nil || subtitle != nil || body != nil
+        let alert = alerting ? PushAlert(title: title, subtitle: subtitle, body: body, sound: sound) : nil
+        if sound != nil && !alerting {
+            blank.append("\(n.fieldPath("ios_sound")): ignored: a sound plays with an alert only; give title, subtitle or content (U6)")
+        }
 
-        let (priority, warnings) = priorityAndWarnings(n, activity, known: updateFields, activityKnown: updateActivityFields)
+        var (priority, warnings) = priorityAndWarnings(n, activity, known: updateFields, activityKnown: updateActivityFields)
+        warnings += blank
         var update = UpdateNotification(
             activityID: activityID, event: event, contentState: contentState, dismissalDate: try activity.date("dismissal-date"),
             relevanceScore: relevance, staleDate: try activity.date("stale-date"), alert: alert, priority: priority)

@@ -552,6 +552,29 @@ public struct SQLDeviceStore: DeviceStore {
             """, parameters)
     }
 
+    public func unknownTargets(_ selection: TargetSelection, in application: ApplicationCode) throws(StoreError) -> [String] {
+        let entries: [String], condition: String
+        switch selection {
+        case .filter: return []
+        case .devices(let list):
+            entries = list
+            condition = """
+                NOT EXISTS (SELECT 1 FROM devices d WHERE d.application = ?2 AND d.hwid = e.value)
+                AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.push_token = lower(e.value) AND \(database.dialect.unindexed("d.application")) = ?2)
+                """
+        case .users(let list):
+            entries = list
+            condition = "NOT EXISTS (SELECT 1 FROM devices d WHERE d.user_id = e.value AND \(database.dialect.unindexed("d.application")) = ?2)"
+        }
+        guard !entries.isEmpty else { return [] }
+        let unknown = try database.withConnection { (c) throws(StoreError) in
+            try c.query("SELECT e.value FROM \(database.dialect.elements(ofJSONArray: "?1")) e WHERE \(condition)",
+                        [.text(JSONValue.array(entries.map { .string($0) }).jsonText), .text(application.rawValue)])
+        }
+        let names = Set(unknown.compactMap { $0["value"].text })
+        return entries.filter { names.contains($0) }
+    }
+
     /// The WHERE clause (over `devices d`) that picks a selection's devices, with its parameters.
     /// With `after`, a page's lower bound: tag conditions repeat it so PostgreSQL's planner starts its scan
     /// of `device_tags` there too, not at the first device (88 ms a page over 500k devices instead of 2 ms).

@@ -18,7 +18,7 @@ extension SQLMessageStore: MessageReads {
                                       skipped: [:], reasons: [:], expiresAt: Self.date(milliseconds: held["expires_at"].int ?? 0))
             }
             guard let row = try c.query("""
-                SELECT m.id, m.event, a.activity_id, m.state, m.created_at, m.due_at, m.finished_at, m.expires_at, m.priority,
+                SELECT m.id, m.event, a.activity_id, m.state, m.created_at, m.due_at, m.finished_at, m.expires_at, m.priority, m.unknown_targets,
                        (SELECT s.code FROM messages s WHERE s.id = \(Self.superseding("m"))) AS superseded_by
                 FROM messages m JOIN activities a ON a.id = m.activity WHERE m.code = ? AND m.application = ?
                 """, [.text(code), .text(application.rawValue)]).first else { return nil }
@@ -59,6 +59,7 @@ extension SQLMessageStore: MessageReads {
             details.received = Int(received)
             details.opened = Int(opened)
             details.fallbackAlerts = Int(alerts)
+            details.unknownTargets = Int(row["unknown_targets"].int ?? 0)
             return details
         }
     }

@@ -101,8 +101,9 @@ public struct SQLMessageStore: Sendable {
         }
         return (SQLStatement("""
             INSERT INTO messages (code, application, activity, event, target, target_kind, named_devices, attributes_type, payload,
-                                  fallback_payload, priority, priority_standard, priority_frequent, state, due_at, created_at, expires_at, channel_ids)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, \(MessageState.pending.sql), ?, ?, ?, ?)
+                                  fallback_payload, priority, priority_standard, priority_frequent, state, due_at, created_at, expires_at, channel_ids,
+                                  unknown_targets)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, \(MessageState.pending.sql), ?, ?, ?, ?, ?)
             """, [
             .text(message.code), .text(application.rawValue), .int(activity), .text(message.event.rawValue),
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, message.target.map { $0.kind.parameter } ?? .null,
@@ -110,6 +111,7 @@ public struct SQLMessageStore: Sendable {
             .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
             lowered.map { .int(Int64($0.standard)) } ?? .null, lowered.map { .int(Int64($0.frequent)) } ?? .null,
             Self.milliseconds(due), SQLValue.seconds(date), Self.milliseconds(expires), column,
+            message.unknownTargets > 0 ? .int(Int64(message.unknownTargets)) : .null,
         ]), Self.milliseconds(due))
     }
 

@@ -490,6 +490,9 @@ public enum SQLMigrations {
             ALTER TABLE tag_types DROP CONSTRAINT tag_types_type_check;
             ALTER TABLE tag_types ADD CONSTRAINT tag_types_type_check CHECK (type IN ('string', 'integer', 'list', 'boolean', 'date'));
             """, engines: [.postgresql]),
+        Migration(version: 31, name: "starts' entries that named no device", sql: """
+            ALTER TABLE messages ADD COLUMN unknown_targets INTEGER;
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

@@ -119,6 +119,14 @@ public enum TargetSelection: Sendable, Equatable {
         }
     }
 
+    /// How many entries it names: devices or users (a filter names none).
+    public var namedCount: Int {
+        switch self {
+        case .filter: 0
+        case .devices(let list), .users(let list): list.count
+        }
+    }
+
     /// How many devices it names: a list of hwids only (a filter or users may reach any number).
     public var namedDevices: Int? {
         if case .devices(let list) = self { return list.count }
@@ -185,6 +193,10 @@ public protocol DeviceStore: Sendable {
     func filters(in application: ApplicationCode, after: String?, limit: Int?) throws(StoreError) -> [FilterDefinition]
     func filter(named name: String, in application: ApplicationCode) throws(StoreError) -> FilterDefinition?
     func deleteFilter(named name: String, in application: ApplicationCode) throws(StoreError) -> Bool
+
+    /// The entries of a `devices` or `users` selection that name no device of the application (a HWID or push token
+    /// no device has, a User ID no device carries), in the order given; none for a filter.
+    func unknownTargets(_ selection: TargetSelection, in application: ApplicationCode) throws(StoreError) -> [String]
 
     /// One page of the devices a selection targets, in id order after `afterID`: an audience is
     /// read page by page, never whole. A filter leaves unregistered devices out; named devices and

@@ -111,6 +111,8 @@ public struct NewMessage: Sendable {
     public var renew = false
     /// A start on a broadcast channel (X5): Apple's channel id per environment, and Islet's name for the channel.
     public var channelIDs: [Gateway: String]?
+    /// A start to `devices` or `users`: how many of the entries named no device of the application (issue 45).
+    public var unknownTargets = 0
     public var channel: String?
 
     public init(code: String, event: LiveActivityEvent, activityID: String, target: TargetSelection?, attributesType: String?,
@@ -218,6 +220,8 @@ public struct MessageDetails: Sendable, Equatable {
     public var received = 0, opened = 0
     /// A start's pushes sent as its fallback alert, to phones that cannot be started remotely (S7).
     public var fallbackAlerts = 0
+    /// A start's `devices` or `users` entries that named no device of the application when it was accepted.
+    public var unknownTargets = 0
 
     public init(code: String, event: LiveActivityEvent, activityID: String, state: MessageState, createdAt: Date, dueAt: Date, finishedAt: Date?, targeted: Int, sent: Int, failed: Int, skipped: [String: Int], reasons: [String: Int],
                 pending: [DeliveryState: Int] = [:], nextAttemptAt: Date? = nil, caughtUp: Int = 0, supersededBy: String? = nil, expiresAt: Date? = nil,

@@ -101,6 +101,35 @@ struct LiveActivityRequestTests {
         }
     }
 
+    /// Issue 45: values that can never be right are refused, values that lose something are named in a warning.
+    @Test func silentDropsAreNamed() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        func update(_ extra: String, activity: String = "") throws -> UpdateNotification {
+            try LiveActivityRequests.update(try reader(#"{"live_activity_id": "A", "live_activity": {"event": "update", "content-state": {}\#(activity)}\#(extra)}"#), now: now)
+        }
+        #expect(throws: APIError.invalid("notifications[0].live_activity.stale-date",
+                                         "1796366444000 seconds since 1970 is the year \(TagDate.civil(daysSince1970: 1_796_366_444_000 / 86_400).year): it looks like milliseconds; send seconds (1796366444)")) {
+            try update("", activity: #", "stale-date": 1796366444000"#)
+        }
+        #expect(throws: APIError.invalid("notifications[0].live_activity.dismissal-date", "must be seconds since 1970, not negative, got -5")) {
+            try update("", activity: #", "dismissal-date": -5"#)
+        }
+        #expect(try update("", activity: #", "dismissal-date": 0"#).dismissalDate == 0, "1970 is a past date: the card goes at once (U3)")
+        #expect(try update(#", "ios_sound": "ding.caf""#).warnings
+                == ["notifications[0].ios_sound: ignored: a sound plays with an alert only; give title, subtitle or content (U6)"])
+        let blank = try update(#", "title": "Driver", "content": "   ""#)
+        #expect(blank.alert == PushAlert(title: "Driver") && blank.warnings == ["notifications[0].content: only spaces, ignored: an alert shows no blank text"])
+        let start = #"{"live_activity_id": "A", "devices": ["d"], "live_activity": {"content-state": {}, "attributes-type": "X", "attributes": {}}"#
+        #expect(throws: APIError.invalid("notifications[0]", "content or title must be a non-empty string: they are the start push's alert (S2)")) {
+            try LiveActivityRequests.start(try reader(start + #", "title": " ", "content": "\t "}"#), now: now)
+        }
+        #expect(LiveActivityRequests.unknownTargetsWarning(["g1", "g2"], of: 3, path: "notifications[0].devices")
+                == "notifications[0].devices: 2 of 3 entries name no device of this application ('g1', 'g2'); nothing goes to them (S4)")
+        #expect(LiveActivityRequests.unknownTargetsWarning((1...7).map { "u\($0)" }, of: 7, path: "notifications[0].users")
+                == "notifications[0].users: 7 of 7 entries name no device's User ID ('u1', 'u2', 'u3', 'u4', 'u5', …); nothing goes to them (S4)")
+        #expect(LiveActivityRequests.unknownTargetsWarning([], of: 3, path: "notifications[0].devices") == nil)
+    }
+
     @Test func anUpdatesSendDateAndAStartsEndDate() throws {
         let now = Date(timeIntervalSince1970: 1_800_000_000)   // 2027-01-15 08:00 UTC
         let update = #"{"live_activity_id": "A", "live_activity": {"event": "update", "content-state": {}}, "send_date": "2027-01-15 09:30", "timezone": "Europe/Paris"}"#

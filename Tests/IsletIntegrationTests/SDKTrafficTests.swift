@@ -241,6 +241,24 @@ struct SDKTrafficTests {
         #expect(clash.json?.objectValue?["response"]?.objectValue?["skipped_tags"]?.arrayValue?.count == 2, "\(clash.message ?? "")")
     }
 
+    /// Entries of `devices` and `users` that name no device are warned of and counted, not dropped without a word;
+    /// a `user_id` in setTags is said to be ignored.
+    @Test func unknownTargetsAndIgnoredFieldsAreNamed() throws {
+        let response = try world.expectOK(try world.server("startLiveActivity", ["notifications": [[
+            "devices": ["first_third", "ghost-1", "ghost-2"],
+            "live_activity": ["content-state": ["status": "Preparing"], "attributes-type": "FoodDeliveryAttributes", "attributes": [:]],
+            "live_activity_id": "ORDER_G", "title": "Food Delivery", "content": "Your order is being prepared",
+        ]]]))
+        #expect(response["warnings"] == ["notifications[0].devices: 2 of 3 entries name no device of this application ('ghost-1', 'ghost-2'); nothing goes to them (S4)"])
+        let code = try #require(response["Messages"]?.arrayValue?.first?.stringValue)
+        _ = try world.waitUntilSent([code])
+        let counts = try world.expectOK(try world.server("getMessageDetails", ["message": .string(code)]))["message"]?.objectValue?["counts"]?.objectValue
+        #expect(counts?["unknown_targets"] == 2 && counts?["targeted"] == 1, "\(String(describing: counts))")
+        let tagged = try world.expectOK(try call(world.running.port, "setTags", ["application": .string(world.code), "hwid": "first_third", "tags": ["a": "b"],
+                                                                                  "user_id": "ana"], token: deviceToken))
+        #expect(tagged["warnings"] == [.string("user_id: ignored: setTags sets tags; a device's User ID is set by registerUser, or registerDevice's userId")])
+    }
+
     /// A backend calling a Pushwoosh method Islet does not serve is told where to turn, not only "unknown".
     @Test func pushwooshServerMethodsIsletDoesNotServeSayWhereToTurn() throws {
         let created = try world.server("createMessage", ["notifications": [["send_date": "now", "content": "Hi"]]])

@@ -300,6 +300,24 @@ def run(driver):
 
     driver.execute_script("document.activeElement.blur()")
 
+    # The Pushwoosh SDK's DefaultLiveActivityAttributes keep everything under "data": the preview shows the fields
+    # inside it (nested ones as parent.child), not one opaque "data" (issue 45).
+    api("setLiveActivitySchema", {"attributes_type": "DefaultLiveActivityAttributes",
+                                  "content_state": {"data": {"status": "string", "courier": {"name": "string"}}}, "attributes": {"data": "object"}})
+    api("startLiveActivity", {"notifications": [{
+        "title": "Food Delivery", "content": "Packed", "devices": ["first_third"], "live_activity_id": "ORDER_DEFAULT",
+        "live_activity": {"attributes-type": "DefaultLiveActivityAttributes", "attributes": {"data": {"shop": "Bakery"}},
+                          "content-state": {"data": {"status": "Packed", "courier": {"name": "Rui"}}}}}]})
+    driver.get(BASE + "/console#/activity/ORDER_DEFAULT")
+    wait_for(driver, lambda d: "Packed" in text_of(d, ".la-card"), "the preview of the default attributes' activity")
+    card = text_of(driver, ".la-card")
+    check("status" in card and "courier.name" in card and "Rui" in card and '{"' not in card, "the fields inside data: %r" % card)
+    # A schema of its fields makes the update form one input per field inside data, not a JSON box.
+    click(driver, By.LINK_TEXT, "Update", "the Update button of ORDER_DEFAULT")
+    wait_for(driver, lambda d: d.find_elements(By.ID, "content-state-data-courier-name"), "inputs for the fields inside data")
+    check(driver.find_element(By.ID, "content-state-data-status").get_attribute("value") == "Packed", "the nested input starts from the current state")
+    check(not unlabelled_controls(driver), f"every control of the nested form has a label: {unlabelled_controls(driver)}")
+
     # A phone's width: nothing wider than the screen.
     driver.set_window_size(375, 812)
     driver.get(BASE + "/console#/activity/ORDER_42")

@@ -430,13 +430,30 @@ pages.activities = async (current) => {
 };
 
 // A generic Live Activity card on a lock screen: title, the content-state's fields, stale or ended, the dismissal countdown.
+// The fields a lock screen shows of a content-state: nested objects as "parent.child", and the Pushwoosh SDK's
+// DefaultLiveActivityAttributes (everything under "data") as the fields inside "data" (issue 45).
+function contentFields(content) {
+  const source = content || {};
+  const keys = Object.keys(source);
+  const data = keys.length === 1 && keys[0] === "data" && source.data && typeof source.data === "object" && !Array.isArray(source.data);
+  const fields = [];
+  const walk = (object, prefix) => {
+    for (const [key, value] of Object.entries(object)) {
+      if (value && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length > 0) walk(value, prefix + key + ".");
+      else fields.push([prefix + key, value]);
+    }
+  };
+  walk(data ? source.data : source, "");
+  return fields;
+}
+
 function liveActivityCard(activity, latest) {
   const stale = latest && latest["stale-date"] && latest["stale-date"] * 1000 <= Date.now();
   const flags = [];
   if (activity.ended) flags.push(h("span", { class: "flag ended" }, "Ended"));
   if (stale || activity.stale) flags.push(h("span", { class: "flag stale" }, "Stale"));
   if (activity.waiting) flags.push(h("span", { class: "flag waiting" }, "Waiting for unlock"));
-  const fields = Object.entries(activity.content || {});
+  const fields = contentFields(activity.content);
   const card = h("div", { class: "la-card" + (activity.ended ? " ended" : ""), role: "group", "aria-label": "Live Activity " + activity.id },
     h("div", { class: "la-head" }, h("span", {}, activity.app || "App"), h("span", {}, flags)),
     h("div", { class: "la-title" }, activity.title || activity.id),
@@ -548,6 +565,12 @@ function schemaForm(prefix, fields, initial) {
     const base = typeof type === "string" ? type.replace(/\?$/, "") : Array.isArray(type) ? "array" : "object";
     const value = initial ? initial[name] : undefined;
     let control;
+    // A struct with its fields declared (the SDK's defaults keep everything under "data"): one input per field inside it.
+    if (base === "object" && type && typeof type === "object" && Object.keys(type).length > 0) {
+      const nested = schemaForm(id, type, value && typeof value === "object" ? value : undefined);
+      readers.push((lenient) => [name, nested.read(lenient)]);
+      return h("fieldset", {}, h("legend", {}, name), nested.element);
+    }
     if (schemaInputs[base]) {
       control = schemaInputs[base](id);
       if (value !== undefined && value !== null) {

@@ -312,6 +312,12 @@ def run(driver):
     wait_for(driver, lambda d: "Packed" in text_of(d, ".la-card"), "the preview of the default attributes' activity")
     card = text_of(driver, ".la-card")
     check("status" in card and "courier.name" in card and "Rui" in card and '{"' not in card, "the fields inside data: %r" % card)
+    driver.get(BASE + "/console#/simulator")
+    phone = '.phone[data-hwid="first_third"] .la-card'
+    wait_for(driver, lambda d: "courier.name" in text_of(d, phone), "the simulated iPhone's card of the default attributes' activity")
+    check('{"' not in text_of(driver, phone), "the simulated lock screen shows the fields inside data: %r" % text_of(driver, phone))
+    driver.get(BASE + "/console#/activity/ORDER_DEFAULT")
+    wait_for(driver, lambda d: "Packed" in text_of(d, ".la-card"), "the activity's page again")
     # A schema of its fields makes the update form one input per field inside data, not a JSON box.
     click(driver, By.LINK_TEXT, "Update", "the Update button of ORDER_DEFAULT")
     wait_for(driver, lambda d: d.find_elements(By.ID, "content-state-data-courier-name"), "inputs for the fields inside data")

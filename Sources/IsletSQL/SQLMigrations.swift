@@ -505,16 +505,7 @@ public enum SQLMigrations {
             "CHECK (type = 'string' OR type = 'integer' OR type = 'list' OR type = 'boolean' OR type = 'date')"
         }
         guard widened != sql else { throw StoreError(.io, "tag_types has no check of its types to widen: \(sql)") }
-        let version = try c.query("PRAGMA schema_version").first?["schema_version"].int ?? 0
-        try c.execute("PRAGMA writable_schema = ON")
-        do {
-            _ = try c.run("UPDATE sqlite_schema SET sql = ? WHERE type = 'table' AND name = 'tag_types'", [.text(widened)])
-            try c.execute("PRAGMA schema_version = \(version + 1)")
-        } catch {
-            try? c.execute("PRAGMA writable_schema = OFF")
-            throw error
-        }
-        try c.execute("PRAGMA writable_schema = OFF")
+        try SQLiteCheckLists.storeTableTexts([("tag_types", widened)], c)
     }
 
     /// Version 23: how many devices each stored start to named devices names, from its stored target.

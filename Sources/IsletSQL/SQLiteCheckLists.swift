@@ -27,11 +27,18 @@ public enum SQLiteCheckLists {
             let rewritten = inPlace(sql)
             return rewritten == sql ? nil : (name, rewritten)
         }
-        guard !changed.isEmpty else { return }
+        try storeTableTexts(changed, c)
+    }
+
+    /// Stores new `CREATE TABLE` texts of tables, inside the caller's transaction, and raises the schema version so
+    /// every connection reads them before its next statement. Only for a text whose constraints accept every row the
+    /// old text's did.
+    static func storeTableTexts(_ tables: [(name: String, sql: String)], _ c: any SQLConnection) throws(StoreError) {
+        guard !tables.isEmpty else { return }
         let version = try c.query("PRAGMA schema_version").first?["schema_version"].int ?? 0
         try c.execute("PRAGMA writable_schema = ON")
         do {
-            for table in changed {
+            for table in tables {
                 _ = try c.run("UPDATE sqlite_schema SET sql = ? WHERE type = 'table' AND name = ?", [.text(table.sql), .text(table.name)])
             }
             try c.execute("PRAGMA schema_version = \(version + 1)")

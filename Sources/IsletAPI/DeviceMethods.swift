@@ -56,7 +56,7 @@ public struct DeviceMethods: Sendable {
             let registered = try store.registerDevice(registration, tags: tags, in: call.application.code, at: call.receivedAt)
             var answer = Self.describe(registered.skipped)
             if userIDIgnored {
-                answer["warnings"] = .array((answer["warnings"]?.arrayValue ?? []) + [.string(UserIDSource.ignoredWarning)])
+                Self.warn(&answer, UserIDSource.ignoredWarning)
             }
             return answer
         }
@@ -76,9 +76,7 @@ public struct DeviceMethods: Sendable {
             let hwid = try Self.hwid(call.request)
             let tags = try Self.parseTags(try call.request.requiredObject("tags"))
             var answer = Self.describe(try store.setTags(tags, hwid: hwid, in: call.application.code, at: call.receivedAt))
-            if call.request.value("user_id") != nil {
-                answer["warnings"] = .array((answer["warnings"]?.arrayValue ?? []) + [.string(Self.userIDInSetTags)])
-            }
+            if call.request.value("user_id") != nil { Self.warn(&answer, Self.userIDInSetTags) }
             return answer
         }
     }
@@ -195,6 +193,11 @@ public struct DeviceMethods: Sendable {
             throw APIError.invalid(field, "must be an even-length hex string of 16 to 400 characters")
         }
         return token
+    }
+
+    /// Adds `warning` to an answer's `warnings`, after those it has (the skipped tags').
+    static func warn(_ answer: inout JSONObject, _ warning: String) {
+        answer["warnings"] = .array((answer["warnings"]?.arrayValue ?? []) + [.string(warning)])
     }
 
     /// setTags' answer to a `user_id` beside the tags (issue 45: it was ignored without a word).

@@ -79,7 +79,7 @@ public struct LiveActivityMethods: Sendable {
                 if let target = message.target {
                     let unknown = try devices.unknownTargets(target, in: call.application.code)
                     message.unknownTargets = unknown.count
-                    if let warning = LiveActivityRequests.unknownTargetsWarning(unknown, of: target.namedCount, path: n.fieldPath(target.kind == .users ? "users" : "devices")) {
+                    if let warning = LiveActivityRequests.unknownTargetsWarning(unknown, of: target.namedCount, users: target.kind == .users, in: n) {
                         warnings.append(warning)
                     }
                 }

@@ -43,7 +43,7 @@ public struct SDKMethods: Sendable {
                 throw APIError.invalid("userId", "is required: the User ID to give the device")
             }
             guard call.application.userIDSource.accepts(byServer: call.tokenKind == .api) else {
-                return ["warnings": [.string(SDKCalls.userIDIgnoredWarning)]]
+                return ["warnings": [.string(UserIDSource.ignoredByRegisterUserWarning)]]
             }
             try devices.noteDevice(DeviceNote(hwid: hwid, userID: userID), in: call.application.code, at: call.receivedAt)
             return [:]

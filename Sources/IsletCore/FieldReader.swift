@@ -56,7 +56,7 @@ public struct FieldReader: Sendable {
     }
 
     /// A date as ActivityKit reads it in a payload: whole seconds since 1970. A negative one, and one past the year 5000
-    /// (milliseconds taken for seconds: 1796366444000 is the year 58,870), can never be right (issue 45).
+    /// (milliseconds taken for seconds: 1796366444000 is the year 58,894), can never be right (issue 45).
     public func date(_ key: String) throws(APIError) -> Int64? {
         guard let value = value(key) else { return nil }
         guard let i = value.intValue else {

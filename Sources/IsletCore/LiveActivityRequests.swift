@@ -151,13 +151,13 @@ public enum LiveActivityRequests {
         }
     }
 
-    /// The warning of a start whose `devices` or `users` entries (`path`) name no device: how many of `total`, and the
-    /// first few; nil when every entry names one.
-    public static func unknownTargetsWarning(_ unknown: [String], of total: Int, path: String) -> String? {
+    /// The warning of a start (`n`) whose `devices` (or, with `users`, `users`) entries name no device: how many of
+    /// `total`, and the first few; nil when every entry names one.
+    public static func unknownTargetsWarning(_ unknown: [String], of total: Int, users: Bool, in n: FieldReader) -> String? {
         guard !unknown.isEmpty else { return nil }
         let shown = unknown.prefix(5).map { "'\($0.prefix(64))'" }.joined(separator: ", ") + (unknown.count > 5 ? ", …" : "")
-        let what = path.hasSuffix("users") ? "name no device's User ID" : "name no device of this application"
-        return "\(path): \(unknown.count) of \(total) entries \(what) (\(shown)); nothing goes to them (S4)"
+        let what = users ? "name no device's User ID" : "name no device of this application"
+        return "\(n.fieldPath(users ? "users" : "devices")): \(unknown.count) of \(total) entries \(what) (\(shown)); nothing goes to them (S4)"
     }
 
     /// `live_activity.relevance-score` (S1, U4): an integer of at least 1 when given.

@@ -78,8 +78,4 @@ public enum SDKCalls {
     public static func notServedMessage(_ method: String) -> String? {
         notServed[method].map { "'\(method)' is a Pushwoosh method Islet does not serve: Islet serves the Live Activities API and the device API; \($0)" }
     }
-
-    /// What registerUser answers (in `warnings`) for a `userId` it did not store.
-    public static let userIDIgnoredWarning = "userId: not stored: this application takes User IDs from its server only "
-        + "(registerUser or registerDevice with a server API token); the device's User ID is unchanged"
 }

@@ -38,12 +38,12 @@ public enum TagChange: Sendable, Hashable, ExpressibleByNilLiteral {
         case .set(let value):
             return Self.coerce(value, to: type)
         case .increment(let step):
-            guard type == nil || type == .integer else { return .skip(.typeClash(existing: type!, given: .integer)) }
+            if let type, type != .integer { return .skip(.typeClash(existing: type, given: .integer)) }
             guard case .integer(let base)? = current else { return .store(.integer(step)) }
             let (sum, overflow) = base.addingReportingOverflow(step)
             return overflow ? .skip(.overflow) : .store(.integer(sum))
         case .append(let items), .removeItems(let items):
-            guard type == nil || type == .list else { return .skip(.typeClash(existing: type!, given: .list)) }
+            if let type, type != .list { return .skip(.typeClash(existing: type, given: .list)) }
             var list: [String] = []
             if case .list(let held)? = current { list = held }
             if case .append = self {

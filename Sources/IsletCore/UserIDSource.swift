@@ -12,6 +12,11 @@ public enum UserIDSource: String, Sendable, CaseIterable {
     public func accepts(byServer: Bool) -> Bool { byServer || self == .app }
 
     /// What registerDevice answers (in `warnings`) for a `userId` it did not store.
-    public static let ignoredWarning = "userId: not stored: this application takes User IDs from its server only "
-        + "(registerDevice with a server API token); the device's User ID is unchanged"
+    public static let ignoredWarning = ignored(settableBy: "registerDevice")
+    /// What registerUser answers (in `warnings`) for a `userId` it did not store (issue 45).
+    public static let ignoredByRegisterUserWarning = ignored(settableBy: "registerUser or registerDevice")
+
+    static func ignored(settableBy methods: String) -> String {
+        "userId: not stored: this application takes User IDs from its server only (\(methods) with a server API token); the device's User ID is unchanged"
+    }
 }

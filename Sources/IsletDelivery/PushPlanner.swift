@@ -85,13 +85,13 @@ public struct PushPlanner: Sendable {
         if let token = device.pushToStartToken {
             return .push(liveActivity(to: token, device: device, start: true))
         }
-        guard device.pushToken != nil else { return .skip(reason: SkipReason.unregistered) }
+        guard let pushToken = device.pushToken else { return .skip(reason: SkipReason.unregistered) }
         guard let version = device.osVersion.flatMap(VersionKey.make), version < Self.iOS17_2 else {
             return .skip(reason: SkipReason.noPushToStartToken)
         }
         // Issue 45: iOS 16.1–17.1 shows Live Activities but cannot be started remotely; like a phone below 16.1, it gets
         // the start's title and content as an alert, so the customer hears of the order at all.
-        guard let fallbackPayload, let pushToken = device.pushToken else {
+        guard let fallbackPayload else {
             return .skip(reason: version < Self.iOS16_1 ? SkipReason.belowLiveActivities : SkipReason.cannotStartRemotely)
         }
         return .push(Push(application: application, deviceToken: pushToken, gateway: device.gateway, pushType: .alert,

@@ -123,11 +123,11 @@ struct LiveActivityRequestTests {
         #expect(throws: APIError.invalid("notifications[0]", "content or title must be a non-empty string: they are the start push's alert (S2)")) {
             try LiveActivityRequests.start(try reader(start + #", "title": " ", "content": "\t "}"#), now: now)
         }
-        #expect(LiveActivityRequests.unknownTargetsWarning(["g1", "g2"], of: 3, path: "notifications[0].devices")
+        #expect(LiveActivityRequests.unknownTargetsWarning(["g1", "g2"], of: 3, users: false, in: try reader("{}"))
                 == "notifications[0].devices: 2 of 3 entries name no device of this application ('g1', 'g2'); nothing goes to them (S4)")
-        #expect(LiveActivityRequests.unknownTargetsWarning((1...7).map { "u\($0)" }, of: 7, path: "notifications[0].users")
+        #expect(LiveActivityRequests.unknownTargetsWarning((1...7).map { "u\($0)" }, of: 7, users: true, in: try reader("{}"))
                 == "notifications[0].users: 7 of 7 entries name no device's User ID ('u1', 'u2', 'u3', 'u4', 'u5', …); nothing goes to them (S4)")
-        #expect(LiveActivityRequests.unknownTargetsWarning([], of: 3, path: "notifications[0].devices") == nil)
+        #expect(LiveActivityRequests.unknownTargetsWarning([], of: 3, users: false, in: try reader("{}")) == nil)
     }
 
     @Test func anUpdatesSendDateAndAStartsEndDate() throws {

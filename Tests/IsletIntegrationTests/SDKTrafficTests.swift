@@ -174,7 +174,7 @@ struct SDKTrafficTests {
         try expectAnswered("registerUser", ["userId": "ana"], reads: [:], base: base)
         #expect(try world.running.server.devices.device(hwid: "first_third", in: ApplicationCode(world.code)!)?.userID == "ana")
         try world.running.serverAdmin().setUserIDSource(for: ApplicationCode(world.code)!, .server)
-        try expectAnswered("registerUser", ["userId": "mallory"], reads: ["warnings": [.string(SDKCalls.userIDIgnoredWarning)]], base: base)
+        try expectAnswered("registerUser", ["userId": "mallory"], reads: ["warnings": [.string(UserIDSource.ignoredByRegisterUserWarning)]], base: base)
         #expect(try world.running.server.devices.device(hwid: "first_third", in: ApplicationCode(world.code)!)?.userID == "ana")
         let missing = try call(world.running.port, "registerUser", base, token: deviceToken)
         #expect(missing.status == 400 && missing.message == "userId: is required: the User ID to give the device")

@@ -102,15 +102,19 @@ extension DeliveryService {
             var bundles: [ApplicationCode: String?] = [:]
             var planned: [(job: MessageJob, batch: [(device: Int64, plan: PlannedDelivery)], complete: Bool)] = []
             var gone: [JobOutcome] = []
+            // One page of at most `smallJobDevices`: a job with more goes on after it, on its own.
+            let page = configuration.smallJobDevices
+            // The first pages of the updates and ends in one read, not one a message.
+            let firstPages = try messages.updateTargets(
+                activities: jobs.filter { !Self.goesToTargets($0) && $0.cursor == 0 }.map(\.activity), limit: page)
             for job in jobs {
                 if bundles[job.application] == nil { bundles[job.application] = .some(try applications.application(job.application)?.bundleID) }
                 guard let bundle = bundles[job.application] ?? nil else {
                     gone.append(JobOutcome(job: job, result: BatchResult(cursor: job.cursor), finished: true))   // its application was deleted
                     continue
                 }
-                // One page of at most `smallJobDevices`: a job with more goes on after it, on its own.
-                let page = configuration.smallJobDevices
-                let batch = try nextBatch(job, planner: Self.planner(for: job, bundleID: bundle, now: now()), after: job.cursor, limit: page)
+                let batch = try nextBatch(job, planner: Self.planner(for: job, bundleID: bundle, now: now()), after: job.cursor, limit: page,
+                                          targets: job.cursor == 0 && !Self.goesToTargets(job) ? firstPages[job.activity] : nil)
                 planned.append((job, batch, batch.count < page))
             }
             guard leases.isValid(jobs[0].lease) else {
@@ -193,7 +197,9 @@ extension DeliveryService {
 
     /// One planned delivery per device of the next page.
     /// `limit` devices at most (a fan-out's `batchSize` by default).
-    func nextBatch(_ job: MessageJob, planner: PushPlanner, after cursor: Int64, limit: Int? = nil) throws -> [(device: Int64, plan: PlannedDelivery)] {
+    /// `targets`: an update's or end's page, when the caller read it (`updateTargets(activities:)`).
+    func nextBatch(_ job: MessageJob, planner: PushPlanner, after cursor: Int64, limit: Int? = nil,
+                   targets: [UpdateTarget]? = nil) throws -> [(device: Int64, plan: PlannedDelivery)] {
         let limit = limit ?? configuration.batchSize
         if job.event == .start, let target = job.target {
             // A shard stops at its last id: the rest of the page belongs to the next shard.
@@ -208,9 +214,12 @@ extension DeliveryService {
                 return (device, .held(push, until: until, reason: pacer.pacing.reason(until: until)))
             }
         }
-        return try messages.updateTargets(activity: job.activity, afterID: cursor, limit: limit)
+        return try (targets ?? messages.updateTargets(activity: job.activity, afterID: cursor, limit: limit))
             .map { ($0.device.id, planner.update($0)) }
     }
+
+    /// A start to a target goes to the devices it selects (`nextBatch`); anything else to the activity's devices (U2).
+    static func goesToTargets(_ job: MessageJob) -> Bool { job.event == .start && job.target != nil }
 
     /// What decides each device's push for a job: its payloads, priority and expiry, under its app's topic.
     static func planner(for job: MessageJob, bundleID: String, now: Date) -> PushPlanner {

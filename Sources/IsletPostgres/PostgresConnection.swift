@@ -40,6 +40,9 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// The first statement that failed since the transaction began or last rolled back (a statement after it in
     /// the transaction fails too, or is skipped in a pipeline): its number and its error.
     private var firstFailed: (statement: Int, error: StoreError)?
+    /// The work notification (`SQLDialect.notifyWork`) was sent in this transaction: PostgreSQL delivers it once at the
+    /// commit however often it was sent, so the group's later members send none (a statement each of a group's writes).
+    private var notifiedWork = false
 
     /// How long a write waits for a row another transaction holds, in milliseconds. Writes of different nodes
     /// run at once and lock only the rows they change (an update its activity): they meet only on the same rows,
@@ -93,6 +96,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     }
 
     func execute(_ sql: String) throws(StoreError) {
+        // Rolled back (to a savepoint too), a notification sent is gone: the next write sends it again.
+        if sql.hasPrefix("BEGIN") || sql.hasPrefix("ROLLBACK") || sql == "COMMIT" { notifiedWork = false }
         if !unanswered.isEmpty {
             // One statement (COMMIT, RELEASE) joins the writes sent ahead: one round trip for all of them. A
             // rollback runs whatever they said (they are what it undoes), so it goes after their answers.
@@ -140,6 +145,10 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         guard !unanswered.isEmpty || PQtransactionStatus(handle) == PQTRANS_INTRANS else {
             try run(sql, parameters)
             return
+        }
+        if sql == SQLDialect.postgresNotifyWork {
+            if notifiedWork { return }
+            notifiedWork = true
         }
         // Writes that would fill libpq's buffer go at once (with the writes ahead): past 8 KB libpq hands the pipeline
         // to the server before its sync, and the server does not count a session whose statements wait for a sync as

@@ -233,7 +233,7 @@ public final class GroupCommit: @unchecked Sendable {
         let readsBegin = connection.statementsIssued
         do {
             try connection.send("SAVEPOINT islet_reads")
-            let rows = try connection.queries(ordered.flatMap { $0.reads?.statements ?? [] })
+            let rows = try readOnce(ordered.flatMap { $0.reads?.statements ?? [] }, connection)
             try connection.send("RELEASE islet_reads")
             var next = 0
             for job in ordered {
@@ -250,6 +250,25 @@ public final class GroupCommit: @unchecked Sendable {
             for job in wave { job.readsAlone = true }
             return nil
         }
+    }
+
+    /// Runs `statements` in one round trip, one without parameters once however many members read it (every update
+    /// probes whether any push is owed anywhere): the rows of each statement, in order.
+    static func readOnce(_ statements: [SQLStatement], _ connection: any SQLConnection) throws -> [[SQLRow]] {
+        var unique: [SQLStatement] = []
+        var first: [String: Int] = [:]
+        let slots = statements.map { statement in
+            guard statement.parameters.isEmpty else {
+                unique.append(statement)
+                return unique.count - 1
+            }
+            if let slot = first[statement.sql] { return slot }
+            unique.append(statement)
+            first[statement.sql] = unique.count - 1
+            return unique.count - 1
+        }
+        let rows = try connection.queries(unique)
+        return slots.map { rows[$0] }
     }
 
     /// Members whose reads go in one round trip at most.

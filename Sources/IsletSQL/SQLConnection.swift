@@ -389,7 +389,10 @@ public struct SQLDialect: Sendable {
     public static let workChannel = "'islet.' || current_schema()"
 
     /// Wakes the other nodes at commit (PostgreSQL's NOTIFY; nil on SQLite, which has one server).
-    public var notifyWork: String? { engine == .postgresql ? "SELECT pg_notify(\(Self.workChannel), '')" : nil }
+    public var notifyWork: String? { engine == .postgresql ? Self.postgresNotifyWork : nil }
+
+    /// `notifyWork` on PostgreSQL.
+    public static let postgresNotifyWork = "SELECT pg_notify(\(workChannel), '')"
 
     /// The advisory lock a node holds for as long as it runs, keyed by its number (`?` or a column): the
     /// schema's hash and the number, as PostgreSQL's `pg_locks` shows them. Key 0 of the class is the delivery

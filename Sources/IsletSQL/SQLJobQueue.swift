@@ -294,21 +294,57 @@ extension SQLMessageStore: JobQueue {
     public func updateTargets(activity: Int64, afterID: Int64, limit: Int) throws(StoreError) -> [UpdateTarget] {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("""
-                SELECT \(SQLDeviceStore.deviceColumns), NULL AS push_to_start, d.application, t.token, t.device IS NOT NULL AS reported,
-                       ad.state
+                SELECT \(Self.updateTargetColumns)
                 FROM activity_devices ad
                 JOIN devices d ON d.id = ad.device
                 JOIN activities a ON a.id = ad.activity
                 LEFT JOIN activity_tokens t ON t.device = ad.device AND t.activity_id = a.activity_id
                 WHERE ad.activity = ? AND ad.device > ?
                 ORDER BY ad.device LIMIT ?
-                """, [.int(activity), .int(afterID), .int(Int64(limit))]).map { row in
-                let device = SQLDeviceStore.device(row, ApplicationCode(row["application"].text ?? "") ?? ApplicationCode("XXXXX-XXXXX")!)
-                let token = row["token"].text
-                return UpdateTarget(device: device, updateToken: token, endedOnDevice: row["reported"].bool && token == nil,
-                                    tokenDead: row["state"].text == "token-dead")
-            }
+                """, [.int(activity), .int(afterID), .int(Int64(limit))]).map(Self.updateTarget)
         }
+    }
+
+    public func updateTargets(activities: [Int64], limit: Int) throws(StoreError) -> [Int64: [UpdateTarget]] {
+        guard !activities.isEmpty else { return [:] }
+        // Each device's update token (and its activity's id) looked up, not joined: PostgreSQL takes the id list for 100
+        // rows whatever it holds, and hashed every activity token to join a few (as every activity for a claim's
+        // messages, `selectJobs`). The token as '' when the phone reported the activity ended (a row without a token).
+        let rows = try database.withConnection { (c) throws(StoreError) in
+            try c.query("""
+                SELECT * FROM (
+                    SELECT \(SQLDeviceStore.deviceColumns), NULL AS push_to_start, d.application, ad.state, ad.activity,
+                           (SELECT COALESCE(t.token, '') FROM activity_tokens t
+                            WHERE t.device = ad.device AND t.activity_id = (SELECT a.activity_id FROM activities a WHERE a.id = ad.activity)) AS reported,
+                           ROW_NUMBER() OVER (PARTITION BY ad.activity ORDER BY ad.device) AS place
+                    FROM activity_devices ad JOIN devices d ON d.id = ad.device
+                    WHERE ad.activity \(database.dialect.isIn("CAST(value AS BIGINT)", of: "?1"))) x
+                WHERE x.place <= ?2 ORDER BY x.activity, x.id
+                """, [.text(JSONValue.array(activities.map { .int($0) }).jsonText), .int(Int64(limit))])
+        }
+        var pages: [Int64: [UpdateTarget]] = [:]
+        for activity in activities { pages[activity] = [] }
+        for row in rows {
+            let reported = row["reported"].text
+            pages[row["activity"].int ?? 0, default: []].append(
+                Self.updateTarget(row, token: reported.flatMap { $0.isEmpty ? nil : $0 }, reported: reported != nil))
+        }
+        return pages
+    }
+
+    /// What `updateTarget` reads: the device, its application, its update token for the activity (`t`), and whether
+    /// its token was found dead for it (`ad`).
+    static let updateTargetColumns = """
+        \(SQLDeviceStore.deviceColumns), NULL AS push_to_start, d.application, t.token, t.device IS NOT NULL AS reported, ad.state
+        """
+
+    static func updateTarget(_ row: SQLRow) -> UpdateTarget { updateTarget(row, token: row["token"].text, reported: row["reported"].bool) }
+
+    /// `reported`: the phone reported a token for the activity, or its end (`token` nil).
+    static func updateTarget(_ row: SQLRow, token: String?, reported: Bool) -> UpdateTarget {
+        let device = SQLDeviceStore.device(row, ApplicationCode(row["application"].text ?? "") ?? ApplicationCode("XXXXX-XXXXX")!)
+        return UpdateTarget(device: device, updateToken: token, endedOnDevice: reported && token == nil,
+                            tokenDead: row["state"].text == ActivityDeviceState.tokenDead.rawValue)
     }
 
     public func supersededBy(_ job: MessageJob) throws(StoreError) -> Int64? {

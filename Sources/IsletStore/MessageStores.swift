@@ -50,6 +50,8 @@ public protocol JobQueue: Sendable {
     func supersededBy(_ job: MessageJob) throws(StoreError) -> Int64?
     /// A page of the devices an update goes to, in id order after `afterID` (U2).
     func updateTargets(activity: Int64, afterID: Int64, limit: Int) throws(StoreError) -> [UpdateTarget]
+    /// The first page of each activity's devices (`updateTargets` after 0) in one read: for the messages of a claim.
+    func updateTargets(activities: [Int64], limit: Int) throws(StoreError) -> [Int64: [UpdateTarget]]
     func finish(_ job: MessageJob, at date: Date) throws(StoreError)
     /// Gives a claimed job back unfinished (its cursor kept), for any worker to resume.
     func release(_ job: MessageJob) throws(StoreError)

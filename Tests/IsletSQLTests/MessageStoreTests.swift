@@ -158,6 +158,37 @@ struct MessageStoreTests {
         #expect(targets.count == 3 && targets.allSatisfy { $0.updateToken == nil && !$0.endedOnDevice })
     }
 
+    /// Issue 43: a claim's updates read their devices in one statement, and find what each message's own read finds:
+    /// update tokens, an activity ended on the phone, a dead token, the page's limit, an activity without devices.
+    @Test(arguments: Engine.allCases) func aClaimsPagesReadTogetherAreEachActivitysOwn(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        var activities: [Int64] = []
+        for order in ["ORDER_A", "ORDER_B"] {
+            try f.db.messages.acceptStarts([f.message("S-\(order)", .start, order)], in: shop, at: now, validateOnly: false)
+            let job = try #require(try f.claim())
+            try f.deliver(job)
+            activities.append(job.activity)
+        }
+        try f.db.devices.setActivityToken("a1", activityID: "ORDER_A", hwid: "h1", in: shop, at: now)
+        try f.db.devices.setActivityToken(nil, activityID: "ORDER_A", hwid: "h2", in: shop, at: now)
+        try f.db.devices.setActivityToken("b3", activityID: "ORDER_B", hwid: "h3", in: shop, at: now)
+        try f.db.database.write { (c) throws(StoreError) in
+            try c.run("UPDATE activity_devices SET state = \(ActivityDeviceState.tokenDead.sql) WHERE activity = ? AND device = (SELECT id FROM devices WHERE hwid = 'h3')",
+                      [.int(activities[0])])
+        }
+        for limit in [2, 10] {
+            let together = try f.db.messages.updateTargets(activities: activities + [999_999], limit: limit)
+            for activity in activities {
+                let alone = try f.db.messages.updateTargets(activity: activity, afterID: 0, limit: limit)
+                #expect(together[activity] == alone)
+                #expect(alone.count == min(limit, 3))
+            }
+            #expect(together[999_999] == [])
+        }
+        let a = try f.db.messages.updateTargets(activities: activities, limit: 10)[activities[0]] ?? []
+        #expect(a.map(\.updateToken) == ["a1", nil, nil] && a.map(\.endedOnDevice) == [false, true, false] && a.map(\.tokenDead) == [false, false, true])
+    }
+
     /// Issue 43: a message's job is a row of the queue exactly while the message is unfinished (accepted, claimed,
     /// released between batches), and leaves it when it is sent, superseded or cancelled.
     @Test(arguments: Engine.allCases) func theQueueHoldsExactlyTheUnfinishedMessages(_ engine: Engine) throws {

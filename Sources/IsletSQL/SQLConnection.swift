@@ -305,6 +305,13 @@ public struct SQLDialect: Sendable {
         return "(\(values) LIMIT \(cap))"
     }
 
+    /// The integer a JSON object parameter holds under the key `key` (an expression of text): a value per row of a
+    /// statement that writes many rows, looked up by each row's key.
+    public func integer(ofJSONObject placeholder: String, key: String) -> String {
+        // SQLite's `->>` reads a label of digits as no key: the path quotes it.
+        engine == .postgresql ? "CAST(CAST(\(placeholder) AS json) ->> \(key) AS BIGINT)" : "json_extract(\(placeholder), '$.\"' || \(key) || '\"')"
+    }
+
     /// Whether many rows are better written with one statement (`rows(ofJSONArray:columns:)`) than in chunks of
     /// multi-row `VALUES` (`SQLConnection.runRows`): PostgreSQL's statements are network round trips; SQLite's are
     /// calls into the process, cheaper than building and parsing the JSON (a fan-out on SQLite was 10–20% slower with it).

@@ -19,14 +19,17 @@ extension SQLMessageStore: DeliveryLedger {
                 // Their jobs leave the queue in one statement, then their history says they are done (the queue first, in
                 // the order claims and cancels lock them).
                 let ids = SQLValue.text(JSONValue.array(finished.map { .int($0.job.id) }).jsonText)
+                let inList = database.dialect.isIn("CAST(value AS BIGINT)", of: "?3")
                 try c.send("DELETE FROM message_queue WHERE message \(database.dialect.isIn("CAST(value AS BIGINT)", of: "?"))", [ids])
-                for outcome in finished {
-                    try c.send("""
-                        UPDATE messages SET state = \(MessageState.done.sql), finished_at = ?, cursor = ?, superseded_by = \(Self.superseding("messages", claimedBySender: true))
-                        WHERE id = ?
-                        """, [SQLValue.seconds(date), .int(outcome.result.cursor), .int(outcome.job.id)])
-                    try Self.broadcastAlong(outcome.job, at: date, c)
-                }
+                // Each its own cursor, by its id.
+                let cursors = JSONValue.object(JSONObject(finished.map { ("\($0.job.id)", .int($0.result.cursor)) }))
+                try c.send("""
+                    UPDATE messages SET state = \(MessageState.done.sql), finished_at = ?1,
+                        cursor = \(database.dialect.integer(ofJSONObject: "?2", key: "CAST(id AS TEXT)")),
+                        superseded_by = \(Self.superseding("messages", claimedBySender: true))
+                    WHERE id \(inList)
+                    """, [SQLValue.seconds(date), .text(cursors.jsonText), ids])
+                for outcome in finished { try Self.broadcastAlong(outcome.job, at: date, c) }
             }
             for outcome in outcomes where !outcome.finished {
                 try c.send("UPDATE message_queue SET lease = NULL WHERE message = ?", [.int(outcome.job.id)])

@@ -70,8 +70,15 @@ public struct SQLMessageStore: Sendable {
               budgeted: BudgetedPriority?, dueAt: Date?, channel: SQLValue?, _ c: any SQLConnection) throws(StoreError) {
         let insertion = try insertion(message, activity: activity, application: application, at: date, budgeted: budgeted, dueAt: dueAt,
                                       channel: channel, c)
-        try c.send(insertion.message)
-        try c.send(queueing(nil, activity: activity, dueAt: insertion.dueAt))
+        guard database.dialect.writesRowsTogether else {
+            try c.send(insertion.message)
+            try c.send(queueing(nil, activity: activity, dueAt: insertion.dueAt))
+            return
+        }
+        // PostgreSQL: both in one statement, which costs the server about what one of them did.
+        try c.send(SQLStatement("""
+            WITH m AS (\(insertion.message.sql) RETURNING id) INSERT INTO message_queue (message, activity, due_at) SELECT id, ?, ? FROM m
+            """, insertion.message.parameters + [.int(activity), insertion.dueAt]))
     }
 
     /// The job of the message `id` into the queue; nil: of the message the connection inserted last.

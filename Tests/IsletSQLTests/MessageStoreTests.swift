@@ -100,6 +100,41 @@ struct MessageStoreTests {
         #expect(try count("SELECT COUNT(*) AS n FROM activity_devices") == 2)
     }
 
+    /// An activity deleted by hand (Islet never does) takes its messages, their jobs and their push records with it on
+    /// both engines: SQLite through its foreign keys, PostgreSQL through triggers (its insert-time key checks locked the
+    /// application's, the activity's and the message's rows on every write, so migration 32 dropped them).
+    @Test(arguments: Engine.allCases) func aDeletedActivityTakesItsMessagesJobsAndPushRecordsWithIt(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        try f.db.messages.acceptStarts([f.message("M1", .start, "ORDER_1"), f.message("M2", .start, "ORDER_2")], in: shop, at: now, validateOnly: false)
+        let first = try #require(try f.claim())
+        #expect(first.code == "M1")
+        try f.deliver(first)
+        try f.db.messages.acceptUpdates([f.message("U1", .update, "ORDER_1")], in: shop, at: now, validateOnly: false)
+        let count = { (sql: String) throws -> Int64 in
+            try f.db.database.withConnection { (c) throws(StoreError) in try c.query(sql)[0]["n"].int ?? -1 }
+        }
+        let counts = { () throws -> [Int64] in
+            [try count("SELECT COUNT(*) AS n FROM messages"), try count("SELECT COUNT(*) AS n FROM message_queue"),
+             try count("SELECT COUNT(*) AS n FROM deliveries")]
+        }
+        #expect(try counts() == [3, 2, 3], "M1 sent to three phones, M2 and U1 waiting")
+        if engine == .postgresql {
+            #expect(try count("""
+                SELECT COUNT(*) AS n FROM pg_constraint WHERE contype = 'f'
+                AND conrelid IN (to_regclass('messages'), to_regclass('message_queue'), to_regclass('deliveries'))
+                """) == 0, "no row of the hot path is locked by a key check")
+        }
+        // As an operator's psql would: the schema named, and a search path that holds none of Islet's tables.
+        try f.db.database.write { (c) throws(StoreError) in
+            guard engine == .postgresql else { return _ = try c.run("DELETE FROM activities WHERE id = ?", [.int(first.activity)]) }
+            let schema = try c.query("SELECT current_schema() AS s")[0]["s"].text ?? ""
+            try c.execute("SET LOCAL search_path TO pg_catalog")
+            _ = try c.run("DELETE FROM \"\(schema)\".activities WHERE id = ?", [.int(first.activity)])
+        }
+        #expect(try counts() == [1, 1, 0], "ORDER_2's start and its job stay")
+        #expect(try f.claim()?.code == "M2")
+    }
+
     @Test(arguments: Engine.allCases) func aScheduledStartWaitsForItsTimeAndCanBeCancelled(_ engine: Engine) throws {
         let f = try Fixture(engine)
         let later = now.addingTimeInterval(600)

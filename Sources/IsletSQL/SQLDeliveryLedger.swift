@@ -21,14 +21,17 @@ extension SQLMessageStore: DeliveryLedger {
                 let ids = SQLValue.text(JSONValue.array(finished.map { .int($0.job.id) }).jsonText)
                 let inList = database.dialect.isIn("CAST(value AS BIGINT)", of: "?3")
                 try c.send("DELETE FROM message_queue WHERE message \(database.dialect.isIn("CAST(value AS BIGINT)", of: "?"))", [ids])
-                // Each its own cursor, by its id.
-                let cursors = JSONValue.object(JSONObject(finished.map { ("\($0.job.id)", .int($0.result.cursor)) }))
-                try c.send("""
-                    UPDATE messages SET state = \(MessageState.done.sql), finished_at = ?1,
-                        cursor = \(database.dialect.integer(ofJSONObject: "?2", key: "CAST(id AS TEXT)")),
-                        superseded_by = \(Self.superseding("messages", claimedBySender: true))
-                    WHERE id \(inList)
-                    """, [SQLValue.seconds(date), .text(cursors.jsonText), ids])
+                let done = "UPDATE messages SET state = \(MessageState.done.sql), finished_at = ?1, superseded_by = \(Self.superseding("messages", claimedBySender: true))"
+                if database.dialect.writesRowsTogether {
+                    // In one statement, each its own cursor looked up by its id.
+                    let cursors = JSONValue.object(JSONObject(finished.map { ("\($0.job.id)", .int($0.result.cursor)) }))
+                    try c.send("\(done), cursor = \(database.dialect.integer(ofJSONObject: "?2", key: "CAST(id AS TEXT)")) WHERE id \(inList)",
+                               [SQLValue.seconds(date), .text(cursors.jsonText), ids])
+                } else {
+                    for outcome in finished {
+                        try c.send("\(done), cursor = ?2 WHERE id = ?3", [SQLValue.seconds(date), .int(outcome.result.cursor), .int(outcome.job.id)])
+                    }
+                }
                 for outcome in finished { try Self.broadcastAlong(outcome.job, at: date, c) }
             }
             for outcome in outcomes where !outcome.finished {

@@ -307,6 +307,12 @@ extension SQLMessageStore: JobQueue {
 
     public func updateTargets(activities: [Int64], limit: Int) throws(StoreError) -> [Int64: [UpdateTarget]] {
         guard !activities.isEmpty else { return [:] }
+        // SQLite: a statement is a call into the process, each one's page cheaper than sorting them all.
+        guard database.dialect.writesRowsTogether else {
+            var pages: [Int64: [UpdateTarget]] = [:]
+            for activity in activities { pages[activity] = try updateTargets(activity: activity, afterID: 0, limit: limit) }
+            return pages
+        }
         // Each device's update token (and its activity's id) looked up, not joined: PostgreSQL takes the id list for 100
         // rows whatever it holds, and hashed every activity token to join a few (as every activity for a claim's
         // messages, `selectJobs`). The token as '' when the phone reported the activity ended (a row without a token).

@@ -200,7 +200,7 @@ extension SQLMessageStore: MessageIntake {
         let spent = log == stored ? nil : log
         let state: ActivityState = message.event == .end ? .ended : .active
         let dismissAt = message.event == .end ? SQLValue.seconds(ActivityLifetime.dismissAt(endedAt: date, dismissalDate: message.dismissalDate)) : .null
-        try c.send("""
+        let change = SQLStatement("""
             UPDATE activities SET state = ?, content_state = ?, updated_at = ?, priority_ten_log = COALESCE(?, priority_ten_log),
                 dismiss_at = COALESCE(?, dismiss_at)
             WHERE id = ?
@@ -212,8 +212,10 @@ extension SQLMessageStore: MessageIntake {
             dueAt = pacing.dueAt(now: date, previous: UpdatePacing.Previous(
                 dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
         }
-        // Its id is not read back: what it supersedes is older than the activity's newest message, itself.
-        try send(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt, channel: channel, c)
+        // Its id is not read back: what it supersedes is older than the activity's newest message, itself. The activity's
+        // change goes with it.
+        try send(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt, channel: channel,
+                 along: change, c)
         // A message is claimed only once every older one of its activity has finished: when the session's latest
         // update is done, so is every update before it, and there is nothing to supersede but owed pushes.
         try supersedeOlder(than: nil, activity: activity.id, owed: latest.owedPushes,

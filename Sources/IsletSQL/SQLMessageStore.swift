@@ -66,19 +66,24 @@ public struct SQLMessageStore: Sendable {
 
     /// Stores `message` and queues its job (see `insert`), for a caller that needs no id back: on PostgreSQL both go
     /// with the next statements, in one round trip.
+    /// `along`: a write that neither reads what the insert writes nor the other way round (the activity's change), sent
+    /// before it; on PostgreSQL in the same statement. Its placeholders are plain `?`.
     func send(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,
-              budgeted: BudgetedPriority?, dueAt: Date?, channel: SQLValue?, _ c: any SQLConnection) throws(StoreError) {
+              budgeted: BudgetedPriority?, dueAt: Date?, channel: SQLValue?, along: SQLStatement? = nil,
+              _ c: any SQLConnection) throws(StoreError) {
         let insertion = try insertion(message, activity: activity, application: application, at: date, budgeted: budgeted, dueAt: dueAt,
                                       channel: channel, c)
         guard database.dialect.writesRowsTogether else {
+            if let along { try c.send(along) }
             try c.send(insertion.message)
             try c.send(queueing(nil, activity: activity, dueAt: insertion.dueAt))
             return
         }
-        // PostgreSQL: both in one statement, which costs the server about what one of them did.
+        // PostgreSQL: all in one statement, which costs the server about what one of them did.
         try c.send(SQLStatement("""
-            WITH m AS (\(insertion.message.sql) RETURNING id) INSERT INTO message_queue (message, activity, due_at) SELECT id, ?, ? FROM m
-            """, insertion.message.parameters + [.int(activity), insertion.dueAt]))
+            WITH \(along.map { "a AS (\($0.sql)), " } ?? "")m AS (\(insertion.message.sql) RETURNING id)
+            INSERT INTO message_queue (message, activity, due_at) SELECT id, ?, ? FROM m
+            """, (along?.parameters ?? []) + insertion.message.parameters + [.int(activity), insertion.dueAt]))
     }
 
     /// The job of the message `id` into the queue; nil: of the message the connection inserted last.

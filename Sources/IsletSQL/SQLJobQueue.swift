@@ -313,20 +313,8 @@ extension SQLMessageStore: JobQueue {
             for activity in activities { pages[activity] = try updateTargets(activity: activity, afterID: 0, limit: limit) }
             return pages
         }
-        // Each device's update token (and its activity's id) looked up, not joined: PostgreSQL takes the id list for 100
-        // rows whatever it holds, and hashed every activity token to join a few (as every activity for a claim's
-        // messages, `selectJobs`). The token as '' when the phone reported the activity ended (a row without a token).
         let rows = try database.withConnection { (c) throws(StoreError) in
-            try c.query("""
-                SELECT * FROM (
-                    SELECT \(SQLDeviceStore.deviceColumns), NULL AS push_to_start, d.application, ad.state, ad.activity,
-                           (SELECT COALESCE(t.token, '') FROM activity_tokens t
-                            WHERE t.device = ad.device AND t.activity_id = (SELECT a.activity_id FROM activities a WHERE a.id = ad.activity)) AS reported,
-                           ROW_NUMBER() OVER (PARTITION BY ad.activity ORDER BY ad.device) AS place
-                    FROM activity_devices ad JOIN devices d ON d.id = ad.device
-                    WHERE ad.activity \(database.dialect.isIn("CAST(value AS BIGINT)", of: "?1"))) x
-                WHERE x.place <= ?2 ORDER BY x.activity, x.id
-                """, [.text(JSONValue.array(activities.map { .int($0) }).jsonText), .int(Int64(limit))])
+            try c.query(Self.updateTargetPages, [.text(JSONValue.array(activities.map { .int($0) }).jsonText), .int(Int64(limit))])
         }
         var pages: [Int64: [UpdateTarget]] = [:]
         for activity in activities { pages[activity] = [] }
@@ -337,6 +325,21 @@ extension SQLMessageStore: JobQueue {
         }
         return pages
     }
+
+    /// The first pages of the activities of a JSON array (`?1`), `?2` devices each (PostgreSQL): each activity's page read
+    /// as alone, its devices by their key (LATERAL). A join over the whole list was planned for 100 activities whatever it
+    /// held, and its kept plan hashed every device and every activity's devices to join a few; so is each device's update
+    /// token looked up, not joined. The token is '' when the phone reported the activity ended (a row without a token).
+    static let updateTargetPages = """
+        SELECT j.activity, p.* FROM unnest(ARRAY(SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST(?1 AS json)))) AS j(activity)
+        CROSS JOIN LATERAL (
+            SELECT \(SQLDeviceStore.deviceColumns), NULL AS push_to_start, d.application, ad.state,
+                   (SELECT COALESCE(t.token, '') FROM activity_tokens t
+                    WHERE t.device = ad.device AND t.activity_id = (SELECT a.activity_id FROM activities a WHERE a.id = ad.activity)) AS reported
+            FROM activity_devices ad JOIN devices d ON d.id = ad.device
+            WHERE ad.activity = j.activity ORDER BY ad.device LIMIT ?2) p
+        ORDER BY j.activity, p.id
+        """
 
     /// What `updateTarget` reads: the device, its application, its update token for the activity (`t`), and whether
     /// its token was found dead for it (`ad`).

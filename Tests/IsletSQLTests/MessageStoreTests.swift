@@ -224,6 +224,32 @@ struct MessageStoreTests {
         #expect(a.map(\.updateToken) == ["a1", nil, nil] && a.map(\.endedOnDevice) == [false, true, false] && a.map(\.tokenDead) == [false, false, true])
     }
 
+    /// A claim's pages of devices (PostgreSQL, one statement for its activities) are read through the keys at any size,
+    /// also in the plan PostgreSQL keeps for the prepared statement, which knows nothing of the list: that plan once
+    /// hashed every device and every activity's devices to join the dozen a claim needed.
+    @Test func aClaimsPagesAreReadByKeyInThePlanPostgreSQLKeeps() throws {
+        let db = try Engine.postgresql.open()
+        try db.applications().createApplication(Application(code: shop, name: "x", bundleID: "com.example.x", createdAt: now), tokens: [], apnsKey: nil)
+        let plan = try db.database.write { (c) throws(StoreError) -> [String] in
+            try c.run("""
+                INSERT INTO devices (application, hwid, push_token, updated_at) SELECT ?, 'h' || n, 'token' || n, 0 FROM generate_series(1, 20000) n
+                """, [.text(shop.rawValue)])
+            try c.run("""
+                INSERT INTO activities (application, activity_id, state, updated_at)
+                SELECT ?, 'order-' || n, \(ActivityState.active.sql), 0 FROM generate_series(1, 20000) n
+                """, [.text(shop.rawValue)])
+            try c.run("""
+                INSERT INTO activity_devices (activity, device, state) SELECT a.id, d.id, \(ActivityDeviceState.active.sql)
+                FROM activities a JOIN devices d ON d.hwid = 'h' || substr(a.activity_id, 7)
+                """, [])
+            try c.execute("ANALYZE devices; ANALYZE activities; ANALYZE activity_devices; SET LOCAL plan_cache_mode = force_generic_plan")
+            return try c.query("EXPLAIN " + SQLMessageStore.updateTargetPages, [.text("[1, 2, 3]"), .int(64)]).compactMap { $0["QUERY PLAN"].text }
+        }
+        let text = plan.joined(separator: "\n")
+        #expect(text.contains("Index Scan using activity_devices_pkey") && text.contains("Index Scan using devices_pkey"), "\(text)")
+        #expect(!text.contains("Seq Scan") && !text.contains("Hash"), "\(text)")
+    }
+
     /// Issue 43: a message's job is a row of the queue exactly while the message is unfinished (accepted, claimed,
     /// released between batches), and leaves it when it is sent, superseded or cancelled.
     @Test(arguments: Engine.allCases) func theQueueHoldsExactlyTheUnfinishedMessages(_ engine: Engine) throws {

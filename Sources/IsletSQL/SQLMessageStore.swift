@@ -64,8 +64,8 @@ public struct SQLMessageStore: Sendable {
         return id
     }
 
-    /// Stores `message` and queues its job (see `insert`), for a caller that needs no id back: on PostgreSQL both go
-    /// with the next statements, in one round trip.
+    /// Stores `message` and queues its job (see `insert`), for a caller that needs no id back: on PostgreSQL in one
+    /// statement, which goes with the next statements, in one round trip.
     /// `along`: a write that neither reads what the insert writes nor the other way round (the activity's change), sent
     /// before it; on PostgreSQL in the same statement. Its placeholders are plain `?`.
     func send(_ message: NewMessage, activity: Int64, application: ApplicationCode, at date: Date,

@@ -40,9 +40,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// The first statement that failed since the transaction began or last rolled back (a statement after it in
     /// the transaction fails too, or is skipped in a pipeline): its number and its error.
     private var firstFailed: (statement: Int, error: StoreError)?
-    /// The work notification (`SQLDialect.notifyWork`) was sent in this transaction: PostgreSQL delivers it once at the
-    /// commit however often it was sent, so the group's later members send none (a statement each of a group's writes).
-    private var notifiedWork = false
+    /// What `sendOncePerTransaction` sent in this transaction.
+    private var sentOnce: Set<String> = []
 
     /// How long a write waits for a row another transaction holds, in milliseconds. Writes of different nodes
     /// run at once and lock only the rows they change (an update its activity): they meet only on the same rows,
@@ -96,8 +95,8 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     }
 
     func execute(_ sql: String) throws(StoreError) {
-        // Rolled back (to a savepoint too), a notification sent is gone: the next write sends it again.
-        if sql.hasPrefix("BEGIN") || sql.hasPrefix("ROLLBACK") || sql == "COMMIT" { notifiedWork = false }
+        // Rolled back (to a savepoint too), what was sent once is gone: the next write sends it again.
+        if sql.hasPrefix("BEGIN") || sql.hasPrefix("ROLLBACK") || sql == "COMMIT" { sentOnce = [] }
         if !unanswered.isEmpty {
             // One statement (COMMIT, RELEASE) joins the writes sent ahead: one round trip for all of them. A
             // rollback runs whatever they said (they are what it undoes), so it goes after their answers.
@@ -146,10 +145,6 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
             try run(sql, parameters)
             return
         }
-        if sql == SQLDialect.postgresNotifyWork {
-            if notifiedWork { return }
-            notifiedWork = true
-        }
         // Writes that would fill libpq's buffer go at once (with the writes ahead): past 8 KB libpq hands the pipeline
         // to the server before its sync, and the server does not count a session whose statements wait for a sync as
         // idle in its transaction, so a process paused then would hold its row locks past
@@ -162,6 +157,15 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         if unanswered.count >= Self.pipelineDepth { try flush() }
         try enqueue(sql, parameters, planning: .kept, wanted: false)
         unansweredBytes += bytes
+    }
+
+    func sendOncePerTransaction(_ sql: String) throws(StoreError) {
+        guard !unanswered.isEmpty || PQtransactionStatus(handle) == PQTRANS_INTRANS else {
+            try run(sql, [])
+            return
+        }
+        guard sentOnce.insert(sql).inserted else { return }
+        try send(sql, [])
     }
 
     /// A generous estimate of what a prepared statement run with `parameters` takes on the wire: its Bind, Describe

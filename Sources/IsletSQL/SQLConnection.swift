@@ -123,6 +123,9 @@ public protocol SQLConnection: AnyObject {
     /// by the next statement of the transaction, by `flush`, or by the commit. So a write whose error the caller
     /// handles itself (a conflict it expects) goes through `run`.
     func send(_ sql: String, _ parameters: [SQLValue]) throws(StoreError)
+    /// `send` a statement without parameters whose effect a transaction needs once however often its writes ask for it (a
+    /// notification delivered at the commit): skipped when this transaction sent it already and has not rolled back since.
+    func sendOncePerTransaction(_ sql: String) throws(StoreError)
     /// Waits for the answers of the writes `send` sent on; throws the first error among them.
     func flush() throws(StoreError)
     /// Runs queries one after the other (each sees what the ones before it did) and returns each one's rows. In a
@@ -144,6 +147,7 @@ public protocol SQLConnection: AnyObject {
 extension SQLConnection {
     /// Engines that answer each statement at once run a sent write as `run` does.
     public func send(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) { try run(sql, parameters) }
+    public func sendOncePerTransaction(_ sql: String) throws(StoreError) { try send(sql, []) }
     public func flush() throws(StoreError) {}
     public var statementsIssued: Int { 0 }
     public func firstFailure() -> (statement: Int, error: StoreError)? { nil }
@@ -396,10 +400,7 @@ public struct SQLDialect: Sendable {
     public static let workChannel = "'islet.' || current_schema()"
 
     /// Wakes the other nodes at commit (PostgreSQL's NOTIFY; nil on SQLite, which has one server).
-    public var notifyWork: String? { engine == .postgresql ? Self.postgresNotifyWork : nil }
-
-    /// `notifyWork` on PostgreSQL.
-    public static let postgresNotifyWork = "SELECT pg_notify(\(workChannel), '')"
+    public var notifyWork: String? { engine == .postgresql ? "SELECT pg_notify(\(Self.workChannel), '')" : nil }
 
     /// The advisory lock a node holds for as long as it runs, keyed by its number (`?` or a column): the
     /// schema's hash and the number, as PostgreSQL's `pg_locks` shows them. Key 0 of the class is the delivery

@@ -14,9 +14,10 @@ public struct SQLMessageStore: Sendable {
 
     public init(database: any SQLDatabase) { self.database = database }
 
-    /// Wakes the other nodes when this transaction commits (PostgreSQL's NOTIFY; nothing on SQLite).
+    /// Wakes the other nodes when this transaction commits (PostgreSQL's NOTIFY; nothing on SQLite): once, however many
+    /// writes of a group ask (PostgreSQL delivers identical notifications of a transaction once anyway).
     func notifyNodes(_ c: any SQLConnection) throws(StoreError) {
-        if let notify = database.dialect.notifyWork { try c.send(notify) }
+        if let notify = database.dialect.notifyWork { try c.sendOncePerTransaction(notify) }
     }
 
     /// Runs `body` in one write transaction, rolled back when only validating.

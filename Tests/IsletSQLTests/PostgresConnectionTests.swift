@@ -36,6 +36,29 @@ struct PostgresConnectionTests {
         #expect(try store.tokens(of: code).map(\.id) == ["tk_after"])
     }
 
+    /// A statement sent once per transaction (a group's work notification) runs once however often its writes send it,
+    /// and again after a rollback to a savepoint, which may have undone it.
+    @Test func aStatementSentOncePerTransactionRunsOnceUntilARollback() throws {
+        let created = try TestPostgres.createDatabase()
+        defer { created.drop() }
+        let database = try PostgresDatabase(url: created.url)
+        let counts = try database.write { (c) throws(StoreError) -> [Int64] in
+            try c.execute("CREATE TEMPORARY TABLE sent (n INTEGER) ON COMMIT DROP")
+            let count = { () throws(StoreError) -> Int64 in try c.query("SELECT COUNT(*) AS n FROM sent")[0]["n"].int ?? -1 }
+            let insert = "INSERT INTO sent VALUES (1)"
+            try c.sendOncePerTransaction(insert)
+            try c.sendOncePerTransaction(insert)
+            let once = try count()
+            try c.execute("SAVEPOINT member")
+            try c.sendOncePerTransaction(insert)
+            let stillOnce = try count()
+            try c.execute("ROLLBACK TO member; RELEASE member")
+            try c.sendOncePerTransaction(insert)
+            return [once, stillOnce, try count()]
+        }
+        #expect(counts == [1, 1, 2])
+    }
+
     /// Integers are read straight from libpq's digits: every width and sign, the extremes included.
     @Test func integersOfEveryWidthAndSignComeBackExactly() throws {
         let created = try TestPostgres.createDatabase()

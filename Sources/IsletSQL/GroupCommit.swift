@@ -24,6 +24,9 @@ public final class GroupCommit: @unchecked Sendable {
         var readAhead: [[SQLRow]]?
         /// Its reads failed together with others' (a row not granted in time): they are made again in its savepoint.
         var readsAlone = false
+        /// Offered to a write together (`GroupReads.together`) in this group, and whether that write made it.
+        var triedTogether = false
+        var madeTogether = false
         var error: (any Error)?
         var done = false
         /// Its thread leads the next group (set by the leader that hands over, or by the first writer).
@@ -107,6 +110,8 @@ public final class GroupCommit: @unchecked Sendable {
             }
             lock.unlock()
             if let error = job.error { throw error }
+            // Made together with others: its results are in its `WriteTogether`, and its body returns nothing.
+            if job.madeTogether, let none = () as? T { result = none }
         }
         guard let result else { throw StoreError(.io, "a grouped write finished without a result") }
         return result
@@ -132,6 +137,7 @@ public final class GroupCommit: @unchecked Sendable {
             member.error = nil
             member.readAhead = nil
             member.readsAlone = false
+            member.triedTogether = false
             return true
         }
         for member in group[..<ran] where !again.contains(where: { $0 === member }) { member.done = true }
@@ -169,22 +175,31 @@ public final class GroupCommit: @unchecked Sendable {
                 begun = 0
                 ran = 0
                 let started = ContinuousClock.now
-                // Each member's first statement number: the member a failed statement belongs to.
-                var marks: [Int] = []
+                var statements = Statements()
                 var index = 0
                 while true {
                     while index < group.count {
                         if index > 0 && ContinuousClock.now - started >= budget { break }
                         let job = group[index]
-                        if job.reads != nil, job.readAhead == nil, !job.readsAlone {
-                            if let failed = try readAhead(group, from: index, marks: marks, connection) {
+                        if job.reads?.together != nil, !job.bulk, !job.triedTogether {
+                            if let failed = try writeTogether(group, from: index, &statements, connection) {
                                 index = failed + 1
                                 continue
                             }
                         }
-                        marks.removeSubrange(index...)
-                        marks.append(connection.statementsIssued)
+                        if job.reads != nil, !job.madeTogether, job.readAhead == nil, !job.readsAlone {
+                            if let failed = try readAhead(group, from: index, &statements, connection) {
+                                index = failed + 1
+                                continue
+                            }
+                        }
+                        statements.marks.removeSubrange(index...)
+                        statements.marks.append(connection.statementsIssued)
                         begun = max(begun, index + 1)
+                        if job.madeTogether {
+                            index += 1
+                            continue
+                        }
                         do {
                             try connection.send("SAVEPOINT islet_write")
                             // Read ahead, or alone in its savepoint (a row it waits for in vain fails it only).
@@ -193,7 +208,7 @@ public final class GroupCommit: @unchecked Sendable {
                             try connection.send("RELEASE islet_write")
                             index += 1
                         } catch {
-                            index = try rollBack(group, marks: marks, running: index, error, connection) + 1
+                            index = try rollBack(group, &statements, running: index, error, connection) + 1
                         }
                     }
                     // The last members' writes are answered here, before the commit.
@@ -201,7 +216,7 @@ public final class GroupCommit: @unchecked Sendable {
                         try connection.flush()
                         break
                     } catch {
-                        index = try rollBack(group, marks: marks, running: index - 1, error, connection) + 1
+                        index = try rollBack(group, &statements, running: index - 1, error, connection) + 1
                     }
                 }
                 ran = index
@@ -220,11 +235,12 @@ public final class GroupCommit: @unchecked Sendable {
     /// nodes' groups lock rows in one order. Reads that fail (a row lock not granted in time, a deadlock) are rolled
     /// back and made again by each member in its own savepoint; a failure of an earlier member's writes is rolled back
     /// as in `run`, and the index of the member that failed returned.
-    private static func readAhead(_ group: [Job], from index: Int, marks: [Int], _ connection: any SQLConnection) throws -> Int? {
+    private static func readAhead(_ group: [Job], from index: Int, _ statements: inout Statements, _ connection: any SQLConnection) throws -> Int? {
         var wave: [Job] = []
         var keys = Set<String>()
         for job in group[index...] {
-            guard let reads = job.reads, !job.bulk, job.readAhead == nil, !job.readsAlone, keys.isDisjoint(with: reads.keys),
+            guard let reads = job.reads, !job.bulk, reads.together == nil || (job.triedTogether && !job.madeTogether), job.readAhead == nil,
+                  !job.readsAlone, keys.isDisjoint(with: reads.keys),
                   wave.count < maximumReadAhead else { break }
             keys.formUnion(reads.keys)
             wave.append(job)
@@ -244,10 +260,53 @@ public final class GroupCommit: @unchecked Sendable {
             return nil
         } catch {
             if index > 0, let first = connection.firstFailure(), first.statement < readsBegin {
-                return try rollBack(group, marks: marks, running: index - 1, error, connection)
+                return try rollBack(group, &statements, running: index - 1, error, connection)
             }
             try connection.execute("ROLLBACK TO islet_reads; RELEASE islet_reads")
             for job in wave { job.readsAlone = true }
+            return nil
+        }
+    }
+
+    /// Where a group's statements stand: each member's first statement number (the member a failed statement belongs
+    /// to), and the last write together, while its writes may be unanswered (`writeTogether`).
+    struct Statements {
+        var marks: [Int] = []
+        var together: (begins: Int, ends: Int, first: Int, members: [Job])?
+    }
+
+    /// Offers the members from `index` on that can be written together (`GroupReads.together` of one type, keys apart,
+    /// as `readAhead` takes them) to the first one's `WriteTogether`, in a savepoint of their own. If it fails, it is
+    /// rolled back and every one of them runs its own body; a failure of an earlier member's writes is rolled back as
+    /// in `run`, and the index of the member that failed returned. Its writes and RELEASE go with the next round trip,
+    /// as a member's do: if they fail there, `rollBack` rolls the savepoint back, and its members run alone.
+    private static func writeTogether(_ group: [Job], from index: Int, _ statements: inout Statements,
+                                      _ connection: any SQLConnection) throws -> Int? {
+        guard let first = group[index].reads?.together else { return nil }
+        let kind = ObjectIdentifier(type(of: first))
+        var wave: [Job] = []
+        var keys = Set<String>()
+        for job in group[index...] {
+            guard let reads = job.reads, let together = reads.together, ObjectIdentifier(type(of: together)) == kind, !job.bulk,
+                  !job.triedTogether, keys.isDisjoint(with: reads.keys), wave.count < maximumReadAhead else { break }
+            keys.formUnion(reads.keys)
+            wave.append(job)
+        }
+        for job in wave { job.triedTogether = true }
+        let begins = connection.statementsIssued
+        do {
+            try connection.send("SAVEPOINT islet_together")
+            let made = try first.write(together: wave.compactMap { $0.reads?.together }, connection)
+            try connection.send("RELEASE islet_together")
+            for (job, made) in zip(wave, made) { job.madeTogether = made }
+            statements.together = (begins, connection.statementsIssued, index, wave)
+            return nil
+        } catch {
+            if index > 0, let failure = connection.firstFailure(), failure.statement < begins {
+                for job in wave { job.triedTogether = false }
+                return try rollBack(group, &statements, running: index - 1, error, connection)
+            }
+            try connection.execute("ROLLBACK TO islet_together; RELEASE islet_together")
             return nil
         }
     }
@@ -277,9 +336,19 @@ public final class GroupCommit: @unchecked Sendable {
     /// After `error` while member `running` ran (or while the writes up to it were answered): fails the member
     /// whose statement failed first, rolled back to its savepoint (the one open: the statements after the
     /// failed one were skipped), and clears what the members after it were told. Returns that member's index.
-    private static func rollBack(_ group: [Job], marks: [Int], running: Int, _ error: any Error, _ connection: any SQLConnection) throws -> Int {
+    /// A write together's statement that failed fails none: it is rolled back to its savepoint, and its members and
+    /// those after them run again, its members alone; the index before its first member is returned.
+    private static func rollBack(_ group: [Job], _ statements: inout Statements, running: Int, _ error: any Error,
+                                 _ connection: any SQLConnection) throws -> Int {
+        if let first = connection.firstFailure(), let together = statements.together, (together.begins..<together.ends).contains(first.statement) {
+            statements.together = nil
+            try connection.execute("ROLLBACK TO islet_together; RELEASE islet_together")
+            for job in group[together.first...] { job.error = nil }
+            for job in together.members { job.madeTogether = false }
+            return together.first - 1
+        }
         var failed = running, cause = error
-        if let first = connection.firstFailure(), let owner = marks.lastIndex(where: { $0 <= first.statement }) {
+        if let first = connection.firstFailure(), let owner = statements.marks.lastIndex(where: { $0 <= first.statement }) {
             failed = owner
             // The running member keeps the error its body threw (it may have said what the failure means to it).
             if owner < running { cause = first.error }

@@ -101,11 +101,25 @@ public struct SQLStatement: Sendable {
 public struct GroupReads: Sendable {
     public let statements: [SQLStatement]
     public let keys: Set<String>
+    /// When set, the write can also be made together with the writes of its kind grouped with it (`WriteTogether`).
+    public let together: (any WriteTogether)?
 
-    public init(_ statements: [SQLStatement], keys: Set<String>) {
+    public init(_ statements: [SQLStatement], keys: Set<String>, together: (any WriteTogether)? = nil) {
         self.statements = statements
         self.keys = keys
+        self.together = together
     }
+}
+
+/// A write that can be made together with the others of its kind in its group (`GroupCommit`): one statement per
+/// table for all of them, not a savepoint and statements each. Those it cannot make so (a refusal, a case out of the
+/// ordinary) run their own bodies after, each in its savepoint, as every other write does. Its results are kept in
+/// the object itself, which its caller reads once its write has returned. Touched by the group's leader only, while
+/// its caller waits.
+public protocol WriteTogether: AnyObject, Sendable {
+    /// Makes the writes of `members` (this one among them; all of one type, their keys apart) that it can, in the
+    /// group's transaction, and says which it made. Throwing: none is made; all run their own bodies.
+    func write(together members: [any WriteTogether], _ connection: any SQLConnection) throws -> [Bool]
 }
 
 /// One connection of an engine. A connection is used by one thread at a time, the one that checked it

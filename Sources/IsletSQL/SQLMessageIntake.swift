@@ -134,10 +134,17 @@ extension SQLMessageStore: MessageIntake {
         // Each activity locked and read first, with the reads of the writes grouped with this one (one round trip on
         // PostgreSQL); a request that names one activity twice reads the second after the first's writes.
         let keys = messages.map { Self.lockKey($0.activityID, application) }
-        let reads = Set(keys).count == keys.count
-            ? GroupReads(messages.flatMap { lockedForUpdate($0.activityID, application, heldDueBy: date) }, keys: Set(keys)) : nil
+        let apart = Set(keys).count == keys.count
+        // PostgreSQL: plain updates of the requests grouped with this one are written together (`UpdatesTogether`).
+        let together = apart && !validateOnly && database.dialect.writesRowsTogether
+            ? UpdatesTogether(store: self, messages: messages, application: application, budget: budget, pacing: pacing, at: date) : nil
+        let reads = apart
+            ? GroupReads(messages.flatMap { lockedForUpdate($0.activityID, application, heldDueBy: date) }, keys: Set(keys), together: together)
+            : nil
         let perMessage = reads.map { $0.statements.count / messages.count } ?? 0
+        var ranAlone = false
         try accept(validateOnly: validateOnly, reading: reads) { c, readAhead in
+            ranAlone = true
             accepted = []
             for (index, message) in messages.enumerated() {
                 // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14),
@@ -174,6 +181,7 @@ extension SQLMessageStore: MessageIntake {
             }
             try notifyNodes(c)
         }
+        if !ranAlone, let made = together?.accepted { return made }
         return accepted
     }
 
@@ -187,42 +195,20 @@ extension SQLMessageStore: MessageIntake {
         // One a claim holds at this moment is being sent: not waiting.
         let latest: LatestUpdate
         if let read = given { latest = read } else { latest = try latestUpdate(of: activity.id, c) }
-        let previous = latest.row
-        let previousState = previous.flatMap { MessageState(rawValue: $0["state"].text ?? "") }
-        let waiting = latest.held && previousState == .pending && previous.map { !$0["claimed"].bool } == true
-        var log = stored
-        if waiting, let previous { log = log.returning(Self.priorities(previous)) }
-        var priority = BudgetedPriority(requested: message.priority)
-        // An update iOS will not show (past the activity's 8 hours, A8) spends no budget.
-        if message.priority == 10 && !ActivityLifetime.isOver(startedAt: activity.startedAt, now: date) {
-            (priority, log) = budget.admit(requested: 10, log: log, now: date)
-        }
-        let spent = log == stored ? nil : log
-        let state: ActivityState = message.event == .end ? .ended : .active
-        let dismissAt = message.event == .end ? SQLValue.seconds(ActivityLifetime.dismissAt(endedAt: date, dismissalDate: message.dismissalDate)) : .null
+        let decision = UpdateDecision(message, activity: activity, log: stored, latest: latest, budget: budget, pacing: pacing, at: date)
         let change = SQLStatement("""
             UPDATE activities SET state = ?, content_state = ?, updated_at = ?, priority_ten_log = COALESCE(?, priority_ten_log),
                 dismiss_at = COALESCE(?, dismiss_at)
             WHERE id = ?
-            """, [.text(state.rawValue), .text(JSONValue.object(message.contentState).jsonText), SQLValue.seconds(date),
-                  spent.map { .text($0.json.jsonText) } ?? .null, dismissAt, .int(activity.id)])
-        // A9: an update waits for its turn after the last one that went out; an end goes at once.
-        var dueAt = date
-        if message.event == .update, let previous {
-            dueAt = pacing.dueAt(now: date, previous: UpdatePacing.Previous(
-                dueAt: Self.date(milliseconds: previous["due_at"].int ?? 0), waiting: waiting))
-        }
+            """, decision.activityChange(message, at: date) + [.int(activity.id)])
         // Its id is not read back: what it supersedes is older than the activity's newest message, itself. The activity's
         // change goes with it.
-        try send(message, activity: activity.id, application: application, at: date, budgeted: priority, dueAt: dueAt, channel: channel,
-                 along: change, c)
-        // A message is claimed only once every older one of its activity has finished: when the session's latest
-        // update is done, so is every update before it, and there is nothing to supersede but owed pushes.
-        try supersedeOlder(than: nil, activity: activity.id, owed: latest.owedPushes,
-                           unfinishedUpdates: previousState != .done, at: date, c)
+        try send(message, activity: activity.id, application: application, at: date, budgeted: decision.priority, dueAt: decision.dueAt,
+                 channel: channel, along: change, c)
+        try supersedeOlder(than: nil, activity: activity.id, owed: latest.owedPushes, unfinishedUpdates: decision.unfinishedUpdates, at: date, c)
         // An end ends the renewals too (A8).
         if message.event == .end { try c.send("DELETE FROM activity_renewals WHERE activity = ?", [.int(activity.id)]) }
-        return AcceptedUpdate(priority: priority, activityStartedAt: activity.startedAt, dueAt: dueAt, channel: channel.text.map(Self.decode(sessionChannel:)))
+        return decision.accepted(activity, channel: channel)
     }
 
     /// A11: an update, or a start's `end_date` end (`message` is then the start), held until due; `start` is

@@ -113,10 +113,8 @@ public struct SQLMessageStore: Sendable {
             column = try Self.sessionChannel(activity, c).map { .text($0) } ?? .null
         }
         return (SQLStatement("""
-            INSERT INTO messages (code, application, activity, event, target, target_kind, named_devices, attributes_type, payload,
-                                  fallback_payload, priority, priority_standard, priority_frequent, state, due_at, created_at, expires_at, channel_ids,
-                                  unknown_targets)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, \(MessageState.pending.sql), ?, ?, ?, ?, ?)
+            INSERT INTO messages (\(Self.insertedColumns.map(\.name).joined(separator: ", ")), state)
+            VALUES (\(Array(repeating: "?", count: Self.insertedColumns.count).joined(separator: ", ")), \(MessageState.pending.sql))
             """, [
             .text(message.code), .text(application.rawValue), .int(activity), .text(message.event.rawValue),
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, message.target.map { $0.kind.parameter } ?? .null,
@@ -127,6 +125,15 @@ public struct SQLMessageStore: Sendable {
             message.unknownTargets > 0 ? .int(Int64(message.unknownTargets)) : .null,
         ]), Self.milliseconds(due))
     }
+
+    /// The columns of `messages` that `insertion` gives values for, in the order of its parameters, each with its
+    /// PostgreSQL type in a row of JSON (`UpdatesTogether`, where bytes travel as base64); `state` is always pending.
+    static let insertedColumns: [(name: String, json: String)] = [
+        ("code", "text"), ("application", "text"), ("activity", "bigint"), ("event", "text"), ("target", "text"), ("target_kind", "text"),
+        ("named_devices", "bigint"), ("attributes_type", "text"), ("payload", "bytea"), ("fallback_payload", "bytea"), ("priority", "bigint"),
+        ("priority_standard", "bigint"), ("priority_frequent", "bigint"), ("due_at", "bigint"), ("created_at", "bigint"),
+        ("expires_at", "bigint"), ("channel_ids", "text"), ("unknown_targets", "bigint"),
+    ]
 
     /// A start's channel (X5) as stored: `{"name": name, "production": id, "sandbox": id}`; its session's updates
     /// and ends copy it.

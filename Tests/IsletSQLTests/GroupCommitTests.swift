@@ -246,6 +246,53 @@ struct GroupCommitTests {
         #expect(stored == Set((0..<24).filter { $0 != 9 && $0 != 18 }.map { "key\($0 % 6)-\($0)" } + ["taken"]))
     }
 
+    /// Writes that can be made together (`GroupReads.together`) are offered to one write a wave, the wave's keys apart:
+    /// those it makes run no body, those it leaves run their own, and a wave whose write together fails runs all of its
+    /// members alone. 24 writers over 6 keys, so waves 1–6, 7–12, 13–18 and 19–23; the write together makes the even
+    /// writers and leaves the odd ones, but makes all of the last wave. Two waves fail, each on a name taken, and on
+    /// PostgreSQL each failure surfaces later: writer 14's in writer 13's reads, writer 22's at the group's last flush.
+    @Test(arguments: Engine.allCases) func writesMadeTogetherRunNoBodyAndTheOthersRunAlone(_ engine: Engine) throws {
+        let db = try engine.open()
+        let database = db.database
+        try Self.application("GROUP-00009", withAFilterNamed: "taken", in: database)
+        let bodies = Mutex<Set<Int>>([]), notes = FilterTogether.Notes()
+        let (outcomes, transactions) = Self.oneGroup(database, writers: 24, reads: { n in
+            GroupReads([SQLStatement("SELECT 1 AS one")], keys: ["key\(n % 6)"], together: FilterTogether(n: n, notes))
+        }) { n, c, _ in
+            bodies.withLock { _ = $0.insert(n) }
+            try c.send(FilterTogether.insert, [.text("alone-\(n)")])
+        }
+        #expect(outcomes == Dictionary(uniqueKeysWithValues: (0..<24).map { ($0, "ok") }))
+        #expect(transactions == 2, "the leader alone, then the 23 in one group")
+        #expect(notes.waves.withLock { $0 } == [Array(1...6), Array(7...12), Array(13...18), Array(19...23)])
+        let alone = Set([0] + (1..<24).filter { $0 % 2 == 1 || $0 >= 13 })
+        #expect(bodies.withLock { $0 } == alone)
+        let stored = try database.withConnection { (c) throws(StoreError) in
+            Set(try c.query("SELECT name FROM filters WHERE application = 'GROUP-00009'").compactMap { $0["name"].text })
+        }
+        #expect(stored == Set(alone.map { "alone-\($0)" } + (0..<24).filter { !alone.contains($0) }.map { "together-\($0)" } + ["taken"]))
+    }
+
+    /// A write made together: a filter `together-n` for even writers and those from 19 on, made by one member for its wave.
+    final class FilterTogether: WriteTogether, @unchecked Sendable {
+        final class Notes: Sendable { let waves = Mutex<[[Int]]>([]) }
+        static let insert = "INSERT INTO filters (application, name, operator, conditions, created_at) VALUES ('GROUP-00009', ?, 'AND', '[]', 0)"
+        let n: Int
+        let notes: Notes
+        init(n: Int, _ notes: Notes) {
+            self.n = n
+            self.notes = notes
+        }
+
+        func write(together members: [any WriteTogether], _ c: any SQLConnection) throws -> [Bool] {
+            let writers = members.compactMap { ($0 as? FilterTogether)?.n }
+            notes.waves.withLock { $0.append(writers) }
+            let made = writers.map { $0 % 2 == 0 || $0 >= 19 }
+            for (n, made) in zip(writers, made) where made { try c.send(Self.insert, [.text(n == 14 || n == 22 ? "taken" : "together-\(n)")]) }
+            return made
+        }
+    }
+
     /// Writer `n`'s read: how many filters of its key (`n % 6`) there are.
     static func countingReads(_ n: Int) -> GroupReads {
         GroupReads([SQLStatement("SELECT COUNT(*) AS count FROM filters WHERE name LIKE ?", [.text("key\(n % 6)-%")])], keys: ["key\(n % 6)"])

@@ -18,6 +18,8 @@ public struct LiveActivityMethods: Sendable {
     /// Broadcasts to channels (X5), and the channels they go to; nil: notifications with `channel` are refused.
     let broadcasts: (any BroadcastStore)?
     let channels: (any ChannelStore)?
+    /// Which applications' updates are checked against a schema before they are offered to the store (X2).
+    let schemaPresence = SchemaPresence()
 
     public init(devices: any DeviceStore, messages: any MessageStore, schemas: any SchemaStore, pushLifetime: Duration = .seconds(3600),
                 pacing: UpdatePacing = .standard, broadcasts: (any BroadcastStore)? = nil, channels: (any ChannelStore)? = nil,
@@ -143,16 +145,10 @@ public struct LiveActivityMethods: Sendable {
                 return try broadcast(notifications, call, dryRun: dryRun)
             }
             var accepted: [(message: NewMessage, path: String)] = []
-            var warnings: [String] = []
+            var requestWarnings: [[String]] = []
             for n in notifications {
                 let update = try LiveActivityRequests.update(n, now: now)
-                warnings += update.warnings
-                // X2: checked against the schema version the activity started with.
-                if let started = try schemas.activitySchemaVersion(update.activityID, in: call.application.code),
-                   let schema = try schemas.schema(started.attributesType, version: started.version, in: call.application.code)?.schema {
-                    warnings += try SchemaValidation.validate(update.contentState, schema.contentState,
-                                                              path: "\(n.fieldPath("live_activity")).content-state")
-                }
+                requestWarnings.append(update.warnings)
                 // A11: one sent later carries its own send time, as a scheduled start does.
                 let dueAt = update.sendTime.date(now: now)
                 let payload = LiveActivityPayload.update(update, timestamp: Int64(dueAt.timeIntervalSince1970)).jsonBytes
@@ -162,11 +158,34 @@ public struct LiveActivityMethods: Sendable {
                     name: nil, contentState: update.contentState, payload: payload, fallbackPayload: nil, priority: update.priority,
                     dueAt: dueAt, expiresAt: dueAt.addingTimeInterval(pushLifetime), dismissalDate: update.dismissalDate), n.path))
             }
+            // X2: each update checked against the schema its activity started with. An application that never saved a
+            // schema has nothing to read; the store refuses an update whose check does not hold, which is then checked.
+            var checking = try schemaPresence.mayHaveSchemas(call.application.code, schemas)
             var decided: [AcceptedUpdate] = []
-            try refusalsAsErrors(accepted.map(\.path)) {
-                decided = try messages.acceptUpdates(accepted.map(\.message), in: call.application.code,
-                                                     budget: call.application.updateBudget, pacing: pacing, at: now, validateOnly: dryRun)
+            var schemaWarnings: [[String]] = []
+            for attempt in 1... {
+                schemaWarnings = []
+                for (index, n) in notifications.enumerated() {
+                    let (checked, warnings) = try checking ? checkSchema(of: accepted[index].message, n, call.application.code) : (nil, [])
+                    accepted[index].message.checkedSchema = .against(checked)
+                    schemaWarnings.append(warnings)
+                }
+                do {
+                    try refusalsAsErrors(accepted.map(\.path)) {
+                        decided = try messages.acceptUpdates(accepted.map(\.message), in: call.application.code,
+                                                             budget: call.application.updateBudget, pacing: pacing, at: now, validateOnly: dryRun)
+                    }
+                    break
+                } catch let outdated as SchemaCheckOutdated {
+                    schemaPresence.sawSchemas(call.application.code)
+                    // Checked once more at most: an activity started again and again meanwhile is not waited for.
+                    guard attempt < 3 else {
+                        throw APIError(.unavailable, ActivityRules.startedAgainWhileChecked(path: accepted[outdated.index].path))
+                    }
+                    checking = true
+                }
             }
+            var warnings = zip(requestWarnings, schemaWarnings).flatMap { $0 + $1 }
             for ((message, path), update) in zip(accepted, decided) {
                 if let endedBy = update.endedBy {
                     warnings.append(ActivityRules.repeatedEndWarning(path: path, activityID: message.activityID, endedBy: endedBy))
@@ -247,6 +266,17 @@ public struct LiveActivityMethods: Sendable {
     }
 
     /// A refusal by stored state (S3, U1) becomes the 400 that names the notification and field.
+    /// X2: `message`'s content-state checked against the schema its activity started with, if any: that schema (nil:
+    /// none), and the check's warnings.
+    private func checkSchema(of message: NewMessage, _ n: FieldReader, _ application: ApplicationCode) throws -> (ActivitySchema?, [String]) {
+        guard let started = try schemas.activitySchemaVersion(message.activityID, in: application) else { return (nil, []) }
+        var warnings: [String] = []
+        if let schema = try schemas.schema(started.attributesType, version: started.version, in: application)?.schema {
+            warnings = try SchemaValidation.validate(message.contentState, schema.contentState, path: "\(n.fieldPath("live_activity")).content-state")
+        }
+        return (ActivitySchema(attributesType: started.attributesType, version: started.version), warnings)
+    }
+
     private func refusalsAsErrors(_ paths: [String], _ body: () throws -> Void) throws {
         do {
             try body()

@@ -56,6 +56,12 @@ public enum ActivityRules {
         "\(path): '\(activityID)' had already ended (message \(endedBy)); nothing was sent again (U1)"
     }
 
+    /// X2: the answer when an update's activity was started again with another schema each time the update was
+    /// checked against the one before (a 503: nothing was changed, and the call can be made again).
+    public static func startedAgainWhileChecked(path: String) -> String {
+        "\(path).live_activity_id: the activity was started again with another schema while this update was checked against it; nothing was changed, retry"
+    }
+
     /// U1: nil when an update or end of `activityID` is accepted (the activity is active), else the message.
     public static func updateRefusal(_ activityID: String, state: ActivityState?) -> String? {
         switch state {

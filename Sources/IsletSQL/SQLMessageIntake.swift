@@ -151,6 +151,8 @@ extension SQLMessageStore: MessageIntake {
                 // and the activity's priority-10 count is read and written by one transaction at a time (A7).
                 var (existing, latest) = reads == nil ? try lockedForUpdate(message.activityID, application, heldDueBy: date, c)
                     : Self.lockedForUpdate(readAhead[index * perMessage..<(index + 1) * perMessage], heldDueBy: date)
+                // X2: checked by the caller against the schema its activity started with, before anything is written.
+                if let record = existing?.record, !message.checkedSchema.holds(for: record.schema) { throw SchemaCheckOutdated(index: index) }
                 // A11: what was held for this activity and is due goes first, so a newer update never goes before it.
                 if let held = existing, held.heldDue,
                    try release(try c.query(Self.selectHeld + " WHERE s.activity = ? AND s.due_at <= ? ORDER BY s.due_at, s.id",

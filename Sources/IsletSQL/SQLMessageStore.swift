@@ -315,19 +315,24 @@ public struct SQLMessageStore: Sendable {
         let held = heldDueBy == nil ? "" : ", EXISTS (SELECT 1 FROM scheduled_updates s WHERE s.activity = activities.id AND s.due_at <= ?3) AS held_due"
         let channel = locking ? ", \(Self.sessionChannel(of: "activities.id")) AS session_channel" : ""
         return SQLStatement("""
-            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at\(held)\(channel)
+            SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at,
+                   schema_version\(held)\(channel)
             FROM activities WHERE application = ?1 AND activity_id = ?2 \(locking ? database.dialect.forNoKeyUpdate : "")
             """, [.text(application.rawValue), .text(activityID)] + (heldDueBy.map { [Self.milliseconds($0)] } ?? []))
     }
 
     static func activity(_ row: SQLRow) -> ActivityRecord {
-        ActivityRecord(
+        var record = ActivityRecord(
             id: row["id"].int ?? 0, activityID: row["activity_id"].text ?? "", state: ActivityState(rawValue: row["state"].text ?? "") ?? .ended,
             attributesType: row["attributes_type"].text, name: row["name"].text,
             contentState: row["content_state"].text.flatMap { try? JSONParser.parse($0).objectValue },
             updatedAt: row["updated_at"].date ?? Date(timeIntervalSince1970: 0),
             startedAt: row["started_at"].date,
             dismissAt: row["dismiss_at"].date)
+        if let type = row["attributes_type"].text, let version = row["schema_version"].int {
+            record.schema = ActivitySchema(attributesType: type, version: Int(version))
+        }
+        return record
     }
 
     /// The types of the application's custom tags; with `named`, of those names only (looked up by the key, never a

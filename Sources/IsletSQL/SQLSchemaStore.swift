@@ -64,6 +64,12 @@ public struct SQLSchemaStore: SchemaStore {
         }
     }
 
+    public func hasSchemas(in application: ApplicationCode) throws(StoreError) -> Bool {
+        try database.withConnection { (c) throws(StoreError) in
+            !(try c.query("SELECT 1 FROM live_activity_schemas WHERE application = ? LIMIT 1", [.text(application.rawValue)]).isEmpty)
+        }
+    }
+
     private func query(_ clause: String, _ parameters: [SQLValue]) throws(StoreError) -> [(schema: StoredSchema, deleted: Bool)] {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("SELECT attributes_type, version, content_state, attributes, description, created_at, deleted_at FROM live_activity_schemas"

@@ -120,7 +120,7 @@ final class UpdatesTogether: WriteTogether, @unchecked Sendable {
                 let ord = first + Int64(offset)
                 guard let row = activities[ord] else { break }
                 let locked = SQLMessageStore.locked(row, heldDueBy: request.date)
-                guard message.event == .update, message.dueAt <= request.date, !locked.heldDue,
+                guard message.event == .update, message.dueAt <= request.date, !locked.heldDue, message.checkedSchema.holds(for: locked.record.schema),
                       ActivityRules.updateRefusal(message.activityID, state: locked.record.state) == nil else { break }
                 let session = SQLMessageStore.LatestUpdate(latest[ord], owedPushes: owed)
                 let decision = UpdateDecision(message, activity: locked.record, log: locked.log, latest: session, budget: request.budget,
@@ -165,7 +165,7 @@ final class UpdatesTogether: WriteTogether, @unchecked Sendable {
     static let locking = """
         SELECT k.ord, a.* FROM \(keys) CROSS JOIN LATERAL (
             SELECT a.id, a.activity_id, a.state, a.attributes_type, a.name, a.content_state, a.updated_at, a.priority_ten_log, a.started_at,
-                   a.dismiss_at, EXISTS (SELECT 1 FROM scheduled_updates s WHERE s.activity = a.id AND s.due_at <= k.now) AS held_due,
+                   a.dismiss_at, a.schema_version, EXISTS (SELECT 1 FROM scheduled_updates s WHERE s.activity = a.id AND s.due_at <= k.now) AS held_due,
                    \(SQLMessageStore.sessionChannel(of: "a.id")) AS session_channel
             FROM activities a WHERE a.application = k.application AND a.activity_id = k.activity_id FOR NO KEY UPDATE OF a) a
         """

@@ -68,6 +68,8 @@ public struct ActivityRecord: Sendable, Equatable {
     public let startedAt: Date?
     /// After an end: when it leaves the lock screen (A8).
     public let dismissAt: Date?
+    /// The schema its current session started with (X2), when it did; read with the activity locked for an update.
+    public var schema: ActivitySchema?
 
     public init(id: Int64, activityID: String, state: ActivityState, attributesType: String?, name: String?,
                 contentState: JSONObject?, updatedAt: Date, startedAt: Date? = nil, dismissAt: Date? = nil) {
@@ -109,6 +111,8 @@ public struct NewMessage: Sendable {
     public var scheduledEnd: (code: String, at: Date, expiresAt: Date)?
     /// A start's `renew`: Islet starts the activity again shortly before its 8 hours, each time (A8).
     public var renew = false
+    /// An update's: what its content-state was checked against (X2); the store refuses it when that no longer holds.
+    public var checkedSchema = CheckedSchema.unchecked
     /// A start on a broadcast channel (X5): Apple's channel id per environment, and Islet's name for the channel.
     public var channelIDs: [Gateway: String]?
     /// A start to `devices` or `users`: how many of the entries named no device of the application (issue 45).

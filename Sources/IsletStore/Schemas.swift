@@ -40,6 +40,45 @@ public protocol SchemaStore: Sendable {
     func deleteSchema(_ attributesType: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool
     /// The schema version an activity started with.
     func activitySchemaVersion(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> (attributesType: String, version: Int)?
+    /// Whether the application ever saved a schema (deleted ones count: an activity may have started with one).
+    func hasSchemas(in application: ApplicationCode) throws(StoreError) -> Bool
+}
+
+/// The schema an activity's session started with (X2): its attributes type and version.
+public struct ActivitySchema: Sendable, Hashable {
+    public let attributesType: String
+    public let version: Int
+
+    public init(attributesType: String, version: Int) {
+        self.attributesType = attributesType
+        self.version = version
+    }
+}
+
+/// What an update's content-state was checked against (X2) before it was offered to the store, which refuses the
+/// update (`SchemaCheckOutdated`) when its activity started with another schema, or with one where none was assumed.
+public enum CheckedSchema: Sendable, Equatable {
+    /// Not checked here: the store takes it as it is (starts, and callers that check nothing).
+    case unchecked
+    /// Checked against this schema, or, nil, against none.
+    case against(ActivitySchema?)
+
+    /// Whether a check made so still holds for an activity that started with `schema`.
+    public func holds(for schema: ActivitySchema?) -> Bool {
+        switch self {
+        case .unchecked: true
+        case .against(let checked): checked == schema
+        }
+    }
+}
+
+/// An update whose schema check (`CheckedSchema`) does not hold for its activity: nothing of its request was written;
+/// the caller checks it against the activity's schema and offers it again.
+public struct SchemaCheckOutdated: Error, Sendable {
+    /// The update's place in its request.
+    public let index: Int
+
+    public init(index: Int) { self.index = index }
 }
 
 extension SchemaStore {

@@ -49,6 +49,23 @@ struct SchemaAPITests {
         #expect(try start(["status": "Third", "estimatedTime": "37 min"], id: "ORDER_2").message == "notifications[0].live_activity.content-state.minutes: missing")
     }
 
+    /// An application with no schema has its updates offered to the store unchecked (no read of the activity's schema
+    /// first). Once it saves one, an update of an activity started with it is still checked: the store refuses the
+    /// unchecked update, and the API checks it and offers it again.
+    @Test func anUpdateIsCheckedEvenWhenItsApplicationHadNoSchemaAMomentAgo() throws {
+        let update = { (id: String, state: JSONValue) in
+            try world.server("updateLiveActivity", ["notifications": [.object(updateNotification(activity: ["content-state": state], id: id))]])
+        }
+        _ = try world.waitUntilSent(try world.messageCodes(try start(["anything": 1])))
+        #expect(try update("ORDER_1", ["anything": 2]).status == 200, "no schema, nothing to check")
+        _ = try world.server("setLiveActivitySchema", foodDeliverySchema)
+        _ = try world.waitUntilSent(try world.messageCodes(try start(["status": "Third", "estimatedTime": "37 min"], id: "ORDER_2")))
+        #expect(try update("ORDER_2", ["status": "Close"]).message == "notifications[0].live_activity.content-state.estimatedTime: missing")
+        let accepted = try world.expectOK(try update("ORDER_2", ["status": "Close", "estimatedTime": "5 min", "driver": "Ana"]))
+        #expect(accepted["warnings"] == ["notifications[0].live_activity.content-state.driver: unknown field; the app's Codable type ignores it"])
+        #expect(try update("ORDER_1", ["anything": 3]).status == 200, "an activity started before the schema still has none")
+    }
+
     @Test func schemasAreListedVersionedAndDeleted() throws {
         _ = try world.server("setLiveActivitySchema", foodDeliverySchema)
         _ = try world.server("setLiveActivitySchema", foodDeliverySchema)

@@ -15,7 +15,8 @@ struct UpdatesTogetherTests {
     /// `acceptUpdates` one by one; set B's are offered to one write together, and those it does not make then go
     /// through `acceptUpdates`, as `GroupCommit` runs them. Plain updates (a first one, one superseding a waiting
     /// update, one after two others, one waiting for its turn, A9, all over their priority-10 budget, A7, and a request of two) are made together; a refusal, an end,
-    /// one sent later and a request of two with a refusal in it are not.
+    /// one sent later, one checked against a schema its activity did not start with (X2) and a request of two with a
+    /// refusal in it are not.
     @Test func updatesWrittenTogetherLeaveWhatUpdatesWrittenAloneLeave() throws {
         let db = try Engine.postgresql.open()
         try db.applications().createApplication(Application(code: shop, name: "x", bundleID: "com.example.x", createdAt: now),
@@ -23,7 +24,7 @@ struct UpdatesTogetherTests {
         let store = db.messages
         // No priority-10 update an hour for standard phones (A7): every one is lowered for them.
         let budget = UpdateBudget(perHour: 0, frequentPerHour: 3), pacing = UpdatePacing(interval: 5)
-        let names = ["PLAIN", "WAITING", "BUDGET", "PACED", "PAIR_1", "PAIR_2", "MIXED_1", "MIXED_2", "ENDED", "END", "LATER"]
+        let names = ["PLAIN", "WAITING", "BUDGET", "PACED", "PAIR_1", "PAIR_2", "MIXED_1", "MIXED_2", "ENDED", "END", "LATER", "CHECKED"]
         var serial = 0
         func message(_ set: String, _ name: String, _ event: LiveActivityEvent, step: Int64, at date: Date = now, priority: Int = 10) -> NewMessage {
             serial += 1
@@ -56,13 +57,19 @@ struct UpdatesTogetherTests {
                 try store.acceptUpdates([message(set, name, .end, step: 9, at: earlier)], in: shop, at: earlier, validateOnly: false)
             }
         }
+        // Checked against a schema its activity did not start with (X2): refused, nothing written.
+        func checked(_ message: NewMessage) -> NewMessage {
+            var checked = message
+            checked.checkedSchema = .against(ActivitySchema(attributesType: "OrderAttributes", version: 1))
+            return checked
+        }
         func requests(_ set: String) -> [[NewMessage]] {
             [[message(set, "PLAIN", .update, step: 5)], [message(set, "WAITING", .update, step: 5)], [message(set, "BUDGET", .update, step: 5)],
              [message(set, "PACED", .update, step: 5, priority: 5)],
              [message(set, "PAIR_1", .update, step: 5), message(set, "PAIR_2", .update, step: 5)],
              [message(set, "MIXED_1", .update, step: 5), message(set, "MIXED_2", .update, step: 5)],
              [message(set, "ENDED", .update, step: 5)], [message(set, "END", .end, step: 5)],
-             [message(set, "LATER", .update, step: 5, at: now.addingTimeInterval(60))]]
+             [message(set, "LATER", .update, step: 5, at: now.addingTimeInterval(60))], [checked(message(set, "CHECKED", .update, step: 5))]]
         }
         func alone(_ request: [NewMessage]) -> String {
             do {
@@ -76,7 +83,7 @@ struct UpdatesTogetherTests {
             UpdatesTogether(store: store, messages: $0, application: shop, budget: budget, pacing: pacing, at: now)
         }
         let made = try db.database.inWriteTransaction { c in try together[0].write(together: together, c) }
-        #expect(made == [true, true, true, true, true, false, false, false, false])
+        #expect(made == [true, true, true, true, true, false, false, false, false, false])
         let answersTogether = zip(together, made).map { request, made in
             made ? "\(request.accepted ?? [])" : alone(request.messages)
         }
@@ -84,6 +91,7 @@ struct UpdatesTogetherTests {
         #expect(answersAlone[2].contains("standard: 5, frequent: 10"), "the budget lowered the update for standard phones: \(answersAlone[2])")
         #expect(answersAlone[3].contains("dueAt: \(now.addingTimeInterval(4))"), "the paced update waits for its turn: \(answersAlone[3])")
         #expect(answersAlone[5].contains("A_MIXED_2"), "the request with a refusal is refused whole: \(answersAlone[5])")
+        #expect(answersAlone[9] == "\(SchemaCheckOutdated(index: 0))")
         #expect(try Self.state(of: "A", db.database) == Self.state(of: "B", db.database))
         let waiting = try Self.state(of: "A", db.database).filter { $0.hasPrefix("WAITING message") }
         #expect(waiting.contains { $0.contains("superseded") }, "the waiting update was superseded: \(waiting)")

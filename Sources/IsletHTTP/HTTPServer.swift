@@ -131,7 +131,8 @@ public final class HTTPServer: @unchecked Sendable {
         context.waitForRequests(until: min(deadline, ContinuousClock.now + Self.bodyGrace))
         let drained = context.waitForRunningRequests(until: deadline)
         let handler = context.handler
-        if context.suspensions.stop(answer: { request, started in handler.unfinished(request, started: started) }) > 0 {
+        let resumes = max(deadline, ContinuousClock.now + .seconds(1))
+        if context.suspensions.stop(until: resumes, answer: { request, started in handler.unfinished(request, started: started) }) > 0 {
             // The 503s go out on the connection threads: a moment for them to be written before the stop.
             context.waitForRequests(until: ContinuousClock.now + .milliseconds(250))
         }
@@ -232,9 +233,13 @@ final class PendingAnswer: Sendable {
     func take() -> HTTPResponse? { response.withLock { current in defer { current = nil }; return current } }
 }
 
-/// The requests whose connections are suspended while a worker runs them. Every suspend and resume happens
-/// under one lock, so each suspended connection is resumed exactly once: by its worker, or at shutdown.
-/// libmicrohttpd never calls back into this while holding its own locks, so the order cannot deadlock.
+/// The requests whose connections are suspended while a worker runs them. Each suspended connection is resumed
+/// exactly once: by its worker, which takes its entry under the lock, or at shutdown, which takes every entry left.
+/// A suspend happens under the lock (a shutdown never resumes a connection not yet suspended); a worker's resume
+/// after it, so the workers and libmicrohttpd's thread do not queue for the lock behind each other's calls into
+/// libmicrohttpd (its lock and a wake-up of its thread), and `stop` waits for the resumes under way, so none comes
+/// after libmicrohttpd stops. libmicrohttpd never calls back into this while holding its own locks, so the order
+/// cannot deadlock.
 final class Suspensions: Sendable {
     private struct Entry {
         let connection: ConnectionHandle
@@ -248,6 +253,9 @@ final class Suspensions: Sendable {
         var stopped = false
     }
     private let state = Mutex(State())
+    /// Workers between taking their entry (under the lock, so a stop that comes after sees them) and the return of
+    /// its `MHD_resume_connection`; left without the lock, so a finish takes the lock once.
+    private let resuming = Atomic<Int>(0)
 
     /// Suspends `connection` (from the access handler, as libmicrohttpd requires); nil once stopped.
     func suspend(_ connection: OpaquePointer, answer: PendingAnswer, request: HTTPRequest) -> UInt64? {
@@ -272,20 +280,25 @@ final class Suspensions: Sendable {
     /// Leaves the answer and resumes the connection, unless shutdown answered it already (then a stream the
     /// handler answered with is let go: it will never be written).
     func finish(_ id: UInt64, with response: HTTPResponse) {
-        state.withLock { state in
+        let connection = state.withLock { state -> ConnectionHandle? in
             guard let entry = state.entries.removeValue(forKey: id) else {
                 response.stream?.released()
-                return
+                return nil
             }
             entry.answer.set(response)
-            MHD_resume_connection(entry.connection.pointer)
+            resuming.add(1, ordering: .relaxed)
+            return entry.connection
         }
+        guard let connection else { return }
+        MHD_resume_connection(connection.pointer)
+        resuming.subtract(1, ordering: .releasing)
     }
 
     /// Refuses further suspensions and resumes every suspended connection with `answer(started)`; returns
-    /// how many it resumed.
-    func stop(answer: (_ request: HTTPRequest, _ started: Bool) -> HTTPResponse) -> Int {
-        state.withLock { state in
+    /// how many it resumed, once the workers' resumes under way have returned (until `deadline`: a resume takes
+    /// microseconds, a lock and a write to wake libmicrohttpd's thread).
+    func stop(until deadline: ContinuousClock.Instant, answer: (_ request: HTTPRequest, _ started: Bool) -> HTTPResponse) -> Int {
+        let resumed = state.withLock { state in
             state.stopped = true
             let resumed = state.entries.count
             for (_, entry) in state.entries {
@@ -295,6 +308,8 @@ final class Suspensions: Sendable {
             state.entries = [:]
             return resumed
         }
+        while resuming.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline { sched_yield() }
+        return resumed
     }
 
 }

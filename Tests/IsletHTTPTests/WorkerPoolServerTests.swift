@@ -101,41 +101,6 @@ struct WorkerPoolServerTests {
         #expect(handler.arrived.load(ordering: .acquiring) == 1, "the request answered 503 before it started never runs")
     }
 
-    /// Shutdown in the middle of a stream of quick requests, as a deploy meets production traffic: workers resume
-    /// their connections while the stop resumes the rest and libmicrohttpd stops. Ten servers stopped under 8
-    /// clients' requests: each stop returns in time, and every request answered was answered whole (200 or 503).
-    @Test func shutdownUnderAStreamOfQuickRequestsWaitsForTheResumesUnderWay() throws {
-        struct Quick: HTTPHandler {
-            func execution(for request: HTTPRequest) -> HTTPExecution { .workerPool }
-            func handle(_ request: HTTPRequest) -> HTTPResponse { HTTPResponse(status: 200, body: Array("quick".utf8)) }
-            func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse { HTTPResponse(status: 413) }
-        }
-        for _ in 0..<10 {
-            let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, workerThreads: 8), handler: Quick())
-            try server.start()
-            let port = server.port
-            let answered = Atomic<Int>(0), wrong = Mutex<[String]>([])
-            let clients = (0..<8).map { _ in
-                RawHTTPClient.onThread {
-                    // Until the server is gone: a refused or cut connection ends the loop.
-                    while let response = try? RawHTTPClient.send("POST", "/quick", port: port) {
-                        answered.add(1, ordering: .relaxed)
-                        if !(response.status == 200 && response.body == "quick") && response.status != 503 {
-                            wrong.withLock { $0.append("\(response)") }
-                        }
-                    }
-                    return RawHTTPClient.Response(status: 0, body: "")
-                }
-            }
-            #expect(Self.waitUntil { answered.load(ordering: .relaxed) >= 100 })
-            let started = ContinuousClock.now
-            server.shutdown(gracePeriod: .milliseconds(20))
-            #expect(ContinuousClock.now - started < .seconds(5))
-            for client in clients { _ = try client.value() }
-            #expect(wrong.withLock { $0 } == [])
-        }
-    }
-
     @Test func aCleanShutdownWaitsForTheWaitingRequests() throws {
         let handler = GatedHandler()
         let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, workerThreads: 4), handler: handler)

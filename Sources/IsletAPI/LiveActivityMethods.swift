@@ -265,7 +265,6 @@ public struct LiveActivityMethods: Sendable {
         }
     }
 
-    /// A refusal by stored state (S3, U1) becomes the 400 that names the notification and field.
     /// X2: `message`'s content-state checked against the schema its activity started with, if any: that schema (nil:
     /// none), and the check's warnings.
     private func checkSchema(of message: NewMessage, _ n: FieldReader, _ application: ApplicationCode) throws -> (ActivitySchema?, [String]) {
@@ -277,6 +276,7 @@ public struct LiveActivityMethods: Sendable {
         return (ActivitySchema(attributesType: started.attributesType, version: started.version), warnings)
     }
 
+    /// A refusal by stored state (S3, U1) becomes the 400 that names the notification and field.
     private func refusalsAsErrors(_ paths: [String], _ body: () throws -> Void) throws {
         do {
             try body()

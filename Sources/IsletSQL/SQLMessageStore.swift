@@ -112,10 +112,7 @@ public struct SQLMessageStore: Sendable {
         } else {
             column = try Self.sessionChannel(activity, c).map { .text($0) } ?? .null
         }
-        return (SQLStatement("""
-            INSERT INTO messages (\(Self.insertedColumns.map(\.name).joined(separator: ", ")), state)
-            VALUES (\(Array(repeating: "?", count: Self.insertedColumns.count).joined(separator: ", ")), \(MessageState.pending.sql))
-            """, [
+        return (SQLStatement(Self.insertingMessage, [
             .text(message.code), .text(application.rawValue), .int(activity), .text(message.event.rawValue),
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, message.target.map { $0.kind.parameter } ?? .null,
             message.target?.namedDevices.map { .int(Int64($0)) } ?? .null, Self.optional(message.attributesType),
@@ -125,6 +122,12 @@ public struct SQLMessageStore: Sendable {
             message.unknownTargets > 0 ? .int(Int64(message.unknownTargets)) : .null,
         ]), Self.milliseconds(due))
     }
+
+    /// `insertion`'s statement, made once: a message of every accepted start and update is inserted with it.
+    static let insertingMessage = """
+        INSERT INTO messages (\(insertedColumns.map(\.name).joined(separator: ", ")), state)
+        VALUES (\(Array(repeating: "?", count: insertedColumns.count).joined(separator: ", ")), \(MessageState.pending.sql))
+        """
 
     /// The columns of `messages` that `insertion` gives values for, in the order of its parameters, each with its
     /// PostgreSQL type in a row of JSON (`UpdatesTogether`, where bytes travel as base64); `state` is always pending.

@@ -142,7 +142,7 @@ public struct APIRouter: HTTPHandler {
     }
 
     /// The answer to an error from a method (or another route, named in `method`): its own message for an API
-    /// error, 429 with `Retry-After` for a rate limit, 503 for storage, 500 for anything else (logged).
+    /// error, 429 with `Retry-After` for a rate limit, 503 with `Retry-After: 1` for storage, 500 for anything else (logged).
     public func failure(_ error: any Error, method name: String) -> HTTPResponse {
         switch error {
         case let error as APIError:
@@ -153,7 +153,10 @@ public struct APIRouter: HTTPHandler {
             return response
         case let error as StoreError:
             logger.error("storage failure", ["method": .string(name), "error": .string(error.message)])
-            return Self.failure(APIError(.unavailable, "storage is unavailable; nothing was changed, retry later"))
+            // A database away (a failover, a restart, a cut network) is back within seconds; Islet reconnects by itself.
+            var response = Self.failure(APIError(.unavailable, "storage is unavailable; nothing was changed, retry later"))
+            response.headers.append(("Retry-After", "1"))
+            return response
         default:
             logger.error("unexpected failure", ["method": .string(name), "error": .string("\(error)")])
             return Self.failure(APIError(.internalError, "internal error; nothing was changed"))

@@ -43,6 +43,9 @@ public struct DeliveryConfiguration: Sendable {
     /// cut off from the database) loses its work to another node after this, and a node that sees it has
     /// lost a lease sends no further batch of it. Renewed four times per lease (at least every second).
     public var lease: Duration
+    /// How long a worker keeps trying to record what a batch's pushes came to while the database cannot be reached
+    /// (issue 47): a failover, a restart or a cut network within this loses no answer, and sends nothing twice.
+    public var recordPatience: Duration = .seconds(60)
     /// The least time between two updates of one activity (A9), for the held updates released when due (A11).
     public var updatePacing = UpdatePacing.standard
     /// Push-to-start pushes a device gets in a minute (A12).

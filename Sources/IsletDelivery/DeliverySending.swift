@@ -74,7 +74,8 @@ extension DeliveryService {
             }
             if lostLease(error, messages: [job.code]) { return }
             logger.error("delivery failed; the job will resume", ["message": .string(job.code), "error": .string("\(error)")])
-            try? messages.release(job)
+            // Given back when the database lets us; else its lease, no longer renewed, runs out and a rescue frees it.
+            try? persistently { try messages.release(job) }
             pause(seconds: 1)
         }
     }
@@ -180,17 +181,30 @@ extension DeliveryService {
         metrics.count(result.records)
     }
 
-    /// Runs a store write up to five times over a second: what it records is what keeps the pushes it
-    /// describes from being sent again.
+    /// Runs a store write until it is done: what it records is what keeps the pushes it describes from being sent
+    /// again (issue 47). While the database cannot be reached (`.io`: a failover, a restart, a cut network) or a row is
+    /// held (`.busy`), it is tried again, 0.2 s after the first failure and then at most every second, for
+    /// `recordPatience`: the answers in hand are recorded once the database is back, under the claim's lease if it
+    /// still stands (renewed, even past its expiry, while no node rescued it), and no other node sends those pushes
+    /// again. It gives up at once when the lease was rescued (`.leaseLost`: the work is another node's), when the
+    /// service stops, or after five tries for any other error.
     func persistently(_ write: () throws -> Void) throws {
+        let giveUp = ContinuousClock.now + configuration.recordPatience
         var attempt = 0
+        var wait = 0.2
         while true {
             do {
                 return try write()
             } catch {
                 attempt += 1
-                if attempt >= 5 || (error as? StoreError)?.code == .leaseLost { throw error }
-                Thread.sleep(forTimeInterval: 0.2)
+                let code = (error as? StoreError)?.code
+                let transient = code == .io || code == .busy
+                if code == .leaseLost || stopping || (!transient && attempt >= 5) || ContinuousClock.now + .seconds(wait) > giveUp { throw error }
+                if attempt == 1 || attempt % 10 == 0 {
+                    logger.warning("could not record what pushes came to; trying again", ["attempt": .int(Int64(attempt)), "error": .string("\(error)")])
+                }
+                pause(seconds: wait)
+                wait = min(1, wait * 2)
             }
         }
     }

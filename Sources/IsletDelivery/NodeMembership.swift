@@ -133,10 +133,20 @@ final class NodeMembership: Sendable {
 
     private var stopping: Bool { stopRequested.withLock { $0 } }
 
+    /// How long this node must have reached the database without a break before it rescues other nodes' leases: a
+    /// lease. After a failover or a database restart every node's session ended at once, and the new server holds
+    /// none of their locks until each node is back: a node back first would take every other node for gone, and
+    /// their work in flight, whose answers they still hold, would be sent again. Within a lease they are back,
+    /// take their locks again, renew their leases (expired or not, while no one rescued them) and record what they
+    /// sent; past it, a node not back is gone, and its leases run out by then anyway.
+    var rescueGrace: Duration { leases.duration }
+
     private func run(wake: @Sendable () -> Void) {
         var nextTick = ContinuousClock.now
         var nextHeartbeat = ContinuousClock.now + Self.heartbeat
         var reported: String?
+        // Since when the node reached the database at every tick (its session up, its renewals and rescues done).
+        var reachableSince: ContinuousClock.Instant? = .now
         while !stopping {
             let wait = min(max(.zero, nextTick - .now), .milliseconds(250))
             if let session = session.withLock({ $0 }) {
@@ -154,8 +164,12 @@ final class NodeMembership: Sendable {
             }
             guard !stopping, ContinuousClock.now >= nextTick else { continue }
             nextTick = .now + tick
-            renew()
-            rescue(wake: wake)
+            if renew() && isAlive {
+                reachableSince = reachableSince ?? .now
+            } else {
+                reachableSince = nil
+            }
+            if let since = reachableSince, ContinuousClock.now - since >= rescueGrace, !rescue(wake: wake) { reachableSince = nil }
             if ContinuousClock.now >= nextHeartbeat {
                 nextHeartbeat = .now + Self.heartbeat
                 do { try cluster.heartbeat(node.id, at: now()) } catch { logger.warning("cluster heartbeat failed", ["error": .string("\(error)")]) }
@@ -164,25 +178,30 @@ final class NodeMembership: Sendable {
         }
     }
 
-    private func renew() {
+    /// Renews the leases held; false when the database could not be reached (`unreachable`).
+    private func renew() -> Bool {
         let asked = leases.held
-        guard !asked.isEmpty else { return }
+        guard !asked.isEmpty else { return true }
         let sentAt = ContinuousClock.now
         do {
             let lost = leases.apply(try cluster.renew(asked, of: node.id, for: leases.duration.timeInterval), sentAt: sentAt)
             if lost > 0 {
                 logger.warning("leases were rescued by another node; their work is theirs now", ["leases": .int(Int64(lost))])
             }
+            return true
         } catch {
             // Not renewed: the local deadlines run on, and workers stop sending when they pass.
             logger.warning("lease renewal failed", ["error": .string("\(error)")])
+            return !Self.unreachable(error)
         }
     }
 
-    private func rescue(wake: @Sendable () -> Void) {
+    /// Frees the work of leases that expired or whose node is gone; false when the database could not be reached
+    /// (`unreachable`).
+    private func rescue(wake: @Sendable () -> Void) -> Bool {
         do {
             let report = try cluster.rescue(at: now())
-            guard !report.isEmpty else { return }
+            guard !report.isEmpty else { return true }
             metrics.count { counts in
                 counts.rescuedLeases += report.leases
                 counts.rescuedJobs += report.jobs
@@ -192,10 +211,15 @@ final class NodeMembership: Sendable {
                 "leases": .int(Int64(report.leases)), "jobs": .int(Int64(report.jobs)), "deliveries": .int(Int64(report.deliveries)),
             ])
             wake()
+            return true
         } catch {
             logger.warning("lease rescue failed", ["error": .string("\(error)")])
+            return !Self.unreachable(error)
         }
     }
+
+    /// The database could not be reached (or failed), as opposed to a row another transaction held (`.busy`).
+    static func unreachable(_ error: any Error) -> Bool { (error as? StoreError)?.code != .busy }
 
     /// Whether the liveness session holds its lock (always true without one: SQLite's single server).
     var isAlive: Bool { session.withLock { $0 }?.isAlive ?? true }

@@ -67,9 +67,12 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     init(url: String, origin: String, name: String = "islet", replanInterval: Duration = PostgresDatabase.replanInterval) throws(StoreError) {
         self.origin = origin
         self.replanInterval = replanInterval
-        // URL values win over these defaults, which come before it.
-        let keywords = ["connect_timeout", "application_name", "dbname"]
-        let values = ["5", name, url]
+        // URL values win over these defaults, which come before it. A network that drops every packet (a cut route,
+        // a partition) must not hold a call for minutes: a statement whose bytes go unacknowledged fails after
+        // `tcp_user_timeout` (ms), and an idle connection (the liveness session's) is found dead by keepalives.
+        let keywords = ["connect_timeout", "tcp_user_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
+                        "application_name", "dbname"]
+        let values = ["5", "\(Self.unacknowledgedLimit)", "1", "5", "1", "3", name, url]
         let connection = keywords.withCStrings { keywordPointers in
             values.withCStrings { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
         }
@@ -88,6 +91,22 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     }
 
     deinit { PQfinish(handle) }
+
+    /// How long bytes sent may go unacknowledged before the connection counts as lost, in milliseconds, counted by
+    /// Linux from the first retransmission (a retransmission timeout after the send, 200 ms at least): a call to a
+    /// database cut off by the network fails within a second (a 503), rather than after TCP's retransmissions (about
+    /// 15 minutes). Acknowledgements come within milliseconds on any working network, and this leaves room for a
+    /// retransmission or two.
+    static let unacknowledgedLimit = 400
+
+    /// True once the connection lost its server (it was closed, or a network failure ended it).
+    var lostServer: Bool { PQstatus(handle) == CONNECTION_BAD }
+
+    /// True once the connection was lost because the server stopped acknowledging (`unacknowledgedLimit`, keepalives):
+    /// it is out of reach, where a server that closed the connection is there to answer a new one.
+    var lostToSilence: Bool {
+        lostServer && String(cString: PQerrorMessage(handle)).contains(String(cString: strerror(ETIMEDOUT)))
+    }
 
     /// False once the server went away; the pool then drops the connection.
     var isUsable: Bool {

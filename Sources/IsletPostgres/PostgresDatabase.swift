@@ -35,10 +35,15 @@ public final class PostgresDatabase: SQLDatabase {
                 migrateUpTo: Int? = nil, replanInterval: Duration = PostgresDatabase.replanInterval, name: String = "islet") throws(StoreError) {
         let origin = Self.redacted(url)
         self.origin = origin
-        let reconnect = Reconnect()
+        let reconnect = Reconnect { () throws(StoreError) in try PostgresConnection(url: url, origin: origin, name: name, replanInterval: replanInterval) }
         pool = SQLConnectionPool(maximumIdle: maximumIdleConnections, maximumOpen: maximumConnections,
-                                 connect: { () throws(StoreError) in try reconnect.attempt { () throws(StoreError) in try PostgresConnection(url: url, origin: origin, name: name, replanInterval: replanInterval) } },
-                                 reusable: { $0.isUsable })
+                                 connect: { () throws(StoreError) in try reconnect.attempt() },
+                                 reusable: { $0.isUsable },
+                                 lostServer: { connection in
+                                     guard connection.lostServer else { return false }
+                                     reconnect.lost(outOfReach: connection.lostToSilence)
+                                     return true
+                                 })
         let connection = try pool.checkOut()
         if migrate {
             try SQLMigrations.migrate(connection, dialect: dialect, upTo: migrateUpTo)
@@ -92,29 +97,103 @@ public final class PostgresDatabase: SQLDatabase {
     }
 }
 
-/// After a failed connect, new connects wait (50 ms doubling up to 5 s) so an outage is not hammered; calls
-/// meanwhile fail at once with the last error.
-final class Reconnect: Sendable {
-    private let state = Mutex<(failures: Int, notBefore: ContinuousClock.Instant?, lastError: String)>((0, nil, ""))
+/// Connecting while the database cannot be reached (issue 47). After a failed connect, callers that need a new
+/// connection fail at once with the last error (a 503 at the API) rather than each wait out a connect to a server
+/// that does not answer (`connect_timeout`: two seconds at least, when a network drops every packet), and one probe
+/// at a time connects in the background: at once, then after 50 ms, doubling up to a second, until a connect
+/// succeeds; from then on callers connect again. A connection that lost its server (`lost`: a restart, a failover, a
+/// cut network, or only that session ended) starts a probe too, and callers wait for its outcome, at most
+/// `suspicion`: a server that ended one session answers the probe in milliseconds and they go on. A connection that
+/// was lost because the server stopped answering fails them at once, as a failed connect does. So a node answers within about a second while its database is away, and is
+/// back within about a second of it (a failover's new primary, a restart, a healed network).
+final class Reconnect: @unchecked Sendable {
+    /// Guards the state below; signalled when a probe ends.
+    private let condition = NSCondition()
+    /// Connects that failed in a row since the last that succeeded.
+    private var failures = 0
+    private var lastError = ""
+    private var probing = false
+    private let connect: @Sendable () throws(StoreError) -> PostgresConnection
+    static let longestWait = 1.0
+    /// How long a caller waits for the probe a lost connection started: a server that is there answers it in
+    /// milliseconds.
+    static let suspicion: Duration = .milliseconds(100)
 
-    func attempt(_ connect: () throws(StoreError) -> PostgresConnection) throws(StoreError) -> PostgresConnection {
-        let waiting = state.withLock { state -> String? in
-            guard let notBefore = state.notBefore, ContinuousClock.now < notBefore else { return nil }
-            return state.lastError
+    init(_ connect: @escaping @Sendable () throws(StoreError) -> PostgresConnection) {
+        self.connect = connect
+    }
+
+    /// A new connection, or the last error at once while the database is known to be away.
+    func attempt() throws(StoreError) -> PostgresConnection {
+        condition.lock()
+        let deadline = Date().addingTimeInterval(Self.suspicion.timeInterval)
+        while failures == 0 && probing && Date() < deadline {
+            _ = condition.wait(until: deadline)
         }
-        if let waiting { throw StoreError(.io, "\(waiting); reconnecting") }
+        let away = failures > 0 ? lastError : probing ? "the connection to PostgreSQL was lost and the server has not answered again yet" : nil
+        condition.unlock()
+        if let away {
+            startProbe()
+            throw StoreError(.io, "\(away); reconnecting")
+        }
         do {
-            let connection = try connect()
-            state.withLock { $0 = (0, nil, "") }
-            return connection
+            return try connect()
         } catch {
-            state.withLock { state in
-                state.failures += 1
-                let delay = min(5.0, 0.05 * pow(2, Double(min(state.failures, 10))))
-                state.notBefore = ContinuousClock.now + .milliseconds(Int(delay * 1000))
-                state.lastError = error.message
-            }
+            condition.lock()
+            failures += 1
+            lastError = error.message
+            condition.unlock()
+            startProbe()
             throw error
         }
+    }
+
+    /// A connection lost its server: a probe finds out whether the server is there. `outOfReach`: it stopped
+    /// answering (a cut network, a machine gone), so callers fail at once until the probe connects.
+    func lost(outOfReach: Bool) {
+        if outOfReach {
+            failed("the connection to PostgreSQL was lost: the server stopped answering")
+        }
+        startProbe()
+    }
+
+    /// Starts the probe unless one runs. It holds the reconnect weakly: a database closed meanwhile ends it.
+    private func startProbe() {
+        condition.lock()
+        let start = !probing
+        probing = true
+        condition.unlock()
+        guard start else { return }
+        Thread.detachNewThread { [weak self] in
+            var wait = 0.0
+            while let reconnect = self {
+                let connected: Bool
+                do {
+                    _ = try reconnect.connect()   // closed at once: callers open their own
+                    connected = true
+                } catch {
+                    reconnect.failed("\(error)")
+                    connected = false
+                }
+                if connected {
+                    reconnect.condition.lock()
+                    reconnect.failures = 0
+                    reconnect.probing = false
+                    reconnect.condition.broadcast()
+                    reconnect.condition.unlock()
+                    return
+                }
+                wait = min(Self.longestWait, max(0.05, wait * 2))
+                Thread.sleep(forTimeInterval: wait)
+            }
+        }
+    }
+
+    private func failed(_ message: String) {
+        condition.lock()
+        failures += 1
+        lastError = message
+        condition.broadcast()
+        condition.unlock()
     }
 }

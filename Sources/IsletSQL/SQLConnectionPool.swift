@@ -18,6 +18,7 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
     private let waitLimit: Duration
     private let connect: @Sendable () throws(StoreError) -> Connection
     private let reusable: @Sendable (Connection) -> Bool
+    private let lostServer: @Sendable (Connection) -> Bool
     private let writers = GroupCommit()
     /// SQLite drops a connection's page cache whenever another connection changed the file: the one
     /// connection that writes keeps its cache warm only if readers never write on it in between.
@@ -25,16 +26,20 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
 
     /// `connect` opens a new connection when none is idle; `reusable` says whether a used one may go back.
     /// `keepsWriterApart`: the writes' connection goes back to them, not to the readers (unless every other
-    /// connection is in use).
+    /// connection is in use). `lostServer` says a used one lost its server: the idle ones are dropped with it, as
+    /// they most likely lost it too (a failover, a restart, a cut network), rather than each cost a caller its
+    /// own failure.
     public init(maximumIdle: Int, maximumOpen: Int = .max, waitLimit: Duration = .seconds(10), keepsWriterApart: Bool = false,
                 connect: @escaping @Sendable () throws(StoreError) -> Connection,
-                reusable: @escaping @Sendable (Connection) -> Bool = { _ in true }) {
+                reusable: @escaping @Sendable (Connection) -> Bool = { _ in true },
+                lostServer: @escaping @Sendable (Connection) -> Bool = { _ in false }) {
         precondition(maximumOpen > 0, "a pool needs room for one connection")
         self.maximumIdle = maximumIdle
         self.maximumOpen = maximumOpen
         self.waitLimit = waitLimit
         self.connect = connect
         self.reusable = reusable
+        self.lostServer = lostServer
         self.keepsWriterApart = keepsWriterApart
     }
 
@@ -95,8 +100,15 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
 
     public func checkIn(_ connection: Connection) {
         let keep = reusable(connection)
+        let lost = !keep && lostServer(connection)
         condition.lock()
         defer { condition.unlock() }
+        if lost {
+            // Closed when their last reference goes, outside the lock.
+            open -= idle.count + (writer == nil ? 0 : 1)
+            idle = []
+            writer = nil
+        }
         if keep && idle.count < maximumIdle {
             idle.append(connection)
         } else {

@@ -136,6 +136,29 @@ struct ClusterStoreTests {
         try f.db.messages.recordBatch(f.batch(1...3, apnsID: "kept"), of: kept, at: now)
     }
 
+    /// Issue 47: a node back from a failover finds its lease expired on the database's clock but not rescued (the others
+    /// wait a lease before rescuing); its renewal extends it, and the answers it kept are recorded under it.
+    @Test(arguments: Engine.allCases) func anExpiredLeaseNoOneRescuedIsRenewedAndItsBatchRecorded(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        try f.start("E1", "ORDER_E1")
+        let session = try f.live("n")
+        defer { session?.close() }
+        let job = try #require(try f.claim(Self.lease("n", 0.2)))
+        let expired = "SELECT COUNT(*) AS n FROM leases WHERE id = ? AND until_ms < \(f.db.database.dialect.nowMilliseconds)"
+        let deadline = Date().addingTimeInterval(10)
+        var ranOut = false
+        while !ranOut && Date() < deadline {
+            ranOut = try f.db.database.withConnection { (c) throws(StoreError) in try c.query(expired, [.int(job.lease)])[0]["n"].int } == 1
+            if !ranOut { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        #expect(ranOut, "the lease ran out on the database's clock")
+        #expect(try f.cluster.renew([job.lease], of: NodeID("n")!, for: 60) == LeaseRenewal(renewed: [job.lease], gone: []))
+        #expect(try f.cluster.rescue(at: now).isEmpty, "renewed, it is no longer for rescue")
+        try f.db.messages.recordBatch(f.batch(1...3, apnsID: "kept"), of: job, at: now)
+        try f.db.messages.finish(job, at: now)
+        #expect(try f.claim(Self.lease("other")) == nil, "the job is done: nothing is sent again")
+    }
+
     /// PostgreSQL: a renewal never waits for a write recording a lease's work (it holds the lease FOR KEY SHARE),
     /// nor for one ending a lease (skipped, neither renewed nor gone): it once deadlocked with them.
     @Test func renewalsDoNotWaitForWritesOfTheirLeases() throws {

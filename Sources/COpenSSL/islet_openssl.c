@@ -41,6 +41,7 @@ int islet_check_p256_private_key(const char *pem, size_t length) {
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <openssl/ec.h>
+#include <openssl/rsa.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <arpa/inet.h>
@@ -251,8 +252,8 @@ int islet_es256_verify(EVP_PKEY *key, const void *data, size_t length, const uin
     return ok;
 }
 
-int islet_p256_generate_pem(char *buffer, int length) {
-    EVP_PKEY *key = EVP_EC_gen("P-256");
+/* Writes `key` as PKCS#8 PEM into `buffer`, NUL-terminated, and frees it; the PEM's length, 0 on failure. */
+static int islet_take_pem(EVP_PKEY *key, char *buffer, int length) {
     BIO *bio = BIO_new(BIO_s_mem());
     int written = 0;
     if (key != NULL && bio != NULL && PEM_write_bio_PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL) == 1) {
@@ -263,6 +264,10 @@ int islet_p256_generate_pem(char *buffer, int length) {
     BIO_free(bio);
     EVP_PKEY_free(key);
     return written;
+}
+
+int islet_p256_generate_pem(char *buffer, int length) {
+    return islet_take_pem(EVP_EC_gen("P-256"), buffer, length);
 }
 
 int islet_aes256gcm_seal(const uint8_t key[32], const uint8_t nonce[12], const void *aad, size_t aad_length,
@@ -297,4 +302,40 @@ int islet_aes256gcm_open(const uint8_t key[32], const uint8_t nonce[12], const v
         && EVP_DecryptFinal_ex(context, out + written, &final_length) == 1;
     EVP_CIPHER_CTX_free(context);
     return ok ? 1 : 0;
+}
+
+int islet_rsa_generate_pem(int bits, char *buffer, int length) {
+    return islet_take_pem(EVP_RSA_gen((unsigned int)bits), buffer, length);
+}
+
+EVP_PKEY *islet_rsa_key(const char *pem, size_t length) {
+    if (length > INT32_MAX) return NULL;
+    BIO *bio = BIO_new_mem_buf(pem, (int)length);
+    EVP_PKEY *key = bio == NULL ? NULL : PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+    BIO_free(bio);
+    if (key != NULL && (EVP_PKEY_get_base_id(key) != EVP_PKEY_RSA || EVP_PKEY_get_bits(key) < 2048)) {
+        EVP_PKEY_free(key);
+        return NULL;
+    }
+    return key;
+}
+
+int islet_key_size(EVP_PKEY *key) { return EVP_PKEY_get_size(key); }
+
+int islet_rs256_sign(EVP_PKEY *key, const void *data, size_t length, uint8_t *signature, size_t *signature_length) {
+    EVP_MD_CTX *context = EVP_MD_CTX_new();
+    int ok = context != NULL
+        && EVP_DigestSignInit(context, NULL, EVP_sha256(), NULL, key) == 1
+        && EVP_DigestSign(context, signature, signature_length, data, length) == 1;
+    EVP_MD_CTX_free(context);
+    return ok;
+}
+
+int islet_rs256_verify(EVP_PKEY *key, const void *data, size_t length, const uint8_t *signature, size_t signature_length) {
+    EVP_MD_CTX *context = EVP_MD_CTX_new();
+    int ok = context != NULL
+        && EVP_DigestVerifyInit(context, NULL, EVP_sha256(), NULL, key) == 1
+        && EVP_DigestVerify(context, signature, signature_length, data, length) == 1;
+    EVP_MD_CTX_free(context);
+    return ok;
 }

@@ -9,7 +9,7 @@ public enum APNsReason: Hashable, Sendable, CustomStringConvertible, Expressible
     case internalServerError, serviceUnavailable, shutdown
     /// Broadcast channels (X5): the channel does not exist (any more).
     case channelNotRegistered
-    /// A reason this table does not know; its status class decides (`APNsVerdict`).
+    /// A reason this table does not know; its status class decides (`PushVerdict`).
     case unknown(String)
 
     /// Every reason Islet knows, with the status Apple documents it with.
@@ -88,9 +88,10 @@ public enum PushFate: Sendable, Equatable {
     case unknown
 }
 
-/// What an APNs answer means (A5, A3, issue 10): the one decision every part of Islet asks, the transport
-/// (provider tokens, trusted connections) and delivery (the push's next state, dead tokens) alike.
-public enum APNsVerdict: Sendable, Equatable {
+/// What a push service's answer means (A5, A3, issue 10): the one decision every part of Islet asks, the transport
+/// (provider tokens, trusted connections) and delivery (the push's next state, dead tokens) alike. An APNs answer
+/// is read by `of(status:reason:fate:retryAfter:timestamp:)`, an FCM answer by `of(fcmStatus:error:fate:retryAfter:)`.
+public enum PushVerdict: Sendable, Equatable {
     /// APNs took it.
     case delivered
     /// A passing condition: try again after the backoff, or after APNs' `retry-after` when it asks for longer.
@@ -101,9 +102,9 @@ public enum APNsVerdict: Sendable, Equatable {
     /// The device token is dead: never retry; clear it unless it was registered again after `invalidSince`
     /// (a 410's timestamp, milliseconds since 1970).
     case deadToken(invalidSince: Int64?)
-    /// The provider token expired: make a new JWT once and try again (A3).
+    /// The provider token expired (APNs' JWT, FCM's OAuth2 access token): make a new one once and try again (A3).
     case refreshProviderToken
-    /// The key is wrong: stop sending with it and surface the error (A3).
+    /// The key is wrong (APNs' signing key, FCM's service account): stop sending with it and surface the error (A3).
     case invalidProviderToken
     /// The push itself is wrong: fail it with the reason, never retry.
     case giveUp
@@ -111,7 +112,7 @@ public enum APNsVerdict: Sendable, Equatable {
     /// The verdict on one answer: `status` 0 when none came, with what is known of the push (`fate`).
     /// A reason Apple documents decides by name; any other by its status class.
     public static func of(status: Int, reason: APNsReason?, fate: PushFate = .answered, retryAfter: Duration? = nil,
-                          timestamp: Int64? = nil) -> APNsVerdict {
+                          timestamp: Int64? = nil) -> PushVerdict {
         if status == 0 { return fate == .notSent ? .retry(after: nil) : .unconfirmed }
         if status == 200 { return .delivered }
         switch reason {

@@ -168,9 +168,9 @@ public struct PushOutcome: Sendable, Equatable {
     /// No answer, and it may have reached APNs.
     public static func unknown(_ why: String) -> PushOutcome { PushOutcome(unanswered: why, fate: .unknown) }
 
-    /// What it means: the one decision (`APNsVerdict.of`).
-    public var verdict: APNsVerdict {
-        APNsVerdict.of(status: status, reason: reason, fate: fate, retryAfter: retryAfter, timestamp: timestamp)
+    /// What it means: the one decision (`PushVerdict.of`).
+    public var verdict: PushVerdict {
+        PushVerdict.of(status: status, reason: reason, fate: fate, retryAfter: retryAfter, timestamp: timestamp)
     }
 
     /// The reason a record keeps: Apple's, or what became of a push that got no answer.

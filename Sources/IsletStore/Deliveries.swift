@@ -160,7 +160,7 @@ public struct DeliveryEffects: Sendable {
     public init() {}
 
     /// Adds what one answered push means for its activity and device.
-    public mutating func add(_ verdict: APNsVerdict, pushType: PushType, token: String, isStart: Bool, activity: Int64, device: Int64) {
+    public mutating func add(_ verdict: PushVerdict, pushType: PushType, token: String, isStart: Bool, activity: Int64, device: Int64) {
         if verdict == .delivered && isStart && pushType == .liveActivity { startedOn.append((activity, device)) }
         guard case .deadToken(let invalidSince) = verdict else { return }
         let dead = DeadToken(device: device, token: token, invalidSince: invalidSince)

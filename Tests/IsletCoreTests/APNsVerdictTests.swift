@@ -7,7 +7,7 @@ import IsletCore
 @Suite("APNs answers and their verdicts (A5)")
 struct APNsVerdictTests {
     /// Every reason Apple documents for device pushes, by its wire spelling, with its status and verdict.
-    static let table: [(reason: String, status: Int, verdict: APNsVerdict)] = [
+    static let table: [(reason: String, status: Int, verdict: PushVerdict)] = [
         ("BadCollapseId", 400, .giveUp), ("BadDeviceToken", 400, .deadToken(invalidSince: nil)),
         ("BadExpirationDate", 400, .giveUp), ("BadMessageId", 400, .giveUp), ("BadPriority", 400, .giveUp), ("BadTopic", 400, .giveUp),
         ("DeviceTokenNotForTopic", 400, .deadToken(invalidSince: nil)), ("DuplicateHeaders", 400, .giveUp),
@@ -27,7 +27,7 @@ struct APNsVerdictTests {
             #expect(reason.isKnown, "\(row.reason) is known by name")
             #expect(reason.rawValue == row.reason, "spelt back as Apple spells it")
             #expect(APNsReason.known.first { $0.reason == reason }?.status == row.status, "\(row.reason): Apple's status")
-            #expect(APNsVerdict.of(status: row.status, reason: reason) == row.verdict, "\(row.reason)")
+            #expect(PushVerdict.of(status: row.status, reason: reason) == row.verdict, "\(row.reason)")
         }
         #expect(APNsReason.known.count == Self.table.count + 1, "the table above and ChannelNotRegistered (X5): no reason untested")
     }
@@ -35,24 +35,24 @@ struct APNsVerdictTests {
     @Test func anUnknownReasonFallsBackOnItsStatusClass() {
         let novel = APNsReason("SomethingAppleAddsLater")
         #expect(novel == .unknown("SomethingAppleAddsLater") && !novel.isKnown && novel.rawValue == "SomethingAppleAddsLater")
-        #expect(APNsVerdict.of(status: 410, reason: novel, timestamp: 7) == .deadToken(invalidSince: 7))
-        #expect(APNsVerdict.of(status: 429, reason: novel, retryAfter: .seconds(30)) == .retry(after: .seconds(30)))
-        #expect(APNsVerdict.of(status: 502, reason: nil) == .retry(after: nil))
-        #expect(APNsVerdict.of(status: 400, reason: novel) == .giveUp)
-        #expect(APNsVerdict.of(status: 404, reason: .channelNotRegistered) == .giveUp, "a channel reason decides by status too")
+        #expect(PushVerdict.of(status: 410, reason: novel, timestamp: 7) == .deadToken(invalidSince: 7))
+        #expect(PushVerdict.of(status: 429, reason: novel, retryAfter: .seconds(30)) == .retry(after: .seconds(30)))
+        #expect(PushVerdict.of(status: 502, reason: nil) == .retry(after: nil))
+        #expect(PushVerdict.of(status: 400, reason: novel) == .giveUp)
+        #expect(PushVerdict.of(status: 404, reason: .channelNotRegistered) == .giveUp, "a channel reason decides by status too")
     }
 
     @Test func theAnswerDetailsTravelWithTheVerdict() {
-        #expect(APNsVerdict.of(status: 410, reason: .unregistered, timestamp: 1_700_000_000_000) == .deadToken(invalidSince: 1_700_000_000_000))
-        #expect(APNsVerdict.of(status: 503, reason: .serviceUnavailable, retryAfter: .seconds(120)) == .retry(after: .seconds(120)))
-        #expect(APNsVerdict.of(status: 200, reason: nil) == .delivered)
+        #expect(PushVerdict.of(status: 410, reason: .unregistered, timestamp: 1_700_000_000_000) == .deadToken(invalidSince: 1_700_000_000_000))
+        #expect(PushVerdict.of(status: 503, reason: .serviceUnavailable, retryAfter: .seconds(120)) == .retry(after: .seconds(120)))
+        #expect(PushVerdict.of(status: 200, reason: nil) == .delivered)
     }
 
     @Test func noAnswerIsUnconfirmedUnlessProvablyNotSent() {
-        #expect(APNsVerdict.of(status: 0, reason: nil, fate: .unknown) == .unconfirmed, "it may be on the phone")
-        #expect(APNsVerdict.of(status: 0, reason: nil, fate: .notSent) == .retry(after: nil), "never processed: safe to send again")
-        #expect(APNsVerdict.unconfirmed.isRetryable && APNsVerdict.refreshProviderToken.isRetryable)
-        #expect(!APNsVerdict.giveUp.isRetryable && !APNsVerdict.deadToken(invalidSince: nil).isRetryable && !APNsVerdict.invalidProviderToken.isRetryable)
+        #expect(PushVerdict.of(status: 0, reason: nil, fate: .unknown) == .unconfirmed, "it may be on the phone")
+        #expect(PushVerdict.of(status: 0, reason: nil, fate: .notSent) == .retry(after: nil), "never processed: safe to send again")
+        #expect(PushVerdict.unconfirmed.isRetryable && PushVerdict.refreshProviderToken.isRetryable)
+        #expect(!PushVerdict.giveUp.isRetryable && !PushVerdict.deadToken(invalidSince: nil).isRetryable && !PushVerdict.invalidProviderToken.isRetryable)
     }
 
     @Test func pushTypesSpellTheirHeaderAndTopic() {

@@ -58,4 +58,16 @@ void islet_key_free(EVP_PKEY *key);
 int islet_es256_sign(EVP_PKEY *key, const void *data, size_t length, uint8_t signature[64]);
 /// 1 when `signature` (raw r||s) is the key's ES256 signature of `data`.
 int islet_es256_verify(EVP_PKEY *key, const void *data, size_t length, const uint8_t signature[64]);
+
+/// A new RSA private key of `bits` as PKCS#8 PEM (a Google service account's form) into `buffer`; its length, 0 on failure.
+int islet_rsa_generate_pem(int bits, char *buffer, int length);
+/// An RSA private key of 2,048 bits or more from PEM (PKCS#8 or PKCS#1); NULL when unreadable, not RSA or shorter.
+EVP_PKEY *islet_rsa_key(const char *pem, size_t length);
+/// RS256: RSASSA-PKCS1-v1_5 with SHA-256 over `data` into `signature` (room for `*signature_length` bytes, the key's
+/// size); sets `*signature_length`. 1 on success.
+int islet_rs256_sign(EVP_PKEY *key, const void *data, size_t length, uint8_t *signature, size_t *signature_length);
+/// 1 when `signature` is the key's RS256 signature of `data`.
+int islet_rs256_verify(EVP_PKEY *key, const void *data, size_t length, const uint8_t *signature, size_t signature_length);
+/// The key's size in bytes (an RS256 signature's length).
+int islet_key_size(EVP_PKEY *key);
 #endif

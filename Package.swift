@@ -29,8 +29,8 @@ let package = Package(
         .target(name: "IsletHTTP", dependencies: ["CMicroHTTPD", "IsletCore"]),
         .target(name: "IsletHTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CEpoll"]),
         .target(name: "IsletAPNs", dependencies: ["IsletCore", "IsletStore", "IsletDelivery", "IsletHTTP2", "COpenSSL"]),
-        // FCM HTTP v1 (issue 46): the service account that signs for its access tokens.
-        .target(name: "IsletFCM", dependencies: ["IsletCore", "IsletCrypto"]),
+        // FCM HTTP v1 (issue 46): the service account that signs for its access tokens, and the client that sends.
+        .target(name: "IsletFCM", dependencies: ["IsletCore", "IsletCrypto", "IsletHTTP2"]),
         .target(name: "IsletSimulator", dependencies: ["IsletCore", "IsletStore", "IsletHTTP2", "IsletAPNs"]),
         .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP", "IsletDelivery"]),
         // The web console (issue 17): its routes, sessions and events; its pages (Assets) are built into the binary.
@@ -45,12 +45,12 @@ let package = Package(
         .executableTarget(name: "islet-test-server", dependencies: ["IsletApp", "IsletCore", "IsletDelivery", "IsletStore"], path: "Tests/TestServer"),
 
         // Test peers that share no code with Islet's HTTP/2 (Tests/Peers/h2_apns.py), for the test targets.
-        .target(name: "IsletTestPeers", dependencies: ["IsletCore"], path: "Tests/Peers", exclude: ["h2_apns.py"]),
+        .target(name: "IsletTestPeers", dependencies: ["IsletCore"], path: "Tests/Peers", exclude: ["h2_apns.py", "fcm_peer.py", "peer_tls.py"]),
 
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore", "IsletTestPeers"]),
         .testTarget(name: "IsletSimulatorTests", dependencies: ["IsletSimulator", "IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletSQL", "IsletSQLite", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletDeliveryTests", dependencies: ["IsletDelivery", "IsletStore", "IsletCore", "IsletCrypto"]),
-        .testTarget(name: "IsletFCMTests", dependencies: ["IsletFCM", "IsletCore", "IsletCrypto", "IsletTestPeers"]),
+        .testTarget(name: "IsletFCMTests", dependencies: ["IsletFCM", "IsletCore", "IsletCrypto", "IsletHTTP2", "IsletTestPeers"]),
         .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore", "IsletTestPeers"]),
         .testTarget(name: "IsletHTTPTests", dependencies: ["IsletHTTP", "IsletTestPeers"]),
         .testTarget(name: "IsletConsoleTests", dependencies: ["IsletConsole", "IsletCore", "IsletStore", "IsletHTTP"]),

@@ -33,44 +33,22 @@ public final class PythonH2Peer: Sendable {
 
     /// Starts the peer with a TLS certificate and key (PEM files) for 127.0.0.1.
     public init(certificate: String, key: String) throws {
-        let python = Self.repository.appendingPathComponent(".venv/bin/python3").path
-        guard FileManager.default.isExecutableFile(atPath: python) else {
-            throw PeerError("no \(python): run scripts/install-deps (make test does) to install the h2 package")
-        }
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [Self.repository.appendingPathComponent("Tests/Peers/h2_apns.py").path, certificate, key]
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        try process.run()
-        let reader = output.fileHandleForReading
+        let reader = try Self.run(process, "h2_apns.py", [certificate, key], input: input)
         let port = Mutex<Int?>(nil)
         let log = self.log
-        Thread.detachNewThread {
-            var buffer = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { return }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 10) {
-                    let line = buffer[buffer.startIndex..<newline]
-                    buffer = Data(buffer[(newline + 1)...])
-                    guard let object = try? JSONParser.parse(Array(line)).objectValue else { continue }
-                    if let listening = object["port"]?.intValue { port.withLock { $0 = Int(listening) } }
-                    log.events.withLock { list in
-                        let kind = object["event"]?.stringValue ?? ""
-                        var event = Event(event: kind, connection: Int(object["connection"]?.intValue ?? 0),
-                                          apnsID: object["apns_id"]?.stringValue ?? "",
-                                          expiration: object["expiration"]?.stringValue, count: list.filter { $0.event == kind }.count + 1)
-                        event.method = object["method"]?.stringValue
-                        event.path = object["path"]?.stringValue
-                        event.channelID = object["channel_id"]?.stringValue
-                        event.contentType = object["content_type"]?.stringValue
-                        event.body = object["body"]?.stringValue
-                        list.append(event)
-                    }
-                }
+        readJSONObjects(from: reader) { object in
+            if let listening = object["port"]?.intValue { port.withLock { $0 = Int(listening) } }
+            log.events.withLock { list in
+                let kind = object["event"]?.stringValue ?? ""
+                var event = Event(event: kind, connection: Int(object["connection"]?.intValue ?? 0),
+                                  apnsID: object["apns_id"]?.stringValue ?? "",
+                                  expiration: object["expiration"]?.stringValue, count: list.filter { $0.event == kind }.count + 1)
+                event.method = object["method"]?.stringValue
+                event.path = object["path"]?.stringValue
+                event.channelID = object["channel_id"]?.stringValue
+                event.contentType = object["content_type"]?.stringValue
+                event.body = object["body"]?.stringValue
+                list.append(event)
             }
         }
         let deadline = ContinuousClock.now + .seconds(10)
@@ -113,4 +91,40 @@ public final class PythonH2Peer: Sendable {
 public struct PeerError: Error, Sendable, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+extension PythonH2Peer {
+    /// Runs `Tests/Peers/<script>` with `arguments` in `process`, on the tests' .venv Python, reading commands from
+    /// `input`; returns what it writes.
+    static func run(_ process: Process, _ script: String, _ arguments: [String], input: Pipe) throws -> FileHandle {
+        let python = repository.appendingPathComponent(".venv/bin/python3").path
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw PeerError("no \(python): run scripts/install-deps (make test does) to install h2 and PyJWT")
+        }
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [repository.appendingPathComponent("Tests/Peers/" + script).path] + arguments
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.standardError
+        try process.run()
+        return output.fileHandleForReading
+    }
+}
+
+/// Reads `handle` on a thread of its own until it closes, handing each line that is a JSON object to `each`, in order.
+func readJSONObjects(from handle: FileHandle, _ each: @escaping @Sendable (JSONObject) -> Void) {
+    Thread.detachNewThread {
+        var buffer = Data()
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { return }
+            buffer.append(chunk)
+            while let newline = buffer.firstIndex(of: 10) {
+                let line = buffer[buffer.startIndex..<newline]
+                buffer = Data(buffer[(newline + 1)...])
+                if let object = try? JSONParser.parse(Array(line)).objectValue { each(object) }
+            }
+        }
+    }
 }

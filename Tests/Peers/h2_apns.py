@@ -12,19 +12,12 @@ line per request it reads. Commands arrive on stdin, one per line:
   retry-after VALUE      answer every later request with the header retry-after: VALUE
 Each request line carries its method, path, apns-expiration, apns-channel-id, content-type and body.
 """
-import json, socket, ssl, sys, threading, time
+import json, socket, sys, threading, time
 import h2.config, h2.connection, h2.events
+from peer_tls import lock, read_commands, say, serve as serve_tls
 
-lock = threading.Lock()
 settings = {"status": 200, "reason": None, "latency": 0.0, "drop_next": False, "idle_close": None, "channel_id": None, "retry_after": None}
 connections = []   # (socket, blackholed flag holder)
-counter = [0]
-
-
-def say(**fields):
-    with lock:
-        sys.stdout.write(json.dumps(fields) + "\n")
-        sys.stdout.flush()
 
 
 def serve(raw, number):
@@ -100,52 +93,29 @@ def serve(raw, number):
             return
 
 
-def commands():
-    for line in sys.stdin:
-        words = line.split()
-        if not words:
-            continue
-        with lock:
-            if words[0] == "status":
-                settings["status"] = int(words[1])
-                settings["reason"] = words[2] if len(words) > 2 else None
-            elif words[0] == "latency":
-                settings["latency"] = float(words[1])
-            elif words[0] == "drop-next":
-                settings["drop_next"] = True
-            elif words[0] == "blackhole":
-                for state in connections:
-                    state["blackholed"] = True
-            elif words[0] == "idle-close":
-                settings["idle_close"] = float(words[1])
-            elif words[0] == "channel-id":
-                settings["channel_id"] = words[1]
-            elif words[0] == "retry-after":
-                settings["retry_after"] = words[1]
-        say(event="ok", command=words[0])
+def command(words):
+    """Applies one stdin command (under the peer's lock)."""
+    if words[0] == "status":
+        settings["status"] = int(words[1])
+        settings["reason"] = words[2] if len(words) > 2 else None
+    elif words[0] == "latency":
+        settings["latency"] = float(words[1])
+    elif words[0] == "drop-next":
+        settings["drop_next"] = True
+    elif words[0] == "blackhole":
+        for state in connections:
+            state["blackholed"] = True
+    elif words[0] == "idle-close":
+        settings["idle_close"] = float(words[1])
+    elif words[0] == "channel-id":
+        settings["channel_id"] = words[1]
+    elif words[0] == "retry-after":
+        settings["retry_after"] = words[1]
 
 
 def main():
-    certificate, key = sys.argv[1], sys.argv[2]
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(certificate, key)
-    context.set_alpn_protocols(["h2"])
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    threading.Thread(target=commands, daemon=True).start()
-    say(event="listening", port=listener.getsockname()[1])
-    while True:
-        client, _ = listener.accept()
-        try:
-            tls = context.wrap_socket(client, server_side=True)
-        except (ssl.SSLError, OSError):
-            client.close()
-            continue
-        counter[0] += 1
-        say(event="connection", connection=counter[0])
-        threading.Thread(target=serve, args=(tls, counter[0]), daemon=True).start()
+    threading.Thread(target=read_commands, args=(command,), daemon=True).start()
+    serve_tls(sys.argv[1], sys.argv[2], serve)
 
 
 if __name__ == "__main__":

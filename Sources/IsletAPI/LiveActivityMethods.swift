@@ -273,7 +273,7 @@ public struct LiveActivityMethods: Sendable {
         if let schema = try schemas.schema(started.attributesType, version: started.version, in: application)?.schema {
             warnings = try SchemaValidation.validate(message.contentState, schema.contentState, path: "\(n.fieldPath("live_activity")).content-state")
         }
-        return (ActivitySchema(attributesType: started.attributesType, version: started.version), warnings)
+        return (started, warnings)
     }
 
     /// A refusal by stored state (S3, U1) becomes the 400 that names the notification and field.

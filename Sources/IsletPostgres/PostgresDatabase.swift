@@ -139,10 +139,7 @@ final class Reconnect: @unchecked Sendable {
         do {
             return try connect()
         } catch {
-            condition.lock()
-            failures += 1
-            lastError = error.message
-            condition.unlock()
+            failed(error.message)
             startProbe()
             throw error
         }
@@ -167,21 +164,16 @@ final class Reconnect: @unchecked Sendable {
         Thread.detachNewThread { [weak self] in
             var wait = 0.0
             while let reconnect = self {
-                let connected: Bool
                 do {
                     _ = try reconnect.connect()   // closed at once: callers open their own
-                    connected = true
-                } catch {
-                    reconnect.failed("\(error)")
-                    connected = false
-                }
-                if connected {
                     reconnect.condition.lock()
                     reconnect.failures = 0
                     reconnect.probing = false
                     reconnect.condition.broadcast()
                     reconnect.condition.unlock()
                     return
+                } catch {
+                    reconnect.failed("\(error)")
                 }
                 wait = min(Self.longestWait, max(0.05, wait * 2))
                 Thread.sleep(forTimeInterval: wait)

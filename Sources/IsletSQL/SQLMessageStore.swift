@@ -332,9 +332,7 @@ public struct SQLMessageStore: Sendable {
             updatedAt: row["updated_at"].date ?? Date(timeIntervalSince1970: 0),
             startedAt: row["started_at"].date,
             dismissAt: row["dismiss_at"].date)
-        if let type = row["attributes_type"].text, let version = row["schema_version"].int {
-            record.schema = ActivitySchema(attributesType: type, version: Int(version))
-        }
+        record.schema = ActivitySchema(row)
         return record
     }
 

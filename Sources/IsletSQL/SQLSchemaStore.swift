@@ -55,12 +55,10 @@ public struct SQLSchemaStore: SchemaStore {
         }
     }
 
-    public func activitySchemaVersion(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> (attributesType: String, version: Int)? {
+    public func activitySchemaVersion(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> ActivitySchema? {
         try database.withConnection { (c) throws(StoreError) in
-            guard let row = try c.query("SELECT attributes_type, schema_version FROM activities WHERE application = ? AND activity_id = ?",
-                                        [.text(application.rawValue), .text(activityID)]).first,
-                  let type = row["attributes_type"].text, let version = row["schema_version"].int else { return nil }
-            return (type, Int(version))
+            try c.query("SELECT attributes_type, schema_version FROM activities WHERE application = ? AND activity_id = ?",
+                        [.text(application.rawValue), .text(activityID)]).first.flatMap(ActivitySchema.init)
         }
     }
 
@@ -81,5 +79,13 @@ public struct SQLSchemaStore: SchemaStore {
                  !row["deleted_at"].isNull)
             }
         }
+    }
+}
+
+extension ActivitySchema {
+    /// The schema of a row of `activities` (its `attributes_type` and `schema_version`); nil when it started with none.
+    init?(_ row: SQLRow) {
+        guard let type = row["attributes_type"].text, let version = row["schema_version"].int else { return nil }
+        self.init(attributesType: type, version: Int(version))
     }
 }

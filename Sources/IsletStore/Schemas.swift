@@ -38,8 +38,8 @@ public protocol SchemaStore: Sendable {
     /// every type when `attributesType` is nil (in type order, after the type `after`); at most `limit` (nil: all).
     func schemas(_ attributesType: String?, in application: ApplicationCode, after: String?, limit: Int?) throws(StoreError) -> [StoredSchema]
     func deleteSchema(_ attributesType: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> Bool
-    /// The schema version an activity started with.
-    func activitySchemaVersion(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> (attributesType: String, version: Int)?
+    /// The schema an activity started with.
+    func activitySchemaVersion(_ activityID: String, in application: ApplicationCode) throws(StoreError) -> ActivitySchema?
     /// Whether the application ever saved a schema (deleted ones count: an activity may have started with one).
     func hasSchemas(in application: ApplicationCode) throws(StoreError) -> Bool
 }

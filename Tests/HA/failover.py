@@ -28,8 +28,8 @@ import sys
 import tempfile
 import time
 
-from islet_ha import (PG_BIN, Failure, Node, Record, Updates, conclude, finished, log, round_figures, seed_devices_sql,
-                      seed_through_api, start_everyone, undelivered, wait_until)
+from islet_ha import (PG_BIN, Failure, Node, Record, Updates, conclude, finished, log, seed_devices_sql, seed_through_api,
+                      start_everyone, start_failures, undelivered, wait_until)
 
 
 class Formation:
@@ -224,7 +224,8 @@ def main():
                 wait_until("every activity's latest accepted update", 60, lambda: not undelivered(record, updates.answers), every=0.5)
             except Failure:
                 failures.append(f"run {run}: activities whose latest accepted update is not the last they got: {undelivered(record, updates.answers)[:20]}")
-            delivered, repeats, different = round_figures(record, run)
+            (delivered, repeats, _), broken = start_failures(record, run, options.devices, options.max_repeats)
+            failures += [f"run {run}: {failure}" for failure in broken]
             statuses = {}
             for answer in updates.answers:
                 statuses[answer[3]] = statuses.get(answer[3], 0) + 1
@@ -235,12 +236,6 @@ def main():
             log(f"run {run}: {delivered} of {options.devices} devices got the start, {repeats} repeats; "
                 f"updates answered {statuses}; 503 for {unavailable:.1f} s, {late:.1f} s of it after the new primary took writes "
                 f"({promoted:.1f} s after the {'switchover' if options.switchover else 'loss'}); slowest answer {slowest:.2f} s")
-            if delivered != options.devices:
-                failures.append(f"run {run}: {options.devices - delivered} devices did not get the start")
-            if repeats > options.max_repeats:
-                failures.append(f"run {run}: {repeats} repeats, more than {options.max_repeats}")
-            if different:
-                failures.append(f"run {run}: {different} devices got two different starts")
             if set(statuses) - {200, 503}:
                 failures.append(f"run {run}: updates answered {statuses}: only 200 and 503 may be")
             if late > options.max_late:

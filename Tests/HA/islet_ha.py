@@ -212,6 +212,20 @@ def round_figures(record, round_number):
     return len(by_token), len(pushes) - len(by_token), len(different)
 
 
+def start_failures(record, round_number, devices, max_repeats):
+    """The round's figures (devices that got its start, copies beyond one, devices that got two different requests) and
+    what they break: every device gets the start, repeats only as the same request, at most `max_repeats` of them."""
+    delivered, repeats, different = round_figures(record, round_number)
+    failures = []
+    if delivered != devices:
+        failures.append(f"{devices - delivered} devices did not get the start")
+    if repeats > max_repeats:
+        failures.append(f"{repeats} repeats, more than {max_repeats}")
+    if different:
+        failures.append(f"{different} devices got two different starts")
+    return (delivered, repeats, different), failures
+
+
 def undelivered(record, answers):
     """The activities whose device did not get, last, the latest update answered 200 (`Updates.answers`)."""
     accepted = {}

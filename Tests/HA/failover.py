@@ -29,7 +29,7 @@ import tempfile
 import time
 
 from islet_ha import (PG_BIN, Failure, Node, Record, Updates, conclude, finished, log, seed_devices_sql, seed_through_api,
-                      start_everyone, start_failures, undelivered, wait_until)
+                      start_everyone, start_failures, undelivered, unused_ports, wait_until)
 
 
 class Formation:
@@ -172,7 +172,8 @@ def main():
                         help="the longest the API may answer 503 in a run, in seconds (not checked when absent)")
     parser.add_argument("--max-late", type=float, default=2.0,
                         help="the longest the API may answer 503 once the new primary takes writes, in seconds")
-    parser.add_argument("--port-base", type=int, default=56400)
+    parser.add_argument("--port-base", type=int, default=None,
+                        help="the monitor's port, the nodes' next (default: the first free ones from 26400)")
     parser.add_argument("--keep", action="store_true", help="keep the folder (logs, record) afterwards")
     options = parser.parse_args()
     options.server = os.path.abspath(options.server)
@@ -180,7 +181,7 @@ def main():
         sys.exit("failover.py: pg_autoctl is missing (scripts/install-deps --test installs it)")
 
     directory = tempfile.mkdtemp(prefix="islet-ha-")
-    formation = Formation(directory, options.port_base)
+    formation = Formation(directory, options.port_base or unused_ports(26400, 3))
     nodes = []
     failures = []
     try:

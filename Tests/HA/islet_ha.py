@@ -6,6 +6,7 @@ import http.client
 import json
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +23,23 @@ def log(message):
 
 class Failure(Exception):
     pass
+
+
+def unused_ports(first, count):
+    """The first run of `count` consecutive ports from `first` that nobody holds on 127.0.0.1. Choose `first` below the
+    kernel's ephemeral range (32768 and up on Debian): a port in it can be taken at any moment by an outgoing
+    connection, and PostgreSQL then cannot listen on it."""
+    def free(port):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+                return True
+            except OSError:
+                return False
+    for base in range(first, 32768 - count):
+        if all(free(port) for port in range(base, base + count)):
+            return base
+    raise Failure(f"no {count} free ports from {first} below 32768")
 
 
 def wait_until(what, timeout, condition, every=0.2):

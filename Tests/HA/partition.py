@@ -24,7 +24,7 @@ import tempfile
 import time
 
 from islet_ha import (APP, PG_BIN, Failure, Node, Record, conclude, finished, log, seed_devices_sql, seed_through_api,
-                      start_everyone, start_failures, wait_until)
+                      start_everyone, start_failures, unused_ports, wait_until)
 
 # Calls A's API from inside its namespace (where it listens on 127.0.0.1): one JSON line a call, until stdin closes.
 PROBE = r"""
@@ -131,7 +131,7 @@ def main():
     parser.add_argument("--lease-seconds", type=float, default=10, help="the nodes' lease (islet-test-server's default)")
     parser.add_argument("--max-repeats", type=int, default=600,
                         help="the pushes A may have on the wire at the cut: 3 batches of 100 for each of its 2 workers")
-    parser.add_argument("--port", type=int, default=56450)
+    parser.add_argument("--port", type=int, default=None, help="PostgreSQL's port (default: the first free one from 26450)")
     parser.add_argument("--keep", action="store_true")
     options = parser.parse_args()
     options.server = os.path.abspath(options.server)
@@ -145,6 +145,7 @@ def main():
     probe = None
     failures = []
     try:
+        options.port = options.port or unused_ports(26450, 1)
         postgres = Postgres(directory, options.port)
         postgres.psql("postgres", "CREATE DATABASE islet")
         record = Record(directory + "/pushes.jsonl")

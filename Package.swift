@@ -29,14 +29,15 @@ let package = Package(
         .target(name: "IsletHTTP", dependencies: ["CMicroHTTPD", "IsletCore"]),
         .target(name: "IsletHTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CEpoll"]),
         .target(name: "IsletAPNs", dependencies: ["IsletCore", "IsletStore", "IsletDelivery", "IsletHTTP2", "COpenSSL"]),
-        // FCM HTTP v1 (issue 46): the service account that signs for its access tokens, and the client that sends.
-        .target(name: "IsletFCM", dependencies: ["IsletCore", "IsletCrypto", "IsletHTTP2"]),
+        // FCM HTTP v1 (issue 46): the service account that signs for its access tokens, the client that sends, and the
+        // transport that sends Android pushes with each application's account.
+        .target(name: "IsletFCM", dependencies: ["IsletCore", "IsletCrypto", "IsletHTTP2", "IsletStore", "IsletDelivery"]),
         .target(name: "IsletSimulator", dependencies: ["IsletCore", "IsletStore", "IsletHTTP2", "IsletAPNs"]),
         .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP", "IsletDelivery"]),
         // The web console (issue 17): its routes, sessions and events; its pages (Assets) are built into the binary.
         .target(name: "IsletConsole", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP", "IsletAPI"],
                 resources: [.embedInCode("Assets")]),
-        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQL", "IsletSQLite", "IsletPostgres", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletConsole", "IsletDelivery", "IsletAPNs", "IsletHTTP2", "IsletSimulator"]),
+        .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQL", "IsletSQLite", "IsletPostgres", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletConsole", "IsletDelivery", "IsletAPNs", "IsletFCM", "IsletHTTP2", "IsletSimulator"]),
         .executableTarget(name: "islet", dependencies: ["IsletApp"]),
         .executableTarget(name: "islet-bench", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletHTTP2", "IsletAPNs", "IsletDelivery",
                                                               "IsletAPI", "IsletApp", "IsletSQL", "IsletTestPeers"], path: "Sources/IsletBenchmarks"),

@@ -75,6 +75,15 @@ public struct ApplicationAdmin: Sendable {
             "team_id": .string(key.info.teamID), "key_id": .string(key.info.keyID), "environment": .string(key.info.environment.rawValue)])
     }
 
+    /// Sets the FCM service account Islet sends the application's Android Live Updates with (issue 46); `keyJSON` was
+    /// read and checked by the caller (IsletFCM's `ServiceAccount`).
+    public func setFCMAccount(for code: ApplicationCode, info: FCMAccountInfo, keyJSON: String) throws {
+        guard try store.application(code) != nil else { throw APIError(.notFound, "application \(code) does not exist") }
+        try store.setFCMAccount(info, keyJSON: keyJSON, for: code)
+        audit.record(.fcmAccountSet, application: code, actor: actor, details: [
+            "project_id": .string(info.projectID), "client_email": .string(info.clientEmail)])
+    }
+
     /// Sets the application's priority-10 update budget (A7); a value left nil keeps the current one.
     public func setUpdateBudget(for code: ApplicationCode, perHour: Int?, frequentPerHour: Int?) throws -> UpdateBudget {
         guard let application = try store.application(code) else { throw APIError(.notFound, "application \(code) does not exist") }
@@ -102,25 +111,29 @@ public struct ApplicationAdmin: Sendable {
         audit.record(.userIDSourceSet, application: code, actor: actor, details: ["user_ids_from": .string(source.rawValue)])
     }
 
-    /// Reads and checks an APNs signing key file (.p8) (A3).
-    ///
-    /// Refuses a file other users may read or change (a group's too, as the master key file): the key lets anyone push
-    /// to every user of the app.
-    public static func loadAPNsKey(teamID: String, keyID: String, path: String, environment: APNsEnvironment) throws -> APNsSigningKey {
-        try validateAppleID(teamID, field: "team-id")
-        try validateAppleID(keyID, field: "key-id")
+    /// A secret file's text (an APNs key, an FCM service account), refused when other users may read or change it (a
+    /// group's too, as the master key file): the key lets anyone push to every user of the app. Errors name `field`.
+    public static func readSecretFile(_ path: String, field: String) throws(APIError) -> String {
         let attributes: [FileAttributeKey: Any]
         do {
             attributes = try FileManager.default.attributesOfItem(atPath: path)
         } catch {
-            throw APIError.invalid("key-file", "cannot read \(path): no such file or no permission")
+            throw APIError.invalid(field, "cannot read \(path): no such file or no permission")
         }
         if let mode = attributes[.posixPermissions] as? Int, mode & 0o077 != 0 {
-            throw APIError.invalid("key-file", "\(path) is open to other users of this machine (mode \(String(mode & 0o777, radix: 8))): it must be readable by its owner only; run chmod 600 \(path) first")
+            throw APIError.invalid(field, "\(path) is open to other users of this machine (mode \(String(mode & 0o777, radix: 8))): it must be readable by its owner only; run chmod 600 \(path) first")
         }
-        guard let data = FileManager.default.contents(atPath: path), let pem = String(data: data, encoding: .utf8) else {
-            throw APIError.invalid("key-file", "cannot read \(path)")
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw APIError.invalid(field, "cannot read \(path)")
         }
+        return text
+    }
+
+    /// Reads and checks an APNs signing key file (.p8) (A3).
+    public static func loadAPNsKey(teamID: String, keyID: String, path: String, environment: APNsEnvironment) throws -> APNsSigningKey {
+        try validateAppleID(teamID, field: "team-id")
+        try validateAppleID(keyID, field: "key-id")
+        let pem = try readSecretFile(path, field: "key-file")
         switch Crypto.checkAPNsSigningKey(pem: pem) {
         case nil: break
         case .notP256: throw APIError.invalid("key-file", "\(path) is not a P-256 (ES256) key; APNs signing keys from Apple (AuthKey_XXXXXXXXXX.p8) are P-256, not RSA or another curve")

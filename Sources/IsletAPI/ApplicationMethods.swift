@@ -35,6 +35,7 @@ public enum ApplicationMethods {
         } else {
             object["apns"] = .null
         }
+        object["fcm"] = application.fcmAccount.map { ["project_id": .string($0.projectID), "client_email": .string($0.clientEmail)] } ?? .null
         object["update_budget"] = ["per_hour": .int(Int64(application.updateBudget.perHour)),
                                    "frequent_per_hour": .int(Int64(application.updateBudget.frequentPerHour))]
         object["user_ids_from"] = .string(application.userIDSource.rawValue)

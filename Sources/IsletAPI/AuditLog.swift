@@ -10,6 +10,7 @@ public struct AuditAction: WireValue {
     public static let tokenIssued = Self(uncheckedRawValue: "token.issued")
     public static let tokenRevoked = Self(uncheckedRawValue: "token.revoked")
     public static let apnsKeySet = Self(uncheckedRawValue: "apns_key.set")
+    public static let fcmAccountSet = Self(uncheckedRawValue: "fcm_account.set")
     public static let updateBudgetSet = Self(uncheckedRawValue: "update_budget.set")
     public static let userIDSourceSet = Self(uncheckedRawValue: "user_id_source.set")
     public static let tagTypeSet = Self(uncheckedRawValue: "tag.type_set")
@@ -21,7 +22,7 @@ public struct AuditAction: WireValue {
     public static let schemaDeleted = Self(uncheckedRawValue: "schema.deleted")
     public static let channelCreated = Self(uncheckedRawValue: "channel.created")
     public static let channelDeleted = Self(uncheckedRawValue: "channel.deleted")
-    public static let all = [applicationCreated, tokenIssued, tokenRevoked, apnsKeySet, updateBudgetSet, userIDSourceSet, tagTypeSet, tagDeleted, masterKeyRotated, filterCreated, filterDeleted,
+    public static let all = [applicationCreated, tokenIssued, tokenRevoked, apnsKeySet, fcmAccountSet, updateBudgetSet, userIDSourceSet, tagTypeSet, tagDeleted, masterKeyRotated, filterCreated, filterDeleted,
                              schemaSet, schemaDeleted, channelCreated, channelDeleted]
 }
 

@@ -74,6 +74,11 @@ public struct LiveActivityMethods: Sendable {
                     name: start.name, contentState: start.contentState, payload: payload, fallbackPayload: fallback,
                     priority: start.priority, dueAt: dueAt, schemaVersion: schemaVersion,
                     expiresAt: dueAt.addingTimeInterval(pushLifetime))
+                // Issue 46: Android phones get a Live Update where the application can reach them through FCM.
+                if call.application.fcmAccount != nil {
+                    message.androidPayload = AndroidLiveUpdate.start(start, messageCode: code, android: start.android).dataBytes
+                    try AndroidLiveUpdate.checkSize(message.androidPayload ?? [], path: n.path)
+                }
                 // A11: the end Islet sends itself at end_date, with its own code (deleteMessage takes it back).
                 message.scheduledEnd = start.endTime.map { (MessageCode.next(), $0, $0.addingTimeInterval(pushLifetime)) }
                 message.renew = start.renew
@@ -153,10 +158,15 @@ public struct LiveActivityMethods: Sendable {
                 let dueAt = update.sendTime.date(now: now)
                 let payload = LiveActivityPayload.update(update, timestamp: Int64(dueAt.timeIntervalSince1970)).jsonBytes
                 try LiveActivityPayload.checkSize(payload, path: n.path)
-                accepted.append((NewMessage(
+                var message = NewMessage(
                     code: MessageCode.next(), event: update.event, activityID: update.activityID, target: nil, attributesType: nil,
                     name: nil, contentState: update.contentState, payload: payload, fallbackPayload: nil, priority: update.priority,
-                    dueAt: dueAt, expiresAt: dueAt.addingTimeInterval(pushLifetime), dismissalDate: update.dismissalDate), n.path))
+                    dueAt: dueAt, expiresAt: dueAt.addingTimeInterval(pushLifetime), dismissalDate: update.dismissalDate)
+                if call.application.fcmAccount != nil {
+                    message.androidPayload = AndroidLiveUpdate.update(update, messageCode: message.code, android: update.android).dataBytes
+                    try AndroidLiveUpdate.checkSize(message.androidPayload ?? [], path: n.path)
+                }
+                accepted.append((message, n.path))
             }
             // X2: each update checked against the schema its activity started with. An application that never saved a
             // schema has nothing to read; the store refuses an update whose check does not hold, which is then checked.

@@ -81,6 +81,8 @@ public struct StartNotification: Sendable, Equatable {
     /// `fallback_alert`: whether phones that cannot be started remotely (below iOS 17.2, or without a push-to-start
     /// token below it) get `title`/`content` as an ordinary alert (S7). On by default.
     public var fallbackAlert = true
+    /// `android`: what the Android Live Update shows beyond `title` and `content` (issue 46).
+    public var android: AndroidContent? = nil
     /// Fields ignored or read leniently, named for the answer's `warnings`.
     public var warnings: [String] = []
 }
@@ -98,6 +100,8 @@ public struct UpdateNotification: Sendable, Equatable {
     public let priority: Int
     /// `send_date`: now, or when Islet sends it (A11).
     public var sendTime: SendTime = .now
+    /// `android`: what the Android Live Update shows beyond `title` and `content` (issue 46).
+    public var android: AndroidContent? = nil
     /// Fields ignored or read leniently, named for the answer's `warnings`.
     public var warnings: [String] = []
 }
@@ -128,12 +132,12 @@ public enum LiveActivityRequests {
 
     /// Fields a notification may carry, and those of its `live_activity`; anything else is named in a warning.
     static let startFields = ["live_activity", "live_activity_id", "title", "content", "filter", "filter_code", "devices", "users",
-                              "send_date", "end_date", "renew", "channel", "timezone", "apns_priority", "dry_run", "fallback_alert"]
+                              "send_date", "end_date", "renew", "channel", "timezone", "apns_priority", "dry_run", "fallback_alert", "android"]
     /// The longest `live_activity.title` of a start, in characters.
     public static let maximumActivityTitleLength = 1024
     static let startActivityFields = ["event", "title", "content-state", "attributes-type", "attributes", "relevance-score", "stale-date"]
     static let updateFields = ["live_activity", "live_activity_id", "channel", "title", "subtitle", "content", "ios_sound", "apns_priority",
-                               "apns_expiration", "dry_run", "send_date", "timezone"]
+                               "apns_expiration", "dry_run", "send_date", "timezone", "android"]
     static let updateActivityFields = ["event", "title", "content-state", "dismissal-date", "relevance-score", "stale-date"]
 
     /// Fields of Pushwoosh's ordinary messages that its Live Activities API does not take, and why they are ignored.
@@ -247,6 +251,7 @@ public enum LiveActivityRequests {
         start.endTime = try endTime(n, startsAt: sendTime.date(now: now))
         start.renew = try n.bool("renew") ?? false
         start.fallbackAlert = try n.bool("fallback_alert") ?? true
+        start.android = try AndroidContent.read(n)
         if n.value("channel") != nil { start.channel = try BroadcastChannels.name(n, field: "channel") }
         start.warnings = warnings + blank
         return start
@@ -356,6 +361,9 @@ public enum LiveActivityRequests {
         if n.value("live_activity_id") != nil {
             throw .invalid(n.fieldPath("live_activity_id"), "give live_activity_id or channel, not both: a channel reaches the phones subscribed to it (X5)")
         }
+        if n.value("android") != nil {
+            throw .invalid(n.fieldPath("android"), "a broadcast to a channel reaches iPhones only (X5); send Android phones their Live Update with live_activity_id")
+        }
         let update = try update(n, activityID: "", now: now)
         guard update.sendTime == .now else { throw .invalid(n.fieldPath("send_date"), "a broadcast goes at once; leave send_date out with channel (X5)") }
         return (channel, update, expiration)
@@ -388,6 +396,7 @@ public enum LiveActivityRequests {
             activityID: activityID, event: event, contentState: contentState, dismissalDate: try activity.date("dismissal-date"),
             relevanceScore: relevance, staleDate: try activity.date("stale-date"), alert: alert, priority: priority)
         update.sendTime = try sendTime(n, now: now)
+        update.android = try AndroidContent.read(n)
         update.warnings = warnings
         return update
     }

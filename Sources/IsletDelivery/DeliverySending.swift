@@ -240,6 +240,7 @@ extension DeliveryService {
         var planner = PushPlanner(application: job.application, bundleID: bundleID, messageCode: job.code, payload: job.payload,
                                   fallbackPayload: job.fallbackPayload, priority: job.priority, expiration: Int64(job.expiresAt.timeIntervalSince1970))
         planner.lifetimeOver = job.event != .start && ActivityLifetime.isOver(startedAt: job.activityStartedAt, now: now)
+        planner.androidPayload = job.androidPayload
         if job.event == .start { planner.startOnChannel(job.channelIDs) } else { planner.sessionChannelIDs = job.channelIDs }
         return planner
     }

@@ -14,13 +14,18 @@ public enum SkipReason {
     public static let pastLifetime = ActivityLifetime.skipReason
     /// X5: the device's activity was started on a channel; the update reaches it as the channel's broadcast.
     public static let onChannel = "gets the channel's broadcast"
-    /// Issue 45: an Android phone is registered and kept; Islet sends it no Live Updates yet.
-    public static let android = "Android device (no Live Updates yet)"
+    /// Issue 46: an Android phone gets a message's Live Update only when the message has one: its application had an FCM
+    /// service account when it was accepted (and it is not an iOS renewal, which Android has no need of).
+    public static let android = "Android device: no Live Update in this message (no FCM service account when it was accepted, or an iOS renewal)"
+    /// Android below 16 drops Live Updates; it gets a start's title and content as a notification, unless the start's
+    /// fallback alert is off, and no update or end.
+    public static let belowLiveUpdates = "Android below 16"
     /// A phone below iOS 16.1, which has no Live Activities, when the start's fallback alert is off (S7).
     public static let belowLiveActivities = "iOS below 16.1"
 
     public static let all: Set<String> = [noPushToStartToken, cannotStartRemotely, activityEndedOnDevice, updateTokenUnregistered,
-                                          noUpdateToken, unregistered, pastLifetime, onChannel, android, belowLiveActivities]
+                                          noUpdateToken, unregistered, pastLifetime, onChannel, android, belowLiveUpdates,
+                                          belowLiveActivities]
 }
 
 /// What one device gets from one message.
@@ -42,8 +47,10 @@ public struct PushPlanner: Sendable {
     public let priority: BudgetedPriority
     /// `apns-expiration` (seconds since 1970), the message's expiry.
     public let expiration: Int64?
-    /// iOS has ended the activity, 8 hours after it started (A8): its updates reach no device.
+    /// iOS has ended the activity, 8 hours after it started (A8): its updates reach no iPhone.
     public var lifetimeOver = false
+    /// The FCM `data` of the message's Android Live Update (issue 46); nil: Android phones are skipped.
+    public var androidPayload: [UInt8]?
     /// A start on a broadcast channel (X5): the payload that subscribes, per environment.
     public var channelPayloads: [Gateway: [UInt8]] = [:]
     /// An update or end of an activity started on a channel (X5): Apple's channel id per environment. Devices
@@ -81,7 +88,7 @@ public struct PushPlanner: Sendable {
     /// token without registering (D6); below iOS 17.2, where a start cannot be pushed, a plain alert (the start's
     /// fallback, unless it turned it off); otherwise a skip with its reason.
     public func start(_ device: Device) -> PlannedDelivery {
-        if device.platform == .android { return .skip(reason: SkipReason.android) }
+        if device.platform == .android { return android(device, start: true) }
         if let token = device.pushToStartToken {
             return .push(liveActivity(to: token, device: device, start: true))
         }
@@ -101,7 +108,8 @@ public struct PushPlanner: Sendable {
 
     /// U2: the device's update token for the activity, unless it ended there or APNs declared it dead.
     public func update(_ target: UpdateTarget) -> PlannedDelivery {
-        if target.device.platform == .android { return .skip(reason: SkipReason.android) }
+        // An Android Live Update has no update token and no 8 hours: it goes to the phone's FCM token while it runs.
+        if target.device.platform == .android { return android(target.device, start: false) }
         if lifetimeOver { return .skip(reason: SkipReason.pastLifetime) }
         if target.tokenDead { return .skip(reason: SkipReason.updateTokenUnregistered) }
         if let token = target.updateToken { return .push(liveActivity(to: token, device: target.device)) }
@@ -111,6 +119,22 @@ public struct PushPlanner: Sendable {
             return .skip(reason: SkipReason.onChannel)
         }
         return .skip(reason: SkipReason.noUpdateToken)
+    }
+
+    /// Issue 46: an Android phone's push: the Live Update on Android 16 and later; below, a start's title and content as an
+    /// ordinary notification (unless the start's fallback alert is off) and nothing of an update or end.
+    private func android(_ device: Device, start: Bool) -> PlannedDelivery {
+        guard let data = androidPayload else { return .skip(reason: SkipReason.android) }
+        guard let token = device.pushToken else { return .skip(reason: SkipReason.unregistered) }
+        var pushType = PushType.liveUpdate, payload = data
+        if !AndroidPush.showsLiveUpdates(osVersion: device.osVersion) {
+            guard start, fallbackPayload != nil, let notification = AndroidPush.notification(data) else {
+                return .skip(reason: SkipReason.belowLiveUpdates)
+            }
+            (pushType, payload) = (.androidNotification, notification)
+        }
+        return .push(Push(application: application, deviceToken: token, gateway: device.gateway, pushType: pushType, topic: "",
+                          priority: 10, apnsID: apnsID(device), payload: payload, expiration: expiration))
     }
 
     private func liveActivity(to token: String, device: Device, start: Bool = false) -> Push {
@@ -128,7 +152,7 @@ public struct PushPlanner: Sendable {
             payload = startPayload(payload, channel: BroadcastChannels.startOnChannel(payload, channelID: id), osVersion: due.osVersion)
         }
         return Push(application: due.application, deviceToken: due.token, gateway: due.gateway, pushType: due.pushType,
-                    topic: due.pushType.topic(bundleID: bundleID), priority: due.priority,
+                    topic: due.pushType.isFCM ? "" : due.pushType.topic(bundleID: bundleID), priority: due.priority,
                     apnsID: apnsID(messageCode: due.code, device: due.device), payload: payload,
                     expiration: Int64(due.expiresAt.timeIntervalSince1970))
     }

@@ -128,11 +128,16 @@ public struct ManagementResponse: Sendable, Equatable {
     }
 }
 
-/// APNs' answer to one push; status 0 when no answer came (connection lost, timed out).
+/// The push service's answer to one push (APNs', or FCM's for an Android push); status 0 when no answer came
+/// (connection lost, timed out).
 public struct PushOutcome: Sendable, Equatable {
     public let status: Int
     /// Apple's reason, when APNs answered with one.
     public let reason: APNsReason?
+    /// FCM's error, when FCM answered with one (issue 46).
+    public private(set) var fcmError: FCMError?
+    /// FCM's answer rather than APNs': its verdict is read by FCM's rules.
+    public private(set) var viaFCM = false
     /// What became of a push APNs never answered ("connection lost before APNs answered", REFUSED_STREAM…).
     public let unanswered: String?
     /// With 410: when APNs learned the token was invalid (milliseconds since 1970).
@@ -168,13 +173,23 @@ public struct PushOutcome: Sendable, Equatable {
     /// No answer, and it may have reached APNs.
     public static func unknown(_ why: String) -> PushOutcome { PushOutcome(unanswered: why, fate: .unknown) }
 
-    /// What it means: the one decision (`PushVerdict.of`).
-    public var verdict: PushVerdict {
-        PushVerdict.of(status: status, reason: reason, fate: fate, retryAfter: retryAfter, timestamp: timestamp)
+    /// FCM's answer to an Android push: `status` 0 with the `fate` and `detail` of one that got none.
+    public static func fcm(status: Int, error: FCMError?, retryAfter: Duration?, fate: PushFate, detail: String?) -> PushOutcome {
+        var outcome = status == 0 ? PushOutcome(unanswered: detail ?? "no answer from FCM", fate: fate)
+            : PushOutcome(status: status, retryAfter: retryAfter)
+        outcome.fcmError = error
+        outcome.viaFCM = true
+        return outcome
     }
 
-    /// The reason a record keeps: Apple's, or what became of a push that got no answer.
-    public var recordedReason: String? { reason?.rawValue ?? unanswered }
+    /// What it means: the one decision (`PushVerdict.of`), by the rules of the service that answered.
+    public var verdict: PushVerdict {
+        if viaFCM { return PushVerdict.of(fcmStatus: status, error: fcmError, fate: fate, retryAfter: retryAfter) }
+        return PushVerdict.of(status: status, reason: reason, fate: fate, retryAfter: retryAfter, timestamp: timestamp)
+    }
+
+    /// The reason a record keeps: Apple's or FCM's, or what became of a push that got no answer.
+    public var recordedReason: String? { reason?.rawValue ?? fcmError?.rawValue ?? unanswered }
 }
 
 /// Something that delivers pushes: Apple's APNs, the simulator, or a test's recorder.

@@ -3,21 +3,28 @@ import IsletCore
 import IsletHTTP2
 import Synchronization
 
-/// One FCM HTTP v1 message to one Android device: a Live Update, sent as a high-priority data message (issue 46).
+/// One FCM HTTP v1 message to one Android device: a Live Update (or an ordinary notification the Pushwoosh SDK shows),
+/// sent as a high-priority data message (issue 46).
 public struct FCMMessage: Sendable {
     /// The device's FCM registration token.
     public var token: String
-    public var update: AndroidLiveUpdate
+    /// The message's `data`: string values only.
+    public var data: JSONObject
     /// How long FCM keeps it for a device that is offline (`android.ttl`); FCM's default (four weeks) when nil.
     public var timeToLive: Duration?
     /// Messages of one key replace each other while they wait for an offline device (`android.collapse_key`).
     public var collapseKey: String?
 
-    public init(token: String, update: AndroidLiveUpdate, timeToLive: Duration? = nil, collapseKey: String? = nil) {
+    public init(token: String, data: JSONObject, timeToLive: Duration? = nil, collapseKey: String? = nil) {
         self.token = token
-        self.update = update
+        self.data = data
         self.timeToLive = timeToLive
         self.collapseKey = collapseKey
+    }
+
+    public init(token: String, update: AndroidLiveUpdate, timeToLive: Duration? = nil, collapseKey: String? = nil) {
+        self.init(token: token, data: JSONObject(update.data.map { (key: $0.key, value: JSONValue.string($0.value)) }),
+                  timeToLive: timeToLive, collapseKey: collapseKey)
     }
 
     /// The request body: `{"message": {"token", "data", "android": {"priority": "HIGH", "ttl", "collapse_key"}}}`.
@@ -25,7 +32,6 @@ public struct FCMMessage: Sendable {
         var android: [(key: String, value: JSONValue)] = [("priority", "HIGH")]
         if let timeToLive { android.append(("ttl", .string("\(timeToLive.components.seconds)s"))) }
         if let collapseKey { android.append(("collapse_key", .string(collapseKey))) }
-        let data = JSONObject(update.data.map { (key: $0.key, value: JSONValue.string($0.value)) })
         let message: JSONValue = ["message": ["token": .string(token), "data": .object(data), "android": .object(JSONObject(android))]]
         return message.jsonBytes
     }

@@ -12,7 +12,7 @@ public enum DatabaseCopy {
 
     /// Parents before children, so foreign keys hold at every insert.
     static let tables = [
-        Table(name: "applications", key: nil), Table(name: "tokens", key: nil), Table(name: "apns_keys", key: nil),
+        Table(name: "applications", key: nil), Table(name: "tokens", key: nil), Table(name: "apns_keys", key: nil), Table(name: "fcm_accounts", key: nil),
         Table(name: "devices", key: ["id"]), Table(name: "tag_types", key: nil), Table(name: "device_tags", key: ["device", "name", "value"]),
         Table(name: "push_to_start_tokens", key: ["device", "attributes_type"]), Table(name: "activity_tokens", key: ["device", "activity_id"]),
         Table(name: "filters", key: nil), Table(name: "simulated_devices", key: nil), Table(name: "live_activity_schemas", key: nil),

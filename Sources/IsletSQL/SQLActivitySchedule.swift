@@ -26,8 +26,8 @@ extension SQLMessageStore: ActivitySchedule {
 
     /// Held updates and ends (`scheduled_updates s` with its activity `a`), as `release` reads them.
     static let selectHeld = """
-        SELECT s.id, s.code, s.application, s.start, s.event, s.content_state, s.payload, s.priority, s.dismissal_date, s.due_at,
-               s.expires_at, a.activity_id
+        SELECT s.id, s.code, s.application, s.start, s.event, s.content_state, s.payload, s.android_payload, s.priority, s.dismissal_date,
+               s.due_at, s.expires_at, a.activity_id
         FROM scheduled_updates s JOIN activities a ON a.id = s.activity
         """
 
@@ -60,10 +60,11 @@ extension SQLMessageStore: ActivitySchedule {
             // An end_date's end shows the latest state, at its own time, without an alert.
             let payload = row["payload"].blob
                 ?? LiveActivityPayload.scheduledEnd(contentState: contentState, timestamp: Int64(dueAt.timeIntervalSince1970)).jsonBytes
-            let message = NewMessage(
+            var message = NewMessage(
                 code: row["code"].text ?? "", event: event, activityID: activityID, target: nil, attributesType: nil, name: nil,
                 contentState: contentState, payload: payload, fallbackPayload: nil, priority: Int(row["priority"].int ?? 5), dueAt: date,
                 expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0), dismissalDate: row["dismissal_date"].int)
+            message.androidPayload = row["android_payload"].blob
             if !sameSession || ActivityRules.updateRefusal(activityID, state: activity.state) != nil {
                 // Its activity ended, or began again, meanwhile: kept as cancelled, so its code still answers.
                 let id = try insert(message, activity: activity.id, application: application, at: date, queued: false, c)

@@ -18,7 +18,7 @@ public struct SQLApplicationStore: ApplicationStore {
     }
 
     /// A write to applications, tokens or keys: the credentials cached before it are dropped once it ends.
-    private func changing<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+    func changing<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         defer { credentials.invalidate() }
         return try database.write(body)
     }
@@ -162,8 +162,8 @@ public struct SQLApplicationStore: ApplicationStore {
         }
     }
 
-    /// Re-seals every stored APNs key with `newKey` (or, with nil, stores them plain), in one transaction;
-    /// keys are opened with this store's master key. Returns how many keys were rewritten. The shared provider tokens
+    /// Re-seals every stored APNs key and FCM service account with `newKey` (or, with nil, stores them plain), in one
+    /// transaction; they are opened with this store's master key. Returns how many were rewritten. The shared provider tokens
     /// are sealed again too (so the nodes need not sign new ones, which Apple throttles); one this store's key cannot
     /// open is dropped.
     public func resealAPNsKeys(with newKey: MasterKey?) throws(StoreError) -> Int {
@@ -183,12 +183,12 @@ public struct SQLApplicationStore: ApplicationStore {
                     try c.run("DELETE FROM provider_tokens WHERE name = ?", [row["name"]])
                 }
             }
-            return keys.count
+            return keys.count + (try resealFCMAccounts(with: newKey, c))
         }
     }
 
     /// Every stored APNs key as written: sealed text or a plain PEM.
-    private func storedKeys(_ c: any SQLConnection) throws(StoreError) -> [(application: ApplicationCode, stored: String)] {
+    func storedKeys(_ c: any SQLConnection) throws(StoreError) -> [(application: ApplicationCode, stored: String)] {
         try c.query("SELECT application, pem FROM apns_keys ORDER BY application").compactMap { row in
             ApplicationCode(row["application"].text ?? "").map { ($0, row["pem"].text ?? "") }
         }
@@ -197,14 +197,15 @@ public struct SQLApplicationStore: ApplicationStore {
     /// What an application's sealed key is bound to: sealed text moved to another application's row does not open.
     static func binding(_ application: ApplicationCode) -> String { "apns-key/\(application.rawValue)" }
 
-    /// The PEM of a stored key: sealed text opened with the master key, plain text as it is.
-    private func open(_ stored: String, application: ApplicationCode) throws(StoreError) -> String {
+    /// The PEM of a stored key: sealed text opened with the master key, plain text as it is. `binding` and `what`: another
+    /// secret's (an FCM service account's).
+    func open(_ stored: String, application: ApplicationCode, binding: String? = nil, what: String = "APNs key") throws(StoreError) -> String {
         guard MasterKey.isSealed(stored) else { return stored }
         guard let masterKey else {
-            throw StoreError(.locked, "the APNs key of \(application) is encrypted at rest; give Islet its master key (ISLET_MASTER_KEY or ISLET_MASTER_KEY_FILE)")
+            throw StoreError(.locked, "the \(what) of \(application) is encrypted at rest; give Islet its master key (ISLET_MASTER_KEY or ISLET_MASTER_KEY_FILE)")
         }
-        guard let pem = masterKey.open(stored, boundTo: Self.binding(application)) else {
-            throw StoreError(.locked, "the APNs key of \(application) was sealed with another master key than \(masterKey.fingerprint)")
+        guard let pem = masterKey.open(stored, boundTo: binding ?? Self.binding(application)) else {
+            throw StoreError(.locked, "the \(what) of \(application) was sealed with another master key than \(masterKey.fingerprint)")
         }
         return pem
     }
@@ -213,7 +214,9 @@ public struct SQLApplicationStore: ApplicationStore {
 
     /// The columns `application(_:)` reads, of `applications a` and `apns_keys k`.
     private static let applicationColumns = """
-        a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, a.user_id_source, k.team_id, k.key_id, k.environment
+        a.code, a.name, a.bundle_id, a.created_at, a.update_budget, a.frequent_update_budget, a.user_id_source, k.team_id, k.key_id, k.environment,
+        (SELECT f.project_id FROM fcm_accounts f WHERE f.application = a.code) AS fcm_project_id,
+        (SELECT f.client_email FROM fcm_accounts f WHERE f.application = a.code) AS fcm_client_email
         """
 
     private static let selectApplication = "SELECT \(applicationColumns) FROM applications a LEFT JOIN apns_keys k ON k.application = a.code"
@@ -223,11 +226,15 @@ public struct SQLApplicationStore: ApplicationStore {
         if let team = row["team_id"].text, let keyID = row["key_id"].text {
             key = APNsKeyInfo(teamID: team, keyID: keyID, environment: APNsEnvironment(rawValue: row["environment"].text ?? "") ?? .production)
         }
-        return Application(
+        var application = Application(
             code: ApplicationCode(row["code"].text ?? "")!, name: row["name"].text ?? "", bundleID: row["bundle_id"].text ?? "",
             createdAt: row["created_at"].date ?? Date(timeIntervalSince1970: 0), apnsKey: key,
             updateBudget: budget(row["update_budget"].int, row["frequent_update_budget"].int),
             userIDSource: row["user_id_source"].text.flatMap(UserIDSource.init(rawValue:)) ?? .app)
+        if let project = row["fcm_project_id"].text {
+            application.fcmAccount = FCMAccountInfo(projectID: project, clientEmail: row["fcm_client_email"].text ?? "")
+        }
+        return application
     }
 
     /// An application's budget, read inside another store's transaction.

@@ -134,6 +134,17 @@ extension SQLMessageStore: DeliveryLedger {
             """, [.int(activity), .int(device)])
     }
 
+    /// The stored payload a push of `pushType` sends: the start's fallback alert, the Android Live Update, or the ordinary
+    /// Android notification made of it (issue 46), else the Live Activity's.
+    static func payload(of pushType: PushType, _ row: SQLRow) -> [UInt8]? {
+        switch pushType {
+        case .alert: row["fallback_payload"].blob
+        case .liveUpdate: row["android_payload"].blob
+        case .androidNotification: row["android_payload"].blob.flatMap(AndroidPush.notification)
+        default: row["payload"].blob
+        }
+    }
+
     public func claimDueDeliveries(at date: Date, limit: Int, excluding: Set<ApplicationCode>, lease: ClaimLease,
                                    verdict: (DueDelivery, Date) -> DueVerdict) throws(StoreError) -> [DueDelivery] {
         try database.inClaimTransaction { (c) throws(StoreError) -> [DueDelivery] in
@@ -144,7 +155,7 @@ extension SQLMessageStore: DeliveryLedger {
                                [Self.milliseconds(date)], planning: .fresh).isEmpty else { return [] }
             let rows = try c.query("""
                 SELECT d.message, m.code, m.application, m.event, m.activity, d.device, dev.sandbox, dev.os_version, m.channel_ids, d.state,
-                       COALESCE(d.push_type, \(PushType.liveActivity.sql)) AS push_type, d.token, m.payload, m.fallback_payload,
+                       COALESCE(d.push_type, \(PushType.liveActivity.sql)) AS push_type, d.token, m.payload, m.fallback_payload, m.android_payload,
                        COALESCE(d.priority, CASE WHEN dev.frequent_updates = 1 THEN COALESCE(m.priority_frequent, m.priority)
                                                  ELSE COALESCE(m.priority_standard, m.priority) END) AS priority,
                        COALESCE(d.expires_at, m.expires_at) AS expires_at, d.attempts, d.copies, d.catch_up, a.state = \(ActivityState.ended.sql) AS ended, a.started_at,
@@ -173,7 +184,7 @@ extension SQLMessageStore: DeliveryLedger {
                     event: LiveActivityEvent(rawValue: row["event"].text ?? "") ?? .update, activity: row["activity"].int ?? 0,
                     device: row["device"].int ?? 0, gateway: row["sandbox"].bool ? .sandbox : .production,
                     state: DeliveryState(rawValue: row["state"].text ?? "") ?? .retrying, pushType: pushType, token: token,
-                    payload: (pushType == .alert ? row["fallback_payload"].blob : row["payload"].blob) ?? [],
+                    payload: Self.payload(of: pushType, row) ?? [],
                     priority: Int(row["priority"].int ?? 10), expiresAt: Self.date(milliseconds: row["expires_at"].int ?? 0),
                     attempts: Int(row["attempts"].int ?? 0), uncertainCopies: Int(row["copies"].int ?? 0), catchUp: row["catch_up"].bool,
                     activityEnded: row["ended"].bool, newerMessage: row["newer"].bool, tokenReportedSince: row["running"].bool)

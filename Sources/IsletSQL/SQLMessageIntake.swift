@@ -220,13 +220,17 @@ extension SQLMessageStore: MessageIntake {
         let end = message.event == .start ? message.scheduledEnd : nil
         try c.run("""
             INSERT INTO scheduled_updates (code, application, activity, start, event, content_state, payload, priority, dismissal_date,
-                                           due_at, expires_at, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                           due_at, expires_at, created_at, android_payload)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [
             .text(end?.code ?? message.code), .text(application.rawValue), .int(activity), start.map { .int($0) } ?? .null, .text(event.rawValue),
             end == nil ? .text(JSONValue.object(message.contentState).jsonText) : .null, end == nil ? .blob(message.payload) : .null,
             .int(Int64(end == nil ? message.priority : 10)), end == nil ? message.dismissalDate.map { .int($0) } ?? .null : .null,
             Self.milliseconds(end?.at ?? message.dueAt), Self.milliseconds(end?.expiresAt ?? message.expiresAt), SQLValue.seconds(date),
+            // An end_date's end dismisses the Android Live Update where the start made one (issue 46).
+            (end == nil ? message.androidPayload
+                : message.androidPayload.map { _ in AndroidLiveUpdate(operation: .end, id: message.activityID, hash: end?.code).dataBytes })
+                .map { .blob($0) } ?? .null,
         ])
     }
 

@@ -116,11 +116,24 @@ public struct SQLMessageStore: Sendable {
             .text(message.code), .text(application.rawValue), .int(activity), .text(message.event.rawValue),
             message.target.map { .text(Self.encode($0).jsonText) } ?? .null, message.target.map { $0.kind.parameter } ?? .null,
             message.target?.namedDevices.map { .int(Int64($0)) } ?? .null, Self.optional(message.attributesType),
-            .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null, .int(Int64(message.priority)),
+            .blob(message.payload), message.fallbackPayload.map { .blob($0) } ?? .null,
+            try androidPayload(of: message, activity: activity, c).map { .blob($0) } ?? .null, .int(Int64(message.priority)),
             lowered.map { .int(Int64($0.standard)) } ?? .null, lowered.map { .int(Int64($0.frequent)) } ?? .null,
             Self.milliseconds(due), SQLValue.seconds(date), Self.milliseconds(expires), column,
             message.unknownTargets > 0 ? .int(Int64(message.unknownTargets)) : .null,
         ]), Self.milliseconds(due))
+    }
+
+    /// An update's Android Live Update as stored (issue 46): with the title and text it does not give taken from the
+    /// activity's last message that had them, as the SDK draws the notification anew from each push. Every stored one
+    /// is whole, so one message back is enough; read only for an update that needs it.
+    func androidPayload(of message: NewMessage, activity: Int64, _ c: any SQLConnection) throws(StoreError) -> [UInt8]? {
+        guard let data = message.androidPayload, message.event == .update, AndroidPush.lacksTexts(data) else { return message.androidPayload }
+        let earlier = try c.query("""
+            SELECT android_payload FROM messages WHERE activity = ? AND android_payload IS NOT NULL AND event != \(LiveActivityEvent.end.sql)
+            ORDER BY id DESC LIMIT 1
+            """, [.int(activity)]).first?["android_payload"].blob
+        return AndroidPush.liveUpdate(data, carrying: earlier.map { [$0] } ?? [])
     }
 
     /// `insertion`'s statement, made once: a message of every accepted start and update is inserted with it.
@@ -133,7 +146,8 @@ public struct SQLMessageStore: Sendable {
     /// PostgreSQL type in a row of JSON (`UpdatesTogether`, where bytes travel as base64); `state` is always pending.
     static let insertedColumns: [(name: String, json: String)] = [
         ("code", "text"), ("application", "text"), ("activity", "bigint"), ("event", "text"), ("target", "text"), ("target_kind", "text"),
-        ("named_devices", "bigint"), ("attributes_type", "text"), ("payload", "bytea"), ("fallback_payload", "bytea"), ("priority", "bigint"),
+        ("named_devices", "bigint"), ("attributes_type", "text"), ("payload", "bytea"), ("fallback_payload", "bytea"), ("android_payload", "bytea"),
+        ("priority", "bigint"),
         ("priority_standard", "bigint"), ("priority_frequent", "bigint"), ("due_at", "bigint"), ("created_at", "bigint"),
         ("expires_at", "bigint"), ("channel_ids", "text"), ("unknown_targets", "bigint"),
     ]

@@ -521,6 +521,20 @@ public enum SQLMigrations {
             $$;
             CREATE TRIGGER activities_take_their_messages BEFORE DELETE ON activities FOR EACH ROW EXECUTE FUNCTION islet_activity_deleted();
             """, engines: [.postgresql]),
+        // Issue 46: an application's FCM service account (its key JSON, sealed like an APNs key), and the FCM data of the
+        // Live Update each start, update and end sends Android phones (NULL: the message reaches no Android phone, as
+        // the messages made before this version and a renewal's end and start).
+        Migration(version: 33, name: "Android Live Updates through FCM", sql: """
+            CREATE TABLE fcm_accounts (
+                application TEXT PRIMARY KEY REFERENCES applications(code) ON DELETE CASCADE,
+                project_id TEXT NOT NULL,
+                client_email TEXT NOT NULL,
+                key_json TEXT NOT NULL,
+                updated_at INTEGER NOT NULL
+            ) STRICT;
+            ALTER TABLE messages ADD COLUMN android_payload BLOB;
+            ALTER TABLE scheduled_updates ADD COLUMN android_payload BLOB;
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

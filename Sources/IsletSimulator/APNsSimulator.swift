@@ -251,7 +251,7 @@ final class SimulatorEngine: Sendable {
         }
         if trustNow { exchange.allowStreams(1000) }   // the first authenticated request lifts the 1-stream limit (A6)
 
-        guard let pushType = request.header("apns-push-type").flatMap(PushType.init(rawValue:)) else { return (400, Self.reason("InvalidPushType")) }
+        guard let pushType = request.header("apns-push-type").flatMap(PushType.init(rawValue:)), PushType.apple.contains(pushType) else { return (400, Self.reason("InvalidPushType")) }
         guard let topic = request.header("apns-topic"), !topic.isEmpty else { return (400, Self.reason("MissingTopic")) }
         guard topic == pushType.topic(bundleID: credential.bundleID) else { return (400, Self.reason("BadTopic")) }
         let priority = request.header("apns-priority").flatMap(Int.init) ?? 10

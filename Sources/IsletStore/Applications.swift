@@ -52,6 +52,17 @@ public struct APNsSigningKey: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// The public facts of an application's FCM service account (issue 46): safe to show and log.
+public struct FCMAccountInfo: Sendable, Equatable {
+    public let projectID: String
+    public let clientEmail: String
+
+    public init(projectID: String, clientEmail: String) {
+        self.projectID = projectID
+        self.clientEmail = clientEmail
+    }
+}
+
 /// An application: the unit that owns devices, tokens, activities and an APNs key.
 public struct Application: Sendable, Equatable {
     public let code: ApplicationCode
@@ -63,6 +74,8 @@ public struct Application: Sendable, Equatable {
     public let updateBudget: UpdateBudget
     /// Who may set its devices' User IDs (issue 44).
     public let userIDSource: UserIDSource
+    /// Its FCM service account (issue 46): without one, its Android phones get nothing.
+    public var fcmAccount: FCMAccountInfo?
 
     public init(code: ApplicationCode, name: String, bundleID: String, createdAt: Date, apnsKey: APNsKeyInfo? = nil,
                 updateBudget: UpdateBudget = .standard, userIDSource: UserIDSource = .app) {
@@ -126,6 +139,10 @@ public protocol ApplicationStore: Sendable {
     /// Sets who may set the application's devices' User IDs; `.notFound` when there is no such application.
     func setUserIDSource(_ source: UserIDSource, for application: ApplicationCode) throws(StoreError)
     func apnsKey(for application: ApplicationCode) throws(StoreError) -> APNsSigningKey?
+    /// Stores the application's FCM service account key, its JSON text sealed like an APNs key (issue 46).
+    func setFCMAccount(_ info: FCMAccountInfo, keyJSON: String, for application: ApplicationCode) throws(StoreError)
+    /// The application's FCM service account key (its JSON text, opened); nil when it has none.
+    func fcmAccountKey(for application: ApplicationCode) throws(StoreError) -> String?
     /// How many stored APNs keys are sealed and how many are plain; throws `.locked` when a sealed one
     /// cannot be opened with this store's master key.
     func checkAPNsKeys() throws(StoreError) -> (sealed: Int, plain: Int)

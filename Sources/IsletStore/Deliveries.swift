@@ -160,11 +160,14 @@ public struct DeliveryEffects: Sendable {
     public init() {}
 
     /// Adds what one answered push means for its activity and device.
+    /// An Android push goes to the device's FCM registration token, its push token, whatever the event (issue 46).
     public mutating func add(_ verdict: PushVerdict, pushType: PushType, token: String, isStart: Bool, activity: Int64, device: Int64) {
-        if verdict == .delivered && isStart && pushType == .liveActivity { startedOn.append((activity, device)) }
+        if verdict == .delivered && isStart && pushType.startsActivity { startedOn.append((activity, device)) }
         guard case .deadToken(let invalidSince) = verdict else { return }
         let dead = DeadToken(device: device, token: token, invalidSince: invalidSince)
-        if !isStart {
+        if pushType.isFCM {
+            deadPushTokens.append(dead)
+        } else if !isStart {
             deadUpdateTokens.append((activity, dead))
         } else if pushType == .liveActivity {
             deadPushToStartTokens.append(dead)

@@ -46,6 +46,8 @@ public struct MessageJob: Sendable, Equatable {
     public var channelIDs: [Gateway: String]?
     public var channel: String?
     public let fallbackPayload: [UInt8]?
+    /// The FCM `data` of its Android Live Update (issue 46); nil: it reaches no Android phone.
+    public var androidPayload: [UInt8]?
     /// The priority its pushes go at, by kind of device (A7).
     public let priority: BudgetedPriority
     /// Devices up to this id are done; a resumed job starts after it.
@@ -87,6 +89,7 @@ public struct MessageJob: Sendable, Equatable {
                   activityID: job.activityID, target: job.target, attributesType: job.attributesType, payload: job.payload,
                   fallbackPayload: job.fallbackPayload, priority: job.priority, cursor: cursor, expiresAt: job.expiresAt, dueAt: job.dueAt)
         activityStartedAt = job.activityStartedAt
+        androidPayload = job.androidPayload
         channelIDs = job.channelIDs
         channel = job.channel
         shard = job.shard

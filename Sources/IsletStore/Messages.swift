@@ -99,6 +99,9 @@ public struct NewMessage: Sendable {
     public let payload: [UInt8]
     /// Starts only: the alert for devices below iOS 16.1 (S7).
     public let fallbackPayload: [UInt8]?
+    /// The FCM `data` of the Android Live Update it sends (issue 46); nil: it reaches no Android phone (its application
+    /// has no FCM service account, or it is a renewal's end or start, which Android has no need of).
+    public var androidPayload: [UInt8]?
     public let priority: Int
     public let dueAt: Date
     /// Starts only: the schema version the activity's content-state was checked against (X2).

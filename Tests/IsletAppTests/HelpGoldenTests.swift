@@ -6,7 +6,7 @@ import Testing
 @Suite("CLI --help (golden)")
 struct HelpGoldenTests {
     static let commands = ["", "serve", "app", "app create", "app list", "app show", "app token", "app token create",
-                           "app token revoke", "app set-apns-key", "app set-update-budget", "app set-user-id-source", "app tag", "app tag list", "app tag set-type", "app tag delete", "app rotate-master-key", "simulator", "simulator run", "simulator device",
+                           "app token revoke", "app set-apns-key", "app set-fcm", "app set-update-budget", "app set-user-id-source", "app tag", "app tag list", "app tag set-type", "app tag delete", "app rotate-master-key", "simulator", "simulator run", "simulator device",
                            "simulator device add", "simulator device set", "simulator show", "schema", "schema set", "schema get",
                            "schema list", "schema delete", "schema infer", "db", "db backup", "db version", "db migrate-to", "cluster",
                            "cluster status", "console", "console set-password", "manual", "version"]

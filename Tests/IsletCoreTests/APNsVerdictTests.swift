@@ -60,6 +60,7 @@ struct APNsVerdictTests {
         #expect(PushType.liveActivity.topic(bundleID: "com.example.food") == "com.example.food.push-type.liveactivity")
         #expect(PushType.alert.topic(bundleID: "com.example.food") == "com.example.food")
         #expect(PushType(rawValue: "LiveActivity") == nil, "header values are case-sensitive")
-        #expect(PushType.all.count == 9)
+        #expect(PushType.apple.count == 9 && PushType.all.count == 11, "Apple's nine, and Islet's two FCM kinds")
+        #expect(PushType.apple.allSatisfy { !$0.isFCM } && PushType.liveUpdate.isFCM && PushType.androidNotification.isFCM)
     }
 }

@@ -8,10 +8,12 @@ Listens on 127.0.0.1 (TLS, ALPN h2) and prints `{"event": "listening", "port": N
                 at most an hour after iat); answers an access token, or 400 invalid_grant naming what was wrong.
   POST /v1/projects/PROJECT_ID/messages:send
                 needs `authorization: Bearer <a token it gave and did not expire>` (else 401 UNAUTHENTICATED), and a
-                message the Pushwoosh Android SDK would render as a Live Update: `message.token`, `message.data` with
-                string values only, `pw_msg`, and `pw_live` the JSON text of an object whose `op` is OPERATION_START,
-                OPERATION_UPDATE or OPERATION_END and whose `id` is a non-empty string; no `notification` block;
-                `android.priority` HIGH. A message that breaks a rule gets 400 INVALID_ARGUMENT naming it.
+                message the Pushwoosh Android SDK would show: `message.token`, `message.data` with string values only
+                (keys and values at most 4096 bytes), `pw_msg`, and either `pw_live` (a Live Update) the JSON text of an
+                object whose `op` is OPERATION_START, OPERATION_UPDATE or OPERATION_END and whose `id` is a non-empty
+                string, or no `pw_live` and a `header` or `title` (an ordinary notification, op "NOTIFICATION"); no
+                `notification` block; `android.priority` HIGH. A message that breaks a rule gets 400 INVALID_ARGUMENT
+                naming it.
 Every request prints one JSON line (event "token" or "send", with what was checked). Commands on stdin, one a line:
   fail TOKEN CODE [RETRY_AFTER]   answer sends to the registration token TOKEN with CODE (UNREGISTERED, QUOTA_EXCEEDED,
                                   UNAVAILABLE, INTERNAL, SENDER_ID_MISMATCH), with a retry-after header when given
@@ -81,6 +83,14 @@ def check_message(body):
         raise ValueError("message.data must map strings to strings")
     if "pw_msg" not in data:
         raise ValueError("message.data.pw_msg: the Pushwoosh SDK ignores a push without it")
+    if sum(len(k.encode()) + len(v.encode()) for k, v in data.items()) > 4096:
+        raise ValueError("message.data: keys and values take more than 4096 bytes")
+    if "pw_live" not in data:
+        if not data.get("header") and not data.get("title"):
+            raise ValueError("message.data: an ordinary notification needs header or title to show")
+        if (message.get("android") or {}).get("priority") not in ("HIGH", "high"):
+            raise ValueError("message.android.priority must be HIGH")
+        return token, {"op": "NOTIFICATION", "id": ""}, data, message.get("android") or {}
     try:
         live = json.loads(data.get("pw_live", ""))
     except ValueError:

@@ -2,13 +2,14 @@ import Foundation
 import IsletAPI
 import IsletCore
 import IsletCrypto
+import IsletFCM
 import IsletStore
 
 /// `islet app`: applications and their credentials.
 struct AppCommand: CLIGroup {
     static let spec = CommandSpec(
         name: "app", abstract: "Create and manage applications, their tokens and APNs keys.",
-        subcommands: [AppCreateCommand.self, AppListCommand.self, AppShowCommand.self, TokenCommand.self, SetAPNsKeyCommand.self,
+        subcommands: [AppCreateCommand.self, AppListCommand.self, AppShowCommand.self, TokenCommand.self, SetAPNsKeyCommand.self, SetFCMCommand.self,
                       SetUpdateBudgetCommand.self, SetUserIDSourceCommand.self, TagCommand.self, RotateMasterKeyCommand.self])
 }
 
@@ -148,6 +149,11 @@ struct AppShowCommand: ApplicationCodeCommand {
         } else {
             context.print("  APNs key:   none (islet app set-apns-key \(application.code) ...)")
         }
+        if let fcm = application.fcmAccount {
+            context.print("  FCM:        project \(fcm.projectID) (\(fcm.clientEmail))")
+        } else {
+            context.print("  FCM:        none: Android phones get nothing (islet app set-fcm \(application.code) --service-account key.json)")
+        }
         context.print("  budget:     \(application.updateBudget.perHour) priority-10 updates an hour per activity, \(application.updateBudget.frequentPerHour) with frequent updates on")
         context.print("  user IDs:   set by " + (application.userIDSource == .app ? "the app (device API) or the server" : "the server only"))
         context.print("  tokens:")
@@ -246,6 +252,49 @@ struct SetAPNsKeyCommand: CLICommand {
     func run(_ context: CLIContext) throws -> Int32 {
         try admin(arguments) { try $0.setAPNsKey(for: code, key: key) }
         context.print("Set APNs key \(key.info.keyID) (team \(key.info.teamID), \(key.info.environment)) for \(code).")
+        return 0
+    }
+}
+
+/// `islet app set-fcm`: the Google service account Islet sends the application's Android Live Updates with (issue 46).
+struct SetFCMCommand: CLICommand {
+    static let spec = CommandSpec(
+        name: "set-fcm", abstract: "Set the Firebase service account (key JSON) Islet sends Android Live Updates with.",
+        arguments: [ArgumentSpec(name: "code", help: "The application code.")],
+        options: [
+            OptionSpec(name: "--service-account", valueName: "path",
+                       help: "The key file from Firebase's console (Project settings, Service accounts); readable by its owner only.", required: true),
+            Common.database,
+        ])
+
+    let arguments: ParsedArguments
+    let code: ApplicationCode
+    let account: ServiceAccount
+    let json: String
+
+    init(_ arguments: ParsedArguments, context: CLIContext) throws {
+        self.arguments = arguments
+        self.code = try Common.applicationCode(arguments.argument(0))
+        let path = arguments.value("--service-account") ?? ""
+        let json: String
+        do {
+            json = try ApplicationAdmin.readSecretFile(path, field: "service-account")
+        } catch {
+            throw CLIError.usage("--\(error.message)")
+        }
+        do {
+            let account = try ServiceAccount(json: Array(json.utf8))
+            _ = try ServiceAccountSigner(account)
+            self.account = account
+        } catch {
+            throw CLIError.usage("--service-account: \(path): \(error.description)")
+        }
+        self.json = json
+    }
+
+    func run(_ context: CLIContext) throws -> Int32 {
+        try admin(arguments) { try $0.setFCMAccount(for: code, info: FCMAccountInfo(projectID: account.projectID, clientEmail: account.clientEmail), keyJSON: json) }
+        context.print("Set FCM service account \(account.clientEmail) (project \(account.projectID)) for \(code).")
         return 0
     }
 }

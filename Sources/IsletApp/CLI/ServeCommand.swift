@@ -31,6 +31,10 @@ struct ServeCommand: CLICommand {
                        environment: "ISLET_APNS_URL"),
             OptionSpec(name: "--apns-ca", valueName: "file", help: "Extra CA certificate (PEM) to trust for APNs.",
                        environment: "ISLET_APNS_CA"),
+            OptionSpec(name: "--fcm-url", valueName: "url", help: "FCM base URL replacing https://fcm.googleapis.com (Android Live Updates).",
+                       environment: "ISLET_FCM_URL"),
+            OptionSpec(name: "--fcm-ca", valueName: "file", help: "Extra CA certificate (PEM) to trust for FCM and service accounts' token_uri.",
+                       environment: "ISLET_FCM_CA"),
             OptionSpec(name: "--connections-per-address", valueName: "n|off",
                        help: "Connections one client address (an IPv6 /64) may hold open at once; loopback (a proxy on this machine) is not counted.",
                        environment: "ISLET_CONNECTIONS_PER_ADDRESS", defaultValue: "128"),
@@ -105,6 +109,16 @@ struct ServeCommand: CLICommand {
         if let ca = arguments.value("--apns-ca") {
             guard FileManager.default.isReadableFile(atPath: ca) else { throw CLIError.usage("--apns-ca: cannot read \(ca)") }
             configuration.apnsCA = ca
+        }
+        if let url = arguments.value("--fcm-url") {
+            guard let components = URLComponents(string: url), components.scheme == "https", components.host?.isEmpty == false else {
+                throw CLIError.usage("--fcm-url: '\(url)' is not an https://HOST[:PORT][/PATH] URL")
+            }
+            configuration.fcmURL = url
+        }
+        if let ca = arguments.value("--fcm-ca") {
+            guard FileManager.default.isReadableFile(atPath: ca) else { throw CLIError.usage("--fcm-ca: cannot read \(ca)") }
+            configuration.fcmCA = ca
         }
         configuration.masterKey = try Common.masterKey(arguments.environment, file: arguments.value("--master-key-file"))
         if let text = arguments.value("--phone-started-activities") {

@@ -4,6 +4,7 @@ import IsletAPNs
 import IsletConsole
 import IsletCore
 import IsletDelivery
+import IsletFCM
 import IsletHTTP
 import IsletHTTP2
 import IsletSimulator
@@ -28,6 +29,8 @@ public final class IsletServer: Sendable {
     public let simulator: APNsSimulator?
     let simulatorWiring: SimulatorWiring
     private let client: APNsClient?
+    /// Android pushes (issue 46); nil when the caller gave the transport.
+    private let fcm: FCMTransport?
     private let http: HTTPServer
     /// Held from start to shutdown on an SQLite file: one server per file.
     private let serverLock = Mutex<SQLiteServerLock?>(nil)
@@ -58,6 +61,7 @@ public final class IsletServer: Sendable {
 
         var simulator: APNsSimulator?
         var client: APNsClient?
+        var fcm: FCMTransport?
         var pushes = transport
         if pushes == nil {
             var clientConfiguration = APNsClientConfiguration(overrideURL: configuration.apnsURL.flatMap(URL.init(string:)),
@@ -72,11 +76,16 @@ public final class IsletServer: Sendable {
                 clientConfiguration.extraCA = running.certificate
                 keys = { try wiring.signingKey(for: $0) }
             }
-            client = try APNsClient(configuration: clientConfiguration, keys: keys, logger: logger.with(label: "islet.apns"), now: clock)
-            pushes = client
+            let apnsClient = try APNsClient(configuration: clientConfiguration, keys: keys, logger: logger.with(label: "islet.apns"), now: clock)
+            let fcmTransport = FCMTransport(configuration: FCMTransportConfiguration(baseURL: configuration.fcmURL ?? FCMClient.defaultBaseURL,
+                                                                                     caFile: configuration.fcmCA),
+                                            accounts: { try store.fcmAccountKey(for: $0) }, logger: logger.with(label: "islet.fcm"))
+            (client, fcm) = (apnsClient, fcmTransport)
+            pushes = PushRouter(apns: apnsClient, fcm: fcmTransport)
         }
         self.simulator = simulator
         self.client = client
+        self.fcm = fcm
         let node = NodeInfo(id: configuration.node, host: ProcessInfo.processInfo.hostName, pid: Int(ProcessInfo.processInfo.processIdentifier),
                             version: IsletVersion.current)
         var deliveryConfiguration = deliveryConfiguration
@@ -227,9 +236,13 @@ public final class IsletServer: Sendable {
         if !retention.shutdown(deadline: min(deadline, ContinuousClock.now + .seconds(1))) {
             logger.warning("the retention pruner was still in a batch at shutdown; it ends with the process")
         }
-        let client = self.client
-        let stopped = delivery?.shutdown(deadline: deadline, unblock: { client?.shutdown(deadline: deadline) }) ?? true
+        let client = self.client, fcm = self.fcm
+        let stopped = delivery?.shutdown(deadline: deadline, unblock: {
+            client?.shutdown(deadline: deadline)
+            fcm?.shutdown(deadline: deadline)
+        }) ?? true
         client?.shutdown(deadline: deadline)
+        fcm?.shutdown(deadline: deadline)
         if !stopped { logger.warning("delivery workers were still busy at the shutdown deadline; their work resumes at the next start") }
     }
 

@@ -61,6 +61,10 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     public var apnsURL: String?
     /// Extra CA certificate file trusted for the APNs connection.
     public var apnsCA: String?
+    /// FCM's base URL, replacing Google's (issue 46: any FCM stand-in); nil: `https://fcm.googleapis.com`.
+    public var fcmURL: String?
+    /// Extra CA certificate file trusted for FCM and for the service accounts' token endpoints.
+    public var fcmCA: String?
     public var shutdownGracePeriod: Duration
     public var http: HTTPServerConfiguration
     /// E6: rate limits of the API (the device API is limited by default).
@@ -126,6 +130,8 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
         ]
         if let apnsURL { object["apns_url"] = .string(Self.hidingPassword(apnsURL)) }
         if let apnsCA { object["apns_ca"] = .string(apnsCA) }
+        if let fcmURL { object["fcm_url"] = .string(Self.hidingPassword(fcmURL)) }
+        if let fcmCA { object["fcm_ca"] = .string(fcmCA) }
         return .object(object)
     }
 

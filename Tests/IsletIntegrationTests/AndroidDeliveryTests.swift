@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+import IsletAPI
+import IsletApp
+import IsletCore
+import IsletCrypto
+import IsletDelivery
+import IsletHTTP2
+import IsletStore
+import IsletTestPeers
+
+/// Issue 46: one startLiveActivity, updateLiveActivity and end reach iPhones through an APNs stand-in and Android phones
+/// through an FCM stand-in (`Tests/Peers/fcm_peer.py`, on h2 and PyJWT: it checks the service account's assertion and
+/// each message against the Pushwoosh Android SDK's rules), the whole server in between.
+@Suite("Android Live Updates through FCM, beside iPhones (issue 46)")
+struct AndroidDeliveryTests {
+    /// FCM registration tokens of the Android phones: `pixel` runs Android 16, `older` Android 14.
+    static let pixelToken = "fcm-pixel-" + String(repeating: "p", count: 40)
+    static let olderToken = "fcm-older-" + String(repeating: "o", count: 40)
+
+    final class World {
+        let directory: URL
+        let apns: PythonH2Peer
+        let fcm: PythonFCMPeer
+        let clock = TestClock()
+        let running: RunningServer
+        let accountJSON: String
+        var application = ApplicationCode("XXXXX-XXXXX")!, auth = ""
+
+        init() throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("islet-android-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let certificate = directory.appendingPathComponent("peer.crt").path, key = directory.appendingPathComponent("peer.key").path
+            try TLSContext.writeSelfSigned(certificate: certificate, key: key)
+            apns = try PythonH2Peer(certificate: certificate, key: key)
+            let accountKey = RSASigningKey.generatePEM()
+            let accountKeyFile = directory.appendingPathComponent("account.pem").path
+            try accountKey.write(toFile: accountKeyFile, atomically: true, encoding: .utf8)
+            fcm = try PythonFCMPeer(certificate: certificate, key: key, accountKey: accountKeyFile, project: "islet-demo")
+            let account: JSONValue = [
+                "type": "service_account", "project_id": "islet-demo", "private_key_id": "kid-1", "private_key": .string(accountKey),
+                "client_email": "islet@islet-demo.iam.gserviceaccount.com", "token_uri": .string("https://127.0.0.1:\(fcm.port)/token"),
+            ]
+            accountJSON = account.jsonText
+            let fcmURL = "https://127.0.0.1:\(fcm.port)"
+            running = try RunningServer(demo: false, clock: clock, directory: directory.appendingPathComponent("server"),
+                                        apns: (apns.url.absoluteString, certificate)) {
+                $0.fcmURL = fcmURL
+                $0.fcmCA = certificate
+            }
+            let created = try running.serverAdmin().create(
+                name: "Both", bundleID: "com.example.both",
+                apnsKey: APNsSigningKey(info: APNsKeyInfo(teamID: "TEAM123456", keyID: "KEY1234567", environment: .both), pem: Crypto.generateAPNsSigningKey()))
+            application = created.application.code
+            auth = created.apiToken.secret
+            try register("phone", ["push_token": .string(String(repeating: "ab", count: 32)), "os_version": "18.2"])
+            #expect(try call("setActivityPushToStartToken", ["hwid": "phone", "activity_push_to_start_token": .string(String(repeating: "5a", count: 40))]).status == 200)
+            try register("pixel", ["device_type": 3, "push_token": .string(AndroidDeliveryTests.pixelToken), "os_version": "16"])
+            try register("older", ["device_type": 3, "push_token": .string(AndroidDeliveryTests.olderToken), "os_version": "14"])
+        }
+
+        deinit {
+            running.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+
+        func setFCMAccount() throws {
+            try running.serverAdmin().setFCMAccount(for: application, info: FCMAccountInfo(projectID: "islet-demo", clientEmail: "islet@islet-demo.iam.gserviceaccount.com"),
+                                                    keyJSON: accountJSON)
+        }
+
+        func register(_ hwid: String, _ fields: JSONObject) throws {
+            #expect(try call("registerDevice", (["hwid": .string(hwid)] as JSONObject).merging(fields)).status == 200)
+        }
+
+        func call(_ method: String, _ fields: JSONObject) throws -> RawHTTPResponse {
+            try IsletIntegrationTests.call(running.port, method, (["application": .string(application.rawValue)] as JSONObject).merging(fields), token: auth)
+        }
+
+        /// The codes of a start or update call's messages.
+        func send(_ method: String, _ notification: JSONObject) throws -> String {
+            let answer = try call(method, ["auth": .string(auth), "notifications": [.object(notification)]])
+            #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+            return try #require(answer.json?.objectValue?["response"]?.objectValue?["Messages"]?.arrayValue?.first?.stringValue)
+        }
+
+        func details(_ code: String) throws -> MessageDetails? { try running.server.messages.messageDetails(code: code, in: application) }
+
+        /// FCM's sends so far, once there are `count`.
+        func sends(atLeast count: Int) -> [JSONObject] { fcm.events("send", atLeast: count) }
+    }
+
+    static func live(_ send: JSONObject) -> JSONObject { send["live"]?.objectValue ?? [:] }
+    static func data(_ send: JSONObject) -> JSONObject { send["data"]?.objectValue ?? [:] }
+
+    @Test func aStartUpdateAndEndReachBothPlatformsAndAndroidKeepsItsTitleAndText() throws {
+        let world = try World()
+        try world.setFCMAccount()
+        let start = try world.send("startLiveActivity", startNotification(["devices": ["phone", "pixel", "older"]]))
+        #expect(try eventually { try world.details(start)?.state == .done }, "\(String(describing: try? world.details(start)))")
+        let started = world.sends(atLeast: 2)
+        #expect(started.count == 2, "\(started)")
+        let pixel = try #require(started.first { $0["token"]?.stringValue == Self.pixelToken })
+        #expect(Self.live(pixel)["op"] == "OPERATION_START" && Self.live(pixel)["id"] == "ORDER_1", "\(pixel)")
+        #expect(Self.data(pixel)["header"] == "Food Delivery" && Self.data(pixel)["title"] == "Your order is being prepared", "\(pixel)")
+        #expect(Self.data(pixel)["p"] == .string(start), "the SDK reports the delivery with the message's code")
+        #expect(Self.live(pixel)["progress_bar"] == false, "no progress asked, so no empty bar: \(pixel)")
+        #expect(pixel["android"]?.objectValue?["priority"] == "HIGH")
+        let older = try #require(started.first { $0["token"]?.stringValue == Self.olderToken })
+        #expect(older["op"] == "NOTIFICATION" && Self.data(older)["pw_live"] == nil && Self.data(older)["header"] == "Food Delivery",
+                "Android 14 drops Live Updates: it gets the start's title and content as a notification: \(older)")
+        #expect(try world.apns.requests(atLeast: 1).count == 1, "the iPhone's start went to APNs")
+        let details = try #require(try world.details(start))
+        #expect(details.sent == 3 && details.failed == 0, "\(details)")
+
+        // A silent update with progress: the Live Update keeps the start's title and text (the SDK draws each push anew).
+        let update = try world.send("updateLiveActivity", updateNotification(["android": ["progress": 3, "segments": [["color": "#705289", "length": 8]]]]))
+        #expect(try eventually { try world.details(update)?.state == .done })
+        let updated = try #require(world.sends(atLeast: 3).last)
+        #expect(updated["token"]?.stringValue == Self.pixelToken && Self.live(updated)["op"] == "OPERATION_UPDATE", "only the phone that runs it: \(updated)")
+        #expect(Self.live(updated)["progress"] == 3 && Self.live(updated)["segments"] == [["color": "#705289", "length": 8]], "\(updated)")
+        #expect(Self.data(updated)["header"] == "Food Delivery" && Self.data(updated)["title"] == "Your order is being prepared", "\(updated)")
+        #expect(try world.details(update)?.skipped[SkipReason.noUpdateToken] == 1, "the iPhone reported no update token")
+
+        // A new text replaces the old one, and the title carries on (the update waits its turn, A9).
+        let text = try world.send("updateLiveActivity", updateNotification(["android": ["text": "At your door"]]))
+        #expect(try world.running.advanceUntil(world.clock, step: 1) { try world.details(text)?.state == .done })
+        let texted = try #require(world.sends(atLeast: 4).last)
+        #expect(Self.data(texted)["header"] == "Food Delivery" && Self.data(texted)["title"] == "At your door", "\(texted)")
+
+        let end = try world.send("updateLiveActivity", updateNotification(id: "ORDER_1", event: "end"))
+        #expect(try eventually { try world.details(end)?.state == .done })
+        let ended = try #require(world.sends(atLeast: 5).last)
+        #expect(Self.live(ended)["op"] == "OPERATION_END" && Self.live(ended)["id"] == "ORDER_1", "\(ended)")
+        #expect(world.sends(atLeast: 5).count == 5, "nothing else went to FCM")
+    }
+
+    @Test func withoutAServiceAccountAndroidPhonesAreSkippedWithTheReason() throws {
+        let world = try World()
+        let start = try world.send("startLiveActivity", startNotification(["devices": ["phone", "pixel"]]))
+        #expect(try eventually { try world.details(start)?.state == .done })
+        let details = try #require(try world.details(start))
+        #expect(details.sent == 1 && details.skipped[SkipReason.android] == 1, "\(details)")
+        #expect(world.fcm.events("send").isEmpty)
+    }
+
+    @Test func aDeadTokenIsRetiredAndAQuotaIsWaitedOut() throws {
+        let world = try World()
+        try world.setFCMAccount()
+        try world.fcm.command("fail \(Self.pixelToken) UNREGISTERED")
+        try world.fcm.command("fail \(Self.olderToken) QUOTA_EXCEEDED 30")
+        try world.register("older", ["device_type": 3, "push_token": .string(Self.olderToken), "os_version": "16"])
+        let start = try world.send("startLiveActivity", startNotification(["devices": ["pixel", "older"]]))
+        #expect(try eventually { try world.details(start)?.pending[.retrying] == 1 }, "\(String(describing: try? world.details(start)))")
+        let details = try #require(try world.details(start))
+        #expect(details.failed == 1 && details.reasons["UNREGISTERED"] == 1, "\(details)")
+        let pixel = try #require(try world.running.server.devices.device(hwid: "pixel", in: world.application))
+        #expect(pixel.pushToken == nil, "FCM no longer knows the token: it is retired")
+        let retry = try #require(details.nextAttemptAt)
+        #expect(retry.timeIntervalSince(world.clock.now) >= 29, "FCM's retry-after (30 s) is waited out, not the first backoff: \(retry)")
+
+        try world.fcm.command("heal \(Self.olderToken)")
+        #expect(try world.running.advanceUntil(world.clock, step: 5, seconds: 20) { try world.details(start)?.pending[.retrying] == nil },
+                "\(String(describing: try? world.details(start)))")
+        #expect(try world.details(start)?.sent == 1)
+        #expect(world.sends(atLeast: 3).last?["token"]?.stringValue == Self.olderToken)
+
+        // The dead token's phone is skipped from now on, until the app registers a new token.
+        let again = try world.send("startLiveActivity", startNotification(["devices": ["pixel"]], id: "ORDER_2"))
+        #expect(try eventually { try world.details(again)?.state == .done })
+        #expect(try world.details(again)?.skipped[SkipReason.unregistered] == 1, "\(String(describing: try? world.details(again)))")
+    }
+}
+

@@ -144,6 +144,27 @@ struct AndroidDeliveryTests {
         #expect(world.fcm.events("send").isEmpty)
     }
 
+    /// FCM down (503 UNAVAILABLE, then 500 INTERNAL, without retry-after): the pushes wait with the backoff and go
+    /// once FCM is back; an update accepted meanwhile goes after the start, and only its latest state.
+    @Test func anOutageIsRiddenOutAndTheLatestStateGoesOnceFCMIsBack() throws {
+        let world = try World()
+        try world.setFCMAccount()
+        try world.fcm.command("fail \(Self.pixelToken) UNAVAILABLE")
+        let start = try world.send("startLiveActivity", startNotification(["devices": ["pixel"]]))
+        #expect(try eventually { try world.details(start)?.pending[.retrying] == 1 }, "\(String(describing: try? world.details(start)))")
+        try world.fcm.command("fail \(Self.pixelToken) INTERNAL")
+        #expect(world.running.advanceUntil(world.clock, step: 2, seconds: 20) { world.fcm.events("send").count >= 3 }, "retried while FCM is down")
+        try world.fcm.command("heal \(Self.pixelToken)")
+        #expect(try world.running.advanceUntil(world.clock, step: 2, seconds: 20) { try world.details(start)?.sent == 1 },
+                "\(String(describing: try? world.details(start)))")
+        let sends = world.fcm.events("send")
+        #expect(sends.last?["status"] == 200 && Self.live(sends.last ?? [:])["op"] == "OPERATION_START", "\(sends)")
+        #expect(sends.dropLast().allSatisfy { $0["status"] != 200 }, "one start taken, however many tries: \(sends)")
+        let update = try world.send("updateLiveActivity", updateNotification(["android": ["progress": 5]]))
+        #expect(try world.running.advanceUntil(world.clock, step: 1) { try world.details(update)?.sent == 1 })
+        #expect(Self.live(world.sends(atLeast: sends.count + 1).last ?? [:])["progress"] == 5)
+    }
+
     @Test func aDeadTokenIsRetiredAndAQuotaIsWaitedOut() throws {
         let world = try World()
         try world.setFCMAccount()

@@ -86,6 +86,7 @@ bench:
 	.build/release/islet-bench devices --count $(BENCH_DEVICES) --database var/bench-devices.sqlite
 	.build/release/islet-bench apns --pushes $(BENCH_PUSHES) --python .venv/bin/python3
 	.build/release/islet-bench e2e --devices $(BENCH_E2E_DEVICES)
+	.build/release/islet-bench e2e --devices $(BENCH_E2E_DEVICES) --platform android
 	.build/release/islet-bench register --devices 30000 --clients 16 --database 'var/bench-register.sqlite$(if $(BENCH_POSTGRES_URL),$(comma)$(BENCH_POSTGRES_URL))'
 	.build/release/islet-bench updates --activities 2000 --seconds 20
 	.build/release/islet-bench updates --activities 2000 --seconds 60 --rate 1000

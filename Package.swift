@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "IsletApp", dependencies: ["IsletCore", "IsletStore", "IsletSQL", "IsletSQLite", "IsletPostgres", "IsletCrypto", "IsletHTTP", "IsletAPI", "IsletConsole", "IsletDelivery", "IsletAPNs", "IsletFCM", "IsletHTTP2", "IsletSimulator"]),
         .executableTarget(name: "islet", dependencies: ["IsletApp"]),
         .executableTarget(name: "islet-bench", dependencies: ["IsletCore", "IsletStore", "IsletSQLite", "IsletHTTP2", "IsletAPNs", "IsletDelivery",
-                                                              "IsletAPI", "IsletApp", "IsletSQL", "IsletTestPeers"], path: "Sources/IsletBenchmarks"),
+                                                              "IsletAPI", "IsletApp", "IsletSQL", "IsletCrypto", "IsletTestPeers"], path: "Sources/IsletBenchmarks"),
 
         // `islet serve` with a transport that records to a file: for the crash-and-resume test only.
         .executableTarget(name: "islet-test-server", dependencies: ["IsletApp", "IsletCore", "IsletDelivery", "IsletStore"], path: "Tests/TestServer"),

@@ -15,12 +15,15 @@ struct EndToEndBenchmark {
     var devices = 100_000
     var clients = 4
     var probes = 5
+    /// Android phones instead of iPhones: the fan-out goes through FCM HTTP v1 (nginx standing in for FCM and its
+    /// token endpoint), one Live Update each (issue 46).
+    var android = false
 
     func run() throws {
-        let world = try NginxWorld(name: "e2e")
+        let world = try NginxWorld(name: "e2e", android: android)
         defer { world.stop() }
         let nginx = world.nginx, port = world.port, app = world.app, auth = world.auth
-        print("Islet end to end: \(devices) devices registered through the API, one startLiveActivity by filter, nginx \(nginx.version) on 127.0.0.1:\(nginx.port) as APNs")
+        print("Islet end to end: \(devices) \(android ? "Android phones" : "iPhones") registered through the API, one startLiveActivity by filter, nginx \(nginx.version) on 127.0.0.1:\(nginx.port) as \(android ? "FCM" : "APNs")")
         print("machine: \(ProcessInfo.processInfo.processorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB")
 
         // 1. Devices through the API: registerDevice with a tag, then the push-to-start token, from `clients` connections.
@@ -32,7 +35,14 @@ struct EndToEndBenchmark {
                 // Tokens look random, as real ones do (the push-token index keys on their first 16 hex digits).
                 let spread = String(format: "%016llx", UInt64(n) &* 0x9E37_79B9_7F4A_7C15)
                 let hwid = "bench-\(n)", token = String(repeating: spread, count: 4), start = String(repeating: spread, count: 5)
-                let register = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"\#(hwid)","push_token":"\#(token)","tags":{"Bench":"\#(n == devices ? "probe" : "yes")"}}}"#
+                let tag = #""tags":{"Bench":"\#(n == devices ? "probe" : "yes")"}"#
+                if android {
+                    // As the Pushwoosh Android SDK registers: device_type 3, an FCM token, Android's release as os_version.
+                    let register = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"\#(hwid)","push_token":"fcm:\#(token)","device_type":3,"os_version":"16",\#(tag)}}"#
+                    if (try? http.post("/json/1.3/registerDevice", register)) != 200 { failures.add(2, ordering: .relaxed) }
+                    continue
+                }
+                let register = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"\#(hwid)","push_token":"\#(token)",\#(tag)}}"#
                 let pushToStart = #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"\#(hwid)","activity_push_to_start_token":"\#(start)"}}"#
                 if (try? http.post("/json/1.3/registerDevice", register)) != 200 { failures.add(1, ordering: .relaxed) }
                 if (try? http.post("/json/1.3/setActivityPushToStartToken", pushToStart)) != 200 { failures.add(1, ordering: .relaxed) }
@@ -40,7 +50,7 @@ struct EndToEndBenchmark {
         }
         let registration = ContinuousClock.now - started
         print(String(format: "registered %d devices (+1 probe) in %.1f s: %.0f API calls/s, %d failed", devices, registration.seconds,
-                     Double(2 * (devices + 1)) / registration.seconds, failures.load(ordering: .relaxed)))
+                     Double((android ? 1 : 2) * (devices + 1)) / registration.seconds, failures.load(ordering: .relaxed)))
         let http = try KeepAliveClient(port: port)
         _ = try http.call("createFilter", app, auth, #""name":"ALL","conditions":[["Bench","EQ","yes"]]"#)
         _ = try http.call("createFilter", app, auth, #""name":"PROBE","conditions":[["Bench","EQ","probe"]]"#)
@@ -66,9 +76,9 @@ struct EndToEndBenchmark {
         let ceiling = [h2load(port: nginx.port, requests: devices, streams: 100), h2load(port: nginx.port, requests: devices, streams: 1000)]
             .compactMap { $0 }.max()
 
-        // 4. A one-device update while two large fan-outs run.
+        // 4. A one-device update while two large fan-outs run (an Android phone needs no update token: its start made it one of the activity's).
         _ = try waitUntilSent(http, app, auth, try startByFilter(http, app, auth, id: "PROBE", filter: "PROBE"), count: 1, deadline: .now + .seconds(60))
-        _ = try http.post("/json/1.3/setActivityToken", #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"bench-\#(devices)","activity_id":"PROBE","activity_token":"\#(String(repeating: "ab", count: 32))"}}"#)
+        if !android { _ = try http.post("/json/1.3/setActivityToken", #"{"request":{"application":"\#(app)","auth":"\#(auth)","hwid":"bench-\#(devices)","activity_id":"PROBE","activity_token":"\#(String(repeating: "ab", count: 32))"}}"#) }
         let big = try [startByFilter(http, app, auth, id: "BIG1", filter: "ALL"), startByFilter(http, app, auth, id: "BIG2", filter: "ALL")]
         var latencies: [Double] = []
         for n in 0..<probes {
@@ -122,10 +132,18 @@ struct EndToEndBenchmark {
     func h2load(port: Int, requests: Int, streams: Int) -> Double? {
         let payload = FileManager.default.temporaryDirectory.appendingPathComponent("islet-bench-payload-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: payload) }
-        try? Data(#"{"aps":{"timestamp":1,"event":"start","content-state":{"status":"go"}}}"#.utf8).write(to: payload)
-        let arguments = ["h2load", "-n", String(requests), "-c", "2", "-m", String(streams), "-t", "1", "-d", payload.path,
+        let arguments: [String]
+        if android {
+            // The shape of an FCM HTTP v1 send of a Live Update, as Islet's: one message, a data map, android.priority HIGH.
+            try? Data(#"{"message":{"token":"fcm-bench-token-0123456789abcdef0123456789","data":{"pw_msg":"1","header":"Bench","p":"XXXXX-XXXXXXXX-XXXXXXXX","pw_live":"{\"op\":\"OPERATION_START\",\"id\":\"FANOUT\",\"progress_bar\":false}"},"android":{"priority":"HIGH","ttl":"3600s"}}}"#.utf8).write(to: payload)
+            arguments = ["h2load", "-n", String(requests), "-c", "2", "-m", String(streams), "-t", "1", "-d", payload.path,
+                         "-H", "content-type: application/json", "-H", "authorization: Bearer bench", "https://127.0.0.1:\(port)/v1/projects/bench/messages:send"]
+        } else {
+            try? Data(#"{"aps":{"timestamp":1,"event":"start","content-state":{"status":"go"}}}"#.utf8).write(to: payload)
+            arguments = ["h2load", "-n", String(requests), "-c", "2", "-m", String(streams), "-t", "1", "-d", payload.path,
                          "-H", "apns-push-type: \(PushType.liveActivity.rawValue)", "-H", "apns-topic: \(PushType.liveActivity.topic(bundleID: "com.example.bench"))",
                          "-H", "apns-priority: 10", "-H", "authorization: bearer x", "https://127.0.0.1:\(port)/3/device/\(String(repeating: "ab", count: 40))"]
+        }
         print("\n(b) h2load against the same nginx: \(arguments.joined(separator: " "))")
         guard let output = APNsBenchmark.runProcess(arguments) else {
             print("    h2load did not run (Debian package nghttp2-client; `make bench` installs it)")
@@ -183,6 +201,10 @@ final class Nginx {
                     ssl_certificate \(certificate);
                     ssl_certificate_key \(key);
                     location / { add_header apns-id $http_apns_id always; return 200; }
+                    location = /token {
+                        default_type application/json;
+                        return 200 '{"access_token":"bench","expires_in":3600,"token_type":"Bearer"}';
+                    }
                 }
             }
             """.write(toFile: config, atomically: true, encoding: .utf8)

@@ -8,7 +8,7 @@ import IsletCore
 let usage = """
     usage: islet-bench devices [--count N] [--database PATH|URL] [--tokens varied|shared-prefix] [--reuse yes]
            islet-bench apns [--pushes N] [--batch N] [--senders N] [--sink-threads N] [--h2load-requests N] [--aioapns-pushes N] [--python PATH]
-           islet-bench e2e [--devices N] [--clients N] [--probes N]
+           islet-bench e2e [--devices N] [--clients N] [--probes N] [--platform ios|android]
            islet-bench register --database PATH|URL[,PATH|URL...] [--devices N] [--clients N] [--threads N]
            islet-bench updates [--activities N] [--clients N] [--seconds N] [--rate N] [--history N] [--event update|start] [--database PATH|URL] [--nodes N [--rotate-nodes yes]]
            islet-bench cluster [--devices N] [--nodes N,N...] [--database URL]
@@ -66,6 +66,11 @@ do {
         benchmark.devices = number("--devices", benchmark.devices)
         benchmark.clients = number("--clients", benchmark.clients)
         benchmark.probes = number("--probes", benchmark.probes)
+        switch take("--platform") ?? "ios" {
+        case "ios": benchmark.android = false
+        case "android": benchmark.android = true
+        case let other: fail("islet-bench: --platform must be ios or android, got \(other)\n" + usage, code: 64)
+        }
         if let unknown = options.keys.first { fail("islet-bench: unknown option \(unknown)\n" + usage, code: 64) }
         try benchmark.run()
     case "register":

@@ -32,7 +32,7 @@ let package = Package(
         // FCM HTTP v1 (issue 46): the service account that signs for its access tokens, the client that sends, and the
         // transport that sends Android pushes with each application's account.
         .target(name: "IsletFCM", dependencies: ["IsletCore", "IsletCrypto", "IsletHTTP2", "IsletStore", "IsletDelivery"]),
-        .target(name: "IsletSimulator", dependencies: ["IsletCore", "IsletStore", "IsletHTTP2", "IsletAPNs"]),
+        .target(name: "IsletSimulator", dependencies: ["IsletCore", "IsletStore", "IsletHTTP2", "IsletAPNs", "IsletCrypto"]),
         .target(name: "IsletAPI", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP", "IsletDelivery"]),
         // The web console (issue 17): its routes, sessions and events; its pages (Assets) are built into the binary.
         .target(name: "IsletConsole", dependencies: ["IsletCore", "IsletStore", "IsletCrypto", "IsletHTTP", "IsletAPI"],

@@ -77,6 +77,11 @@ struct ConsoleReads {
                 // What the push says, as the phone reads it.
                 let aps = (try? JSONParser.parse(message.payload))?.objectValue?["aps"]?.objectValue ?? [:]
                 for key in ["content-state", "stale-date", "dismissal-date", "relevance-score", "alert"] { object[key] = aps[key] ?? .null }
+                // And what an Android phone's Live Update shows of it (issue 46): its title, text and pw_live, read.
+                object["android"] = message.androidPayload.flatMap { (try? JSONParser.parse($0))?.objectValue }.map { data -> JSONValue in
+                    ["title": data["header"] ?? .null, "text": data["title"] ?? .null,
+                     "live": data["pw_live"]?.stringValue.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .null]
+                } ?? .null
                 return .object(object)
             }),
             "next_cursor": found.count > limit ? .string(String(page.last!.id)) : .null,

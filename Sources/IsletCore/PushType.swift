@@ -39,10 +39,10 @@ public struct PushType: WireValue {
 }
 
 extension PushType: Codable {
-    /// As its header spelling; a type Apple does not define does not decode.
+    /// As its spelling; a type neither Apple nor Islet defines does not decode.
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
-        guard let type = PushType.apple.first(where: { $0.rawValue == text }) else {
+        guard let type = PushType(rawValue: text) else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an apns-push-type: \(text)"))
         }
         self = type

@@ -111,15 +111,17 @@ public struct SQLConsoleStore: ConsoleStore {
     public func messages(ofActivity activity: Int64, before: Int64, limit: Int) throws(StoreError) -> [MessageSummary] {
         try database.withConnection { (c) throws(StoreError) in
             try c.query("""
-                SELECT id, code, event, state, created_at, due_at, finished_at, payload FROM messages
+                SELECT id, code, event, state, created_at, due_at, finished_at, payload, android_payload FROM messages
                 WHERE activity = ?1 AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3
                 """, [.int(activity), .int(before), .int(Int64(limit))]).map { row in
-                MessageSummary(id: row["id"].int ?? 0, code: row["code"].text ?? "",
-                               event: row["event"].text.flatMap(LiveActivityEvent.init(rawValue:)) ?? .update,
-                               state: row["state"].text.flatMap(MessageState.init(rawValue:)) ?? .done,
-                               createdAt: row["created_at"].date ?? .distantPast,
-                               dueAt: SQLMessageStore.date(milliseconds: row["due_at"].int ?? 0), finishedAt: row["finished_at"].date,
-                               payload: row["payload"].blob ?? [])
+                var summary = MessageSummary(id: row["id"].int ?? 0, code: row["code"].text ?? "",
+                                             event: row["event"].text.flatMap(LiveActivityEvent.init(rawValue:)) ?? .update,
+                                             state: row["state"].text.flatMap(MessageState.init(rawValue:)) ?? .done,
+                                             createdAt: row["created_at"].date ?? .distantPast,
+                                             dueAt: SQLMessageStore.date(milliseconds: row["due_at"].int ?? 0), finishedAt: row["finished_at"].date,
+                                             payload: row["payload"].blob ?? [])
+                summary.androidPayload = row["android_payload"].blob
+                return summary
             }
         }
     }

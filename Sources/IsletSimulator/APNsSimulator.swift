@@ -50,12 +50,16 @@ public final class APNsSimulator: Sendable {
     private let sandboxServer: H2Server
 
     /// `sink`: answer 200 to everything at once, checking nothing (benchmarks).
+    /// The simulated FCM service account whose key has this id (issue 46).
+    public typealias FCMAccounts = @Sendable (_ keyID: String) -> SimulatorFCMAccount?
+
     public init(store: any SimulatorStore, credentials: @escaping Credentials, report: @escaping Reporter,
-                decoder: @escaping Decoder = { _, _, _, _ in nil }, tls: TLSContext,
+                decoder: @escaping Decoder = { _, _, _, _ in nil }, fcmAccounts: @escaping FCMAccounts = { _ in nil }, tls: TLSContext,
                 host: String = "127.0.0.1", port: Int = 0, sandboxPort: Int = 0, faults: SimulatorFaults = SimulatorFaults(), sink: Bool = false,
                 now: @escaping @Sendable () -> Date = { Date() }) throws {
         if !sink { try Self.indexTokens(store) }
-        let engine = SimulatorEngine(store: store, credentials: credentials, report: report, decoder: decoder, faults: faults, now: now)
+        let engine = SimulatorEngine(store: store, credentials: credentials, report: report, decoder: decoder, faults: faults, now: now,
+                                     fcm: SimulatedFCM(store: store, accounts: fcmAccounts, now: now))
         func listen(_ port: Int, _ gateway: Gateway) throws -> H2Server {
             try H2Server(host: host, port: port, tls: tls, threads: sink ? 2 : 1, initialMaxStreams: sink ? 1000 : 1) { exchange in
                 if sink { return exchange.respond(status: 200, headers: [("apns-id", exchange.request.header("apns-id") ?? UUID().uuidString)]) }
@@ -111,11 +115,14 @@ final class SimulatorEngine: Sendable {
     let decoder: APNsSimulator.Decoder
     let faults: SimulatorFaults
     let now: @Sendable () -> Date
+    /// FCM beside APNs, on the same listener (issue 46).
+    let fcm: SimulatedFCM
     /// Per connection: requests seen, and whether a request with a valid token came (Apple's stream rule).
     private let connections = Mutex<[Int: (requests: Int, trusted: Bool)]>([:])
 
     init(store: any SimulatorStore, credentials: @escaping APNsSimulator.Credentials, report: @escaping APNsSimulator.Reporter,
-         decoder: @escaping APNsSimulator.Decoder, faults: SimulatorFaults, now: @escaping @Sendable () -> Date) {
+         decoder: @escaping APNsSimulator.Decoder, faults: SimulatorFaults, now: @escaping @Sendable () -> Date, fcm: SimulatedFCM) {
+        self.fcm = fcm
         self.decoder = decoder
         self.store = store
         self.credentials = credentials
@@ -130,6 +137,7 @@ final class SimulatorEngine: Sendable {
             return all[exchange.connectionID]!.requests
         }
         if let every = faults.dropEvery, count % every == 0 { return exchange.dropConnection() }
+        if SimulatedFCM.handles(exchange.request.header(":path") ?? "") { return fcm.handle(exchange) }
         if exchange.request.header(":path")?.hasPrefix("/1/apps/") == true { return manageChannels(exchange, gateway: gateway) }
         if exchange.request.header(":path")?.hasPrefix("/4/broadcasts/apps/") == true { return broadcast(exchange, gateway: gateway) }
         let (status, body) = answer(exchange)

@@ -40,11 +40,19 @@ public struct SimulatedPush: Codable, Sendable, Equatable {
     public var payload: String
 }
 
-/// A simulated iPhone: its tokens, its lock screen and what it received (issue 6).
+/// A simulated iPhone: its tokens, its lock screen and what it received (issue 6); or a simulated Android phone, its
+/// FCM token and its notification shade (issue 46, `SimulatedAndroid.swift`).
 public struct SimulatedDevice: Codable, Sendable, Equatable {
     public var application: String
     public var hwid: String
+    /// Its iOS version; an Android phone's Android release.
     public var iosVersion: String
+    /// `android` for an Android phone; nil for an iPhone (as every phone saved before issue 46).
+    public var platform: String?
+    /// An Android phone's Live Updates on its notification shade.
+    public var liveUpdates: [SimulatedLiveUpdate]?
+    /// When FCM took its messages in the last minute (its per-device quota).
+    public var recentFCM: [Double]?
     public var locked: Bool
     public var pushToken: String
     /// Attributes type ("" for any) → push-to-start token.
@@ -307,6 +315,15 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
 
     /// What `GET /simulator/devices/<hwid>` answers.
     public func json(now: Date, withLog: Bool) -> JSONValue {
+        if isAndroid {
+            var object: JSONObject = [
+                "hwid": .string(hwid), "application": .string(application), "platform": .string(DevicePlatform.android.rawValue),
+                "android_version": .string(iosVersion), "push_token": .string(pushToken), "uninstalled": .bool(uninstalledAt != nil),
+                "shade": shadeJSON, "notifications": .array(alerts.suffix(20).map { .string($0) }),
+            ]
+            if withLog { object["log"] = logJSON }
+            return .object(object)
+        }
         var object: JSONObject = [
             "hwid": .string(hwid), "application": .string(application), "ios_version": .string(iosVersion), "locked": .bool(locked),
             "push_token": .string(pushToken),
@@ -314,16 +331,19 @@ public struct SimulatedDevice: Codable, Sendable, Equatable {
             "uninstalled": .bool(uninstalledAt != nil), "frequent_updates": .bool(frequentUpdates == true), "lock_screen": lockScreen(now: now),
             "alerts": .array(alerts.suffix(20).map { .string($0) }),
         ]
-        if withLog {
-            object["log"] = .array(log.map { push in
-                [
-                    "at": .string(Date(timeIntervalSince1970: push.at).formatted(.iso8601)), "apns_id": .string(push.apnsID),
-                    "push_type": .string(push.pushType.rawValue), "event": push.event.map { .string($0) } ?? .null, "priority": .int(Int64(push.priority)),
-                    "dropped": push.dropped.map { .string($0) } ?? .null, "payload": (try? JSONParser.parse(push.payload)) ?? .string(push.payload),
-                ]
-            })
-        }
+        if withLog { object["log"] = logJSON }
         return .object(object)
+    }
+
+    /// What the phone received, oldest first (`apns_id`: an FCM message's name for an Android phone).
+    var logJSON: JSONValue {
+        .array(log.map { push in
+            [
+                "at": .string(Date(timeIntervalSince1970: push.at).formatted(.iso8601)), "apns_id": .string(push.apnsID),
+                "push_type": .string(push.pushType.rawValue), "event": push.event.map { .string($0) } ?? .null, "priority": .int(Int64(push.priority)),
+                "dropped": push.dropped.map { .string($0) } ?? .null, "payload": (try? JSONParser.parse(push.payload)) ?? .string(push.payload),
+            ]
+        })
     }
 }
 

@@ -56,6 +56,8 @@ public struct MessageSummary: Sendable, Equatable {
     public let finishedAt: Date?
     /// The push's JSON as planned (`aps` with the content-state, stale and dismissal dates, alert).
     public let payload: [UInt8]
+    /// The FCM `data` of its Android Live Update (issue 46); nil when it has none.
+    public var androidPayload: [UInt8]?
 
     public init(id: Int64, code: String, event: LiveActivityEvent, state: MessageState, createdAt: Date, dueAt: Date, finishedAt: Date?,
                 payload: [UInt8]) {

@@ -216,6 +216,8 @@ def run(driver):
     wait_for(driver, lambda d: "Preparing" in text_of(d, ".la-card"), "the lock-screen preview of ORDER_42")
     wait_for(driver, lambda d: "first_third" in text_of(d, "table"), "the per-device delivery table")
     check("Order 42" in text_of(driver, ".la-card"), "the preview shows the activity's title")
+    wait_for(driver, lambda d: "Your order is being prepared" in text_of(d, ".phone.android .lu-card"), "the Android Live Update's preview beside it")
+    check("Food Delivery" in text_of(driver, ".phone.android .lu-card"), "the Live Update shows the start's title")
     screenshot(driver, "04-activity")
 
     # Compose an update from the schema's form; the dry run shows the exact request and its size.
@@ -230,7 +232,7 @@ def run(driver):
     eta = driver.find_element(By.ID, "content-state-estimatedTime")
     eta.clear()
     eta.send_keys("10 min")
-    wait_for(driver, lambda d: "Audience: 2 devices" in d.find_element(By.ID, "compose-audience").text, "the live audience count")
+    wait_for(driver, lambda d: "Audience: 3 devices" in d.find_element(By.ID, "compose-audience").text, "the live audience count")
     driver.find_element(By.ID, "compose-dry-run").click()
     wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#compose-preview .bytes"), "the dry run's preview")
     sizes = [element.text for element in driver.find_elements(By.CSS_SELECTOR, "#compose-preview .bytes")]
@@ -247,6 +249,9 @@ def run(driver):
     driver.get(BASE + "/console#/simulator")
     wait_for(driver, lambda d: "On its way" in text_of(d, '.phone[data-hwid="first_third"] .la-card'), "first_third's lock screen to show the update")
     check("10 min" in text_of(driver, '.phone[data-hwid="first_third"] .la-card'), "the lock screen shows the new estimate")
+    wait_for(driver, lambda d: "ORDER_42" in text_of(d, '.phone[data-hwid="android_phone"] .lu-card'), "android_phone's shade to show the Live Update")
+    check("Your order is being prepared" in text_of(driver, '.phone[data-hwid="android_phone"] .lu-card'),
+          "the Live Update keeps the start's text through an update that gave none")
     screenshot(driver, "06-simulator")
 
     # A state-changing call without the CSRF token is refused, even with the session cookie.
@@ -282,7 +287,7 @@ def run(driver):
     # ORDER_42 is the one live activity now: its count reads in the singular (issue 48), the two devices' in the plural.
     tiles = [(e.find_element(By.CSS_SELECTOR, ".value").text, e.find_element(By.CSS_SELECTOR, ".label").text)
              for e in driver.find_elements(By.CSS_SELECTOR, ".stat")]
-    check(("1", "live activity") in tiles and ("2", "devices") in tiles, f"a count of one in the singular, of two in the plural: {tiles}")
+    check(("1", "live activity") in tiles and ("3", "devices") in tiles, f"a count of one in the singular, of three in the plural: {tiles}")
     # The chart's scales, as shown (issue 48): the top of the scale is the legend's peak (ORDER_42's start made one), with
     # its unit and base, and the time axis spans the hour. Read in one script: the overview re-renders every 10 s.
     y_axis, x_axis, legend = driver.execute_script("""

@@ -283,3 +283,55 @@ struct SimulatorTokenIndexTests {
         #expect(try world.store.unindexedSimulatedDevices().isEmpty)
     }
 }
+
+/// Issue 46: what a simulated Android phone does with an FCM data message, as the Pushwoosh Android SDK does.
+@Suite("A simulated Android phone")
+struct SimulatedAndroidBehaviourTests {
+    static func phone(_ version: String = "16") -> SimulatedDevice {
+        var device = SimulatedDevice(application: "APPAA-00001", hwid: "p", iosVersion: version, locked: false, pushToken: "fcm", pushToStartTokens: [:])
+        device.platform = DevicePlatform.android.rawValue
+        return device
+    }
+
+    static func data(_ op: String, id: String = "A", progress: Int? = nil, extra: JSONObject = [:]) -> JSONObject {
+        var live: JSONObject = ["op": .string(op), "id": .string(id)]
+        if let progress { live["progress"] = .int(Int64(progress)) }
+        return (["pw_msg": "1", "header": "Match", "title": "0 – 0", "pw_live": .string(JSONValue.object(live).jsonText)] as JSONObject).merging(extra)
+    }
+
+    @Test func aStartAnUpdateAndAnEndDriveOneNotification() {
+        var device = Self.phone()
+        let now = Date(timeIntervalSince1970: 1_000)
+        device.receiveFCM(data: Self.data("OPERATION_START", progress: 1), messageID: "m1", now: now)
+        device.receiveFCM(data: Self.data("OPERATION_UPDATE", progress: 2, extra: ["title": "1 – 0"]), messageID: "m2", now: now)
+        #expect(device.liveUpdates?.count == 1 && device.liveUpdates?.first?.progress == 2 && device.liveUpdates?.first?.text == "1 – 0")
+        device.receiveFCM(data: Self.data("OPERATION_END"), messageID: "m3", now: now)
+        #expect(device.liveUpdates == [] && device.log.map(\.dropped) == [nil, nil, nil])
+    }
+
+    @Test(arguments: [
+        (["header": "x"] as JSONObject, "16", "not a Pushwoosh push (no pw_msg): the SDK ignores it"),
+        (["pw_msg": "1", "pw_live": "{op"], "16", "pw_live is not valid JSON: the SDK drops the push ({op)"),
+        (["pw_msg": "1", "pw_live": #"{"op":"start","id":"A"}"#], "16", "missing or invalid op / id in pw_live: the SDK drops the push"),
+        (["pw_msg": "1", "pw_live": #"{"op":"OPERATION_START","id":""}"#], "16", "missing or invalid op / id in pw_live: the SDK drops the push"),
+        (["pw_msg": "1", "pw_live": #"{"op":"OPERATION_START","id":"A"}"#], "15", "Android 15 has no Live Updates: the SDK drops the push (no renderer below API 36)"),
+    ] as [(JSONObject, String, String)])
+    func whatTheSDKDropsIsDroppedWithItsReason(data: JSONObject, version: String, reason: String) {
+        var device = Self.phone(version)
+        device.receiveFCM(data: data, messageID: "m", now: Date())
+        #expect(device.log.last?.dropped == reason && (device.liveUpdates ?? []).isEmpty && device.alerts.isEmpty)
+    }
+
+    @Test func aPushWithoutPwLiveIsAnOrdinaryNotificationAndTheQuotaIsAMinute() {
+        var device = Self.phone("14")
+        device.receiveFCM(data: ["pw_msg": "1", "header": "Match", "title": "Kick-off"], messageID: "m", now: Date())
+        #expect(device.alerts == ["Match: Kick-off"] && device.log.last?.pushType == .androidNotification)
+        let now = Date(timeIntervalSince1970: 5_000)
+        var admitted = 0
+        for _ in 0..<SimulatedDevice.fcmMessagesPerMinute where device.admitFCMMessage(now: now) { admitted += 1 }
+        #expect(admitted == SimulatedDevice.fcmMessagesPerMinute)
+        let over = device.admitFCMMessage(now: now.addingTimeInterval(30)), later = device.admitFCMMessage(now: now.addingTimeInterval(61))
+        #expect(!over, "the 241st in a minute: QUOTA_EXCEEDED")
+        #expect(later, "a minute later it takes messages again")
+    }
+}

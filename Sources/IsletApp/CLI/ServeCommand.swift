@@ -217,8 +217,9 @@ struct ServeCommand: CLICommand {
               device API token:  \(demo.deviceToken.secret)
             Try it:
               curl -s \(base)/json/1.3/getApplication -d '{"request":{"application":"\(demo.application.code)","auth":"\(demo.apiToken.secret)"}}'
-            Simulated iPhones first_third and second_device and the filter FILTER_NAME_1 are ready for the reference examples;
-            their lock screens: curl -s \(base)/simulator/devices/first_third -H 'Authorization: Token \(demo.apiToken.secret)'
+            Simulated iPhones first_third and second_device, the Android phone android_phone and the filter FILTER_NAME_1 are
+            ready for the reference examples; their lock screens (and the Android phone's shade):
+              curl -s \(base)/simulator/devices/first_third -H 'Authorization: Token \(demo.apiToken.secret)'
             The console: \(base)/console (sign in with the server API token)
             """)
     }

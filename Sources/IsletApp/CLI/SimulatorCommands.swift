@@ -92,11 +92,14 @@ struct SimulatorDeviceCommand: CLIGroup {
 
 struct SimulatorDeviceAddCommand: CLICommand {
     static let spec = CommandSpec(
-        name: "add", abstract: "Add a simulated iPhone and register it with Islet, as the Pushwoosh SDK would.",
+        name: "add", abstract: "Add a simulated iPhone or Android phone and register it with Islet, as the Pushwoosh SDK would.",
         options: [
             OptionSpec(name: "--application", valueName: "code", help: "The application it runs.", required: true),
             OptionSpec(name: "--hwid", valueName: "id", help: "Its HWID.", required: true),
+            OptionSpec(name: "--platform", valueName: "ios|android", help: "An iPhone, or an Android phone that gets Live Updates through the simulated FCM.",
+                       defaultValue: "ios"),
             OptionSpec(name: "--ios", valueName: "version", help: "Its iOS version; 17.2+ has push-to-start.", defaultValue: "17.4"),
+            OptionSpec(name: "--android", valueName: "version", help: "An Android phone's release; 16+ shows Live Updates.", defaultValue: "16"),
             OptionSpec(name: "--attributes-type", valueName: "type", help: "Register its push-to-start token for this type only."),
             OptionSpec.flag("--locked", "Start locked: priority-5 updates show on unlock."),
             OptionSpec.flag("--frequent-updates", "The app's More Frequent Updates are on: a larger priority-10 budget (A7)."),
@@ -114,6 +117,24 @@ struct SimulatorDeviceAddCommand: CLICommand {
     func run(_ context: CLIContext) throws -> Int32 {
         let wiring = try wiring(arguments)
         do {
+            switch arguments.value("--platform") ?? "ios" {
+            case "ios": break
+            case "android":
+                for option in ["--ios", "--attributes-type", "--locked", "--frequent-updates"] where arguments.value(option) != nil || arguments.flag(option) {
+                    throw CLIError.usage("\(option) is for iPhones; an Android phone takes --android")
+                }
+                let device = try wiring.addAndroidDevice(application: application, hwid: arguments.value("--hwid")!,
+                                                         androidVersion: arguments.value("--android") ?? "16")
+                if arguments.flag("--json") {
+                    Common.printJSON(device.json(now: Date(), withLog: false), context)
+                } else {
+                    context.print("Added simulated Android phone \(device.hwid) (Android \(device.iosVersion)) to \(application); FCM token \(device.pushToken)")
+                }
+                return 0
+            case let other:
+                throw CLIError.usage("--platform: must be ios or android, got '\(other)'")
+            }
+            if arguments.value("--android") != nil { throw CLIError.usage("--android is for Android phones (--platform android)") }
             _ = try wiring.signingKey(for: application)   // a simulated application signs with a key made for it
             let device = try wiring.addDevice(application: application, hwid: arguments.value("--hwid")!,
                                               iosVersion: arguments.value("--ios") ?? "17.4", locked: arguments.flag("--locked"),

@@ -68,6 +68,8 @@ public final class IsletServer: Sendable {
                                                               extraCA: configuration.apnsCA)
             clientConfiguration.sharedTokens = storage.cluster(masterKey: configuration.masterKey)
             var keys: APNsClient.KeyLookup = { try store.apnsKey(for: $0) }
+            var fcmConfiguration = FCMTransportConfiguration(baseURL: configuration.fcmURL ?? FCMClient.defaultBaseURL, caFile: configuration.fcmCA)
+            var accounts: FCMTransport.AccountLookup = { try store.fcmAccountKey(for: $0) }
             if configuration.apns == .simulator {
                 let running = try Self.startSimulator(configuration, wiring: wiring, logger: logger)
                 simulator = running.simulator
@@ -75,11 +77,13 @@ public final class IsletServer: Sendable {
                 clientConfiguration.sandboxOverrideURL = URL(string: "https://127.0.0.1:\(running.simulator.sandboxPort)")
                 clientConfiguration.extraCA = running.certificate
                 keys = { try wiring.signingKey(for: $0) }
+                // The simulator is FCM too (issue 46), with its token endpoint, on the same listener.
+                let simulated = "https://127.0.0.1:\(running.simulator.port)"
+                fcmConfiguration = FCMTransportConfiguration(baseURL: simulated, caFile: running.certificate)
+                accounts = { try wiring.fcmAccountKey(for: $0, tokenURI: simulated + "/token") }
             }
             let apnsClient = try APNsClient(configuration: clientConfiguration, keys: keys, logger: logger.with(label: "islet.apns"), now: clock)
-            let fcmTransport = FCMTransport(configuration: FCMTransportConfiguration(baseURL: configuration.fcmURL ?? FCMClient.defaultBaseURL,
-                                                                                     caFile: configuration.fcmCA),
-                                            accounts: { try store.fcmAccountKey(for: $0) }, logger: logger.with(label: "islet.fcm"))
+            let fcmTransport = FCMTransport(configuration: fcmConfiguration, accounts: accounts, logger: logger.with(label: "islet.fcm"))
             (client, fcm) = (apnsClient, fcmTransport)
             pushes = PushRouter(apns: apnsClient, fcm: fcmTransport)
         }
@@ -153,6 +157,7 @@ public final class IsletServer: Sendable {
             store: wiring.simulated, credentials: { wiring.credential(keyID: $0) },
             report: { wiring.report($0, hwid: $1, activityID: $2, token: $3) },
             decoder: { wiring.decodingError($0, attributesType: $1, contentState: $2, attributes: $3) },
+            fcmAccounts: { wiring.fcmAccount(keyID: $0) },
             tls: try TLSContext(serverCertificate: certificate, key: key), port: port, faults: faults, sink: sink)
         logger.info("APNs simulator listening", ["address": "127.0.0.1", "port": .int(Int64(simulator.port)), "sandbox_port": .int(Int64(simulator.sandboxPort)),
                                                  "certificate": .string(certificate)])
@@ -264,6 +269,9 @@ public final class IsletServer: Sendable {
 
     /// Creates the demo application when the database is empty, the APNs side is the simulator and
     /// the server listens on loopback only; never otherwise, since its token is public.
+    /// The demo's simulated Android phone.
+    public static let demoAndroidPhone = "android_phone"
+
     public func createDemoIfEligible() throws -> ApplicationAdmin.Created? {
         guard configuration.apns == .simulator, configuration.listen.isLoopback, try store.hasNoApplications() else { return nil }
         let created = try ApplicationAdmin(store: store, audit: configuration.auditLog, actor: "islet serve (demo)").create(
@@ -278,6 +286,9 @@ public final class IsletServer: Sendable {
             _ = try simulatorWiring.addDevice(application: Self.demoCode, hwid: hwid, iosVersion: version, locked: false,
                                               attributesTypes: [], tags: [("Demo", .string("food-delivery"))])
         }
+        // Issue 46: an Android 16 phone beside them, which gets the same starts and updates as Live Updates.
+        _ = try simulatorWiring.addAndroidDevice(application: Self.demoCode, hwid: Self.demoAndroidPhone, androidVersion: "16",
+                                                 tags: [("Demo", .string("food-delivery"))])
         let types = try devices.tagTypes(in: Self.demoCode)
         try devices.createFilter(try FilterDefinition.parse(name: "FILTER_NAME_1", join: .and, conditions: [["Demo", "EQ", "food-delivery"]],
                                                             tagTypes: types), in: Self.demoCode, at: Date())

@@ -34,6 +34,62 @@ struct SimulatorWiring: Sendable {
         return key
     }
 
+    /// A simulated application's FCM service account (issue 46): made on first use, like its APNs key, so its Android
+    /// phones get Live Updates without a Firebase project. Returns the account's key JSON.
+    @discardableResult
+    func fcmAccount(for application: ApplicationCode) throws -> String? {
+        if let json = try applications.fcmAccountKey(for: application) { return json }
+        guard try applications.application(application) != nil else { return nil }
+        let project = "simulated-\(application.rawValue.lowercased())"
+        let email = "islet-simulator@\(project).iam.gserviceaccount.com"
+        let account: JSONValue = [
+            "type": "service_account", "project_id": .string(project), "private_key_id": .string("simulated-\(application.rawValue)"),
+            "private_key": .string(RSASigningKey.generatePEM()), "client_email": .string(email), "token_uri": "https://127.0.0.1/token",
+        ]
+        try applications.setFCMAccount(FCMAccountInfo(projectID: project, clientEmail: email), keyJSON: account.jsonText, for: application)
+        return account.jsonText
+    }
+
+    /// The application's service account key as the FCM client reads it under the simulator: its `token_uri` the
+    /// simulator's, wherever it listens this time.
+    func fcmAccountKey(for application: ApplicationCode, tokenURI: String) throws -> String? {
+        guard let json = try applications.fcmAccountKey(for: application),
+              var object = (try? JSONParser.parse(Array(json.utf8)))?.objectValue else { return nil }
+        object["token_uri"] = .string(tokenURI)
+        return JSONValue.object(object).jsonText
+    }
+
+    /// The service account whose key has the id `keyID`, for the simulator's token endpoint.
+    func fcmAccount(keyID: String) -> SimulatorFCMAccount? {
+        guard let all = try? applications.applications() else { return nil }
+        for application in all where application.fcmAccount != nil {
+            guard let json = try? applications.fcmAccountKey(for: application.code),
+                  let object = (try? JSONParser.parse(Array(json.utf8)))?.objectValue, object["private_key_id"]?.stringValue == keyID,
+                  let pem = object["private_key"]?.stringValue, let key = RSASigningKey(pem: pem) else { continue }
+            return SimulatorFCMAccount(application: application.code, projectID: object["project_id"]?.stringValue ?? "", key: key)
+        }
+        return nil
+    }
+
+    /// Creates a simulated Android phone (issue 46) and registers it as the Pushwoosh Android SDK would: `device_type` 3,
+    /// its FCM token, its Android release as `os_version`. Its application gets a simulated FCM account if it has none.
+    func addAndroidDevice(application: ApplicationCode, hwid: String, androidVersion: String,
+                          tags: [(name: String, change: TagChange)] = []) throws -> SimulatedDevice {
+        guard try applications.application(application) != nil else { throw APIError.invalid("application", "no application \(application)") }
+        guard !hwid.isEmpty, hwid.count <= 256 else { throw APIError.invalid("hwid", "must be 1 to 256 characters") }
+        guard VersionKey.make(androidVersion) != nil else { throw APIError.invalid("android_version", "must be a version such as 16") }
+        try fcmAccount(for: application)
+        // The shape of a real one: an instance id, a colon, and a long base64url body.
+        let token = Base64URL.encode(Crypto.randomBytes(16)) + ":APA91b" + Base64URL.encode(Crypto.randomBytes(100))
+        var device = SimulatedDevice(application: application.rawValue, hwid: hwid, iosVersion: androidVersion, locked: false, pushToken: token,
+                                     pushToStartTokens: [:])
+        device.platform = DevicePlatform.android.rawValue
+        try simulated.save(device, application: application)
+        _ = try devices.registerDevice(DeviceRegistration(hwid: hwid, pushToken: token, language: "en", timezone: "0", osVersion: androidVersion,
+                                                          platform: .android), tags: tags, in: application, at: Date())
+        return device
+    }
+
     /// The application and key a provider token's `kid` names.
     func credential(keyID: String) -> SimulatorCredential? {
         guard let applications = try? applications.applications() else { return nil }
@@ -219,8 +275,8 @@ struct SimulatorRoutes: Sendable {
         return APIRouter.json(device.json(now: now, withLog: false), status: 200)
     }
 
-    /// {hwid, ios_version?, locked?, attributes_types?, application?}: the application is the token's; naming
-    /// another one is refused like a wrong token.
+    /// {hwid, platform?, ios_version?, locked?, attributes_types?, android_version?, application?}: the application is the
+    /// token's; naming another one is refused like a wrong token.
     private func add(_ request: HTTPRequest, application: ApplicationCode) throws -> HTTPResponse {
         let document = try JSONParser.parse(request.body)
         guard case .object = document else {
@@ -230,6 +286,19 @@ struct SimulatorRoutes: Sendable {
         let body = try FieldReader(document, path: "")
         if let code = try body.string("application"), code != application.rawValue {
             throw APIError(.unauthorized, "Authorization: not a valid server API token for application \(code.prefix(64))")
+        }
+        switch try body.string("platform") ?? DevicePlatform.ios.rawValue {
+        case DevicePlatform.ios.rawValue:
+            if body.value("android_version") != nil { throw APIError.invalid("android_version", "is for Android phones (platform android)") }
+        case DevicePlatform.android.rawValue:
+            for key in ["ios_version", "locked", "attributes_types", "frequent_updates"] where body.value(key) != nil {
+                throw APIError.invalid(key, "is for iPhones; an Android phone takes android_version")
+            }
+            let device = try wiring.addAndroidDevice(application: application, hwid: try body.requiredString("hwid"),
+                                                     androidVersion: try body.string("android_version") ?? "16")
+            return APIRouter.json(device.json(now: Date(), withLog: false), status: 200)
+        case let other:
+            throw APIError.invalid("platform", "must be ios or android, got '\(other.prefix(64))'")
         }
         let types = try (body.array("attributes_types") ?? []).enumerated().map { (index, value) throws -> String in
             guard let text = value.stringValue, text.count <= 256 else {

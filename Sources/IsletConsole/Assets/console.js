@@ -473,6 +473,29 @@ function liveActivityCard(activity, latest) {
   return card;
 }
 
+// An Android Live Update as the Pushwoosh SDK draws it on the notification shade (issue 46): title, text, and the
+// progress bar of its segments (each its color, as long as its length) with the progress over them.
+function liveUpdateCard(update, app) {
+  const segments = Array.isArray(update.segments) ? update.segments : [];
+  const total = segments.reduce((sum, segment) => sum + Math.max(1, Number(segment.length) || 1), 0);
+  const bar = update.progress_bar === false ? null : update.progress_indeterminate
+    ? h("div", { class: "lu-bar indeterminate", role: "progressbar", "aria-label": "progress, indeterminate" })
+    : h("div", { class: "lu-bar", role: "progressbar", "aria-label": "progress", "aria-valuenow": String(update.progress ?? 0),
+                 "aria-valuemax": String(total || 100) },
+        segments.map((segment) => h("span", { style: "flex:" + Math.max(1, Number(segment.length) || 1) + ";background:" + (/^#[0-9A-Fa-f]{6,8}$/.test(segment.color) ? segment.color : "#888") })),
+        h("span", { class: "lu-done", style: "width:" + Math.min(100, Math.round(100 * (update.progress ?? 0) / (total || 100))) + "%" }));
+  return h("div", { class: "lu-card", role: "group", "aria-label": "Live Update " + update.id },
+    h("div", { class: "lu-head" }, h("span", {}, app || "App"), h("span", {}, update.id)),
+    h("div", { class: "lu-title" }, update.title || app || "App"),
+    update.text ? h("div", {}, update.text) : null, bar);
+}
+
+function shadeFrame(title, ...cards) {
+  return h("div", { class: "phone android" },
+    h("div", { class: "status" }, h("span", {}, title), h("span", {}, "▲ 5G")),
+    cards.length ? cards : h("p", { class: "empty" }, "No Live Update on the notification shade."));
+}
+
 function phoneFrame(title, ...cards) {
   const now = new Date();
   return h("div", { class: "phone" },
@@ -489,10 +512,16 @@ pages.activity = async (current) => {
     const activity = answer.live_activity;
     const latest = timeline.messages[0];
     const application = state.session.applications.find((app) => app.code === state.application);
-    const preview = phoneFrame("Preview", liveActivityCard({
+    const iPhone = phoneFrame("iPhone", liveActivityCard({
       id: activity.live_activity_id, app: application ? application.name : "", title: activity.name || activity.attributes_type,
       content: activity.content_state, ended: activity.state === "ended", dismissAt: activity.dismiss_at,
     }, latest));
+    // Beside it, the Android Live Update of its latest message that has one (issue 46); an end takes it off the shade.
+    const androidMessage = timeline.messages.find((message) => message.android);
+    const live = androidMessage && androidMessage.android.live;
+    const preview = h("div", { class: "previews" }, iPhone, androidMessage ? shadeFrame("Android",
+      ...(live && live.op === "OPERATION_END" ? [] : [liveUpdateCard({ id: activity.live_activity_id, title: androidMessage.android.title,
+        text: androidMessage.android.text, ...(live || {}) }, application ? application.name : "")])) : null);
     const summary = facts([
       ["state", badge(activity.state)], ["attributes type", activity.attributes_type || "—"], ["started", when(activity.started_at)],
       ["iOS ends it by", when(activity.ends_by)], ["leaves the lock screen", when(activity.dismiss_at)], ["renews", when(activity.renews_at)],
@@ -962,6 +991,7 @@ pages.simulator = async () => {
       cursor = page.next_cursor;
     } while (cursor);
     return h("div", { class: "phones" }, phones.map((phone) => {
+      if (phone.platform === "android") return androidPhone(phone);
       const cards = phone.lock_screen.map((card) => liveActivityCard({
         id: card.activity_id, app: card.attributes_type, title: card.activity_id, content: card.content_state, ended: card.ended,
         stale: card.stale, waiting: card.waiting_for_unlock,
@@ -990,8 +1020,23 @@ pages.simulator = async () => {
       return frame;
     }));
   });
+  // A simulated Android phone (issue 46): its notification shade's Live Updates and ordinary notifications.
+  const androidPhone = (phone) => {
+    const cards = phone.shade.map((update) => liveUpdateCard(update, ""));
+    const notifications = phone.notifications.map((text) => h("div", { class: "lu-card" }, h("div", { class: "lu-head" }, "Notification"), h("div", {}, text)));
+    const frame = shadeFrame(phone.hwid + " · Android " + phone.android_version + (phone.uninstalled ? " · app uninstalled" : ""), ...cards, ...notifications);
+    frame.setAttribute("data-hwid", phone.hwid);
+    frame.prepend(h("h3", {}, phone.hwid));
+    const set = (setting) => async () => {
+      try { await api("simulator/devices/" + encodeURIComponent(phone.hwid) + "/state", { method: "POST", body: { state: setting } }); update(true); }
+      catch (error) { toast(error.message); }
+    };
+    frame.append(h("div", { class: "buttons" }, h("button", { type: "button", id: "uninstall-" + phone.hwid, onclick: set("uninstalled"),
+      disabled: phone.uninstalled, "aria-label": "Uninstall the app on " + phone.hwid }, "Uninstall app")));
+    return frame;
+  };
   await update();
-  return pageElement("Simulator", h("p", {}, liveBadge(), " Each simulated iPhone's lock screen, as the pushes it received left it."), holder);
+  return pageElement("Simulator", h("p", {}, liveBadge(), " Each simulated iPhone's lock screen and Android phone's notification shade, as the pushes it received left them."), holder);
 };
 
 // MARK: - Start

@@ -121,7 +121,7 @@ public struct APIRouter: HTTPHandler {
             break
         }
         if let route = extraRoute(for: request) {
-            return ("simulator", route.handle(request))
+            return (route.prefix == "/simulator/devices" ? "simulator" : String(route.prefix.dropFirst()), route.handle(request))
         }
         guard request.path.hasPrefix(Self.prefix) else {
             return ("unknown", Self.failure(APIError(.notFound, "no such path \(request.path); JSON API methods are POST /json/1.3/<method>")))

@@ -28,6 +28,11 @@ public struct AndroidContent: Sendable, Equatable {
     /// The `android` object of the notification `n`; nil when it has none.
     public static func read(_ n: FieldReader) throws(APIError) -> AndroidContent? {
         guard let android = try n.objectField("android") else { return nil }
+        return try read(object: android)
+    }
+
+    /// The fields of `android`, an object of this shape (also a Pushwoosh `live_update` without its `op` and `id`).
+    static func read(object android: FieldReader) throws(APIError) -> AndroidContent? {
         if let unknown = android.object.keys.first(where: { !fields.contains($0) }) {
             let hint = Suggestion.nearest(unknown, among: fields).map { " (did you mean \($0)?)" } ?? ""
             throw .invalid(android.fieldPath(unknown), "unknown field\(hint); an android object holds \(fields.joined(separator: ", "))")

@@ -60,6 +60,12 @@ public enum FCMError: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { rawValue }
 
+    /// One of the errors Islet knows by name.
+    public var isKnown: Bool {
+        if case .unknown = self { return false }
+        return true
+    }
+
     /// The error of an answer's body (`{"error": {"status": …, "details": [{"@type": "…FcmError", "errorCode": …}]}}`):
     /// FCM's `errorCode` first, as it is the more precise; nil for a body that names none.
     public static func of(body: [UInt8]) -> FCMError? {

@@ -70,6 +70,12 @@ public struct FilterCondition: Sendable, Hashable {
 
 /// A named filter: conditions over tags joined by AND or OR (X1).
 public struct FilterDefinition: Sendable, Hashable {
+    /// Every device of one platform (`[["Platform", "EQ", "android"]]`), under `name`.
+    public static func platform(_ platform: DevicePlatform, name: String) -> FilterDefinition {
+        FilterDefinition(name: name, join: .and, conditions: [FilterCondition(tag: BuiltInTag.platform.name, builtIn: .platform, op: .eq,
+                                                                               values: [.text(platform.rawValue)])])
+    }
+
     public let name: String
     public let join: FilterJoin
     public let conditions: [FilterCondition]
@@ -149,6 +155,9 @@ public struct FilterDefinition: Sendable, Hashable {
                 return .date(seconds: seconds, text: text)
             default:
                 guard let s = value.stringValue else { throw .invalid(path, "'\(tag)' is a \(type) tag: expected a string, got \(value.typeName)") }
+                if builtIn == .platform, DevicePlatform(rawValue: s) == nil {
+                    throw .invalid(path, "'Platform' is ios or android, got '\(s.prefix(64))'")
+                }
                 return .text(s)
             }
         }

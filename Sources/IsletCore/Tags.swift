@@ -124,8 +124,10 @@ public struct BuiltInTag: Hashable, Sendable {
     public static let osVersion = BuiltInTag(name: "OS Version", type: .version)
     public static let timezone = BuiltInTag(name: "Timezone", type: .string)
     public static let userID = BuiltInTag(name: "User ID", type: .string)
+    /// `ios` or `android`, from registerDevice's `device_type` (issue 46).
+    public static let platform = BuiltInTag(name: "Platform", type: .string)
 
-    public static let all: [BuiltInTag] = [.language, .osVersion, .timezone, .userID]
+    public static let all: [BuiltInTag] = [.language, .osVersion, .timezone, .userID, .platform]
 
     public static func named(_ name: String) -> BuiltInTag? { all.first { $0.name == name } }
 }

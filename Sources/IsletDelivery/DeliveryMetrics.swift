@@ -11,8 +11,12 @@ public final class DeliveryMetrics: Sendable {
     public struct Key: Hashable, Sendable, Comparable {
         public let result: DeliveryState
         public let reason: String
+        /// `apns` or `fcm`: the service the push went through (issue 46); "" when none was sent (a skip, a settled retry).
+        public var service = ""
 
-        public static func < (a: Key, b: Key) -> Bool { (a.result.rawValue, a.reason) < (b.result.rawValue, b.reason) }
+        public static func < (a: Key, b: Key) -> Bool {
+            (a.result.rawValue, a.reason, a.service) < (b.result.rawValue, b.reason, b.service)
+        }
     }
 
     private let counts = Mutex<[Key: Int]>([:])
@@ -46,19 +50,23 @@ public final class DeliveryMetrics: Sendable {
 
     public func lagSnapshot() -> LagHistogram { lag.withLock { $0 } }
 
-    /// The label a record is counted under: Apple's reason when it is one of Apple's, the skip reason for
-    /// a skip, "no answer" when APNs never answered, "" for a plain success, else "other".
+    /// The label a record is counted under: Apple's reason when it is one of Apple's (FCM's error, for an Android push),
+    /// the skip reason for a skip, "no answer" when the service never answered, "" for a plain success, else "other".
     public static func key(_ record: DeliveryRecord) -> Key {
         let reason: String
+        let fcm = record.pushType?.isFCM == true
         switch record.reason {
         case nil: reason = record.status == 0 && record.state != .sent && record.state != .skipped ? "no answer" : ""
-        case let text? where APNsReason(text).isKnown: reason = text
+        case let text? where fcm && FCMError(text).isKnown: reason = text
+        case let text? where !fcm && APNsReason(text).isKnown: reason = text
         case let text? where record.state == .skipped && SkipReason.all.contains(text): reason = text
         case let text? where PushToStartPacing.isPaced(text): reason = "paced"
         case _? where record.status == 0: reason = "no answer"
         case _?: reason = "other"
         }
-        return Key(result: record.state, reason: reason)
+        var key = Key(result: record.state, reason: reason)
+        key.service = record.pushType.map { $0.isFCM ? "fcm" : "apns" } ?? ""
+        return key
     }
 
     func count(_ records: [DeliveryRecord]) { count(keys: records.map(Self.key)) }

@@ -22,10 +22,12 @@ public enum SkipReason {
     public static let belowLiveUpdates = "Android below 16"
     /// A phone below iOS 16.1, which has no Live Activities, when the start's fallback alert is off (S7).
     public static let belowLiveActivities = "iOS below 16.1"
+    /// Issue 46: a message made by Pushwoosh's `/messaging/v2/notify`, which carries an Android Live Update only.
+    public static let androidOnly = "iPhone: this message is for Android phones only (messaging/v2/notify)"
 
     public static let all: Set<String> = [noPushToStartToken, cannotStartRemotely, activityEndedOnDevice, updateTokenUnregistered,
                                           noUpdateToken, unregistered, pastLifetime, onChannel, android, belowLiveUpdates,
-                                          belowLiveActivities]
+                                          belowLiveActivities, androidOnly]
 }
 
 /// What one device gets from one message.
@@ -89,6 +91,7 @@ public struct PushPlanner: Sendable {
     /// fallback, unless it turned it off); otherwise a skip with its reason.
     public func start(_ device: Device) -> PlannedDelivery {
         if device.platform == .android { return android(device, start: true) }
+        if payload.isEmpty { return .skip(reason: SkipReason.androidOnly) }
         if let token = device.pushToStartToken {
             return .push(liveActivity(to: token, device: device, start: true))
         }
@@ -110,6 +113,7 @@ public struct PushPlanner: Sendable {
     public func update(_ target: UpdateTarget) -> PlannedDelivery {
         // An Android Live Update has no update token and no 8 hours: it goes to the phone's FCM token while it runs.
         if target.device.platform == .android { return android(target.device, start: false) }
+        if payload.isEmpty { return .skip(reason: SkipReason.androidOnly) }
         if lifetimeOver { return .skip(reason: SkipReason.pastLifetime) }
         if target.tokenDead { return .skip(reason: SkipReason.updateTokenUnregistered) }
         if let token = target.updateToken { return .push(liveActivity(to: token, device: target.device)) }

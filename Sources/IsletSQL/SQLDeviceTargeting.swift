@@ -176,6 +176,7 @@ extension SQLDeviceStore {
             case .language: column = "d.language"
             case .timezone: column = "d.timezone"
             case .userID: column = "d.user_id"
+            case .platform: column = "d.platform"
             default: column = "d.os_version_key"
             }
             // A device without the value matches NOTEQ/NOTIN: it is not equal to it.

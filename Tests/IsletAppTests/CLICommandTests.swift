@@ -125,7 +125,7 @@ struct CLICommandTests {
         #expect(islet(["app", "tag", "set-type", code, "Topics", "list"] + database).output
                 == "Tag 'Topics' of \(code) is now of type list; devices' values of another type will be skipped.\n")
         #expect(islet(["app", "tag", "set-type", code, "Language", "integer"] + database).errors
-                == "error: tag 'Language' is built in (Language, OS Version, Timezone, User ID): registerDevice sets it\n")
+                == "error: tag 'Language' is built in (Language, OS Version, Timezone, User ID, Platform): registerDevice sets it\n")
         #expect(islet(["app", "tag", "set-type", code, "Level", "version"] + database).errors.hasSuffix("error: type: 'version' must be one of string, integer, list, boolean, date\n"))
         #expect(islet(["app", "tag", "list", code, "--json"] + database).output
                 == #"{"tags":[{"name":"Level","type":"integer","devices":0},{"name":"Topics","type":"list","devices":0}]}"# + "\n")

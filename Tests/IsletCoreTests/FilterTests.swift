@@ -24,7 +24,7 @@ struct FilterDefinitionTests {
         (#"[]"#, "conditions: must hold at least one condition"),
         (#"{"a":1}"#, "conditions: must be an array of [tag, operator, value], got object"),
         (#"[["City","EQ"]]"#, "conditions[0]: must be [tag, operator, value]"),
-        (#"[["Mood","EQ","x"]]"#, "conditions[0][0]: unknown tag 'Mood'; built-in tags are Language, OS Version, Timezone, User ID, custom tags exist once a device sets them"),
+        (#"[["Mood","EQ","x"]]"#, "conditions[0][0]: unknown tag 'Mood'; built-in tags are Language, OS Version, Timezone, User ID, Platform, custom tags exist once a device sets them"),
         (#"[["City","LIKE","x"]]"#, "conditions[0][1]: must be one of EQ NOTEQ IN NOTIN GTE LTE BETWEEN"),
         (#"[["Level","EQ","5"]]"#, "conditions[0][2]: 'Level' is an integer tag: expected an integer, got string"),
         (#"[["City","EQ",5]]"#, "conditions[0][2]: 'City' is a string tag: expected a string, got number"),

@@ -64,6 +64,10 @@ struct AndroidPlanTests {
         #expect(effects.startedOn.count == 1, "a Live Update's start makes the phone one of the activity's")
         let dead = PushOutcome.fcm(status: 404, error: .unregistered, retryAfter: nil, fate: .answered, detail: nil)
         #expect(record(dead).state == .failed && record(dead).reason == "UNREGISTERED")
+        let key = DeliveryMetrics.key(record(dead))
+        #expect(key.reason == "UNREGISTERED" && key.service == "fcm", "metrics name FCM's error and the service: \(key)")
+        #expect(DeliveryMetrics.key(record(PushOutcome.fcm(status: 404, error: .unknown("Unregistered"), retryAfter: nil, fate: .answered, detail: nil))).reason
+                == "other", "an APNs reason's spelling from FCM is not one of FCM's")
         effects.add(dead.verdict, pushType: push.pushType, token: push.deviceToken, isStart: false, activity: 1, device: 9)
         #expect(effects.deadPushTokens.map(\.token) == ["fcm-token"] && effects.deadUpdateTokens.isEmpty, "the FCM token is the device's push token")
         let quota = PushOutcome.fcm(status: 429, error: .quotaExceeded, retryAfter: .seconds(30), fate: .answered, detail: nil)

@@ -135,6 +135,58 @@ struct AndroidDeliveryTests {
         #expect(world.sends(atLeast: 5).count == 5, "nothing else went to FCM")
     }
 
+    /// Pushwoosh's own server call for Android Live Updates (`POST /messaging/v2/notify`, as its Android SDK's
+    /// documentation sends it) starts, updates and ends the Live Update on the application's Android 16 phones only.
+    @Test func pushwooshsNotifyCallDrivesTheLiveUpdateOnAndroidOnly() throws {
+        let world = try World()
+        func notify(_ liveUpdate: String, title: String? = nil, token: String? = nil) throws -> RawHTTPResponse {
+            let texts = title.map { #""title":"\#($0)","body":"Courier on the way","# } ?? ""
+            let body = #"{"segment":{"application":"\#(world.application)","platforms":["ANDROID"],"expression":"A(\"\#(world.application)\")","schedule":{"at":"\#(world.clock.now.formatted(.iso8601))"},"payload":{"content":{"localized_content":{"default":{"android":{\#(texts)"live_update":\#(liveUpdate)}}}}}}}"#
+            return try request(world.running.port, "/messaging/v2/notify", body: body, headers: ["Authorization": "Token \(token ?? world.auth)"])
+        }
+        let noAccount = try notify(#"{"op":"OPERATION_START","id":"pizza_4521"}"#, title: "Pizza")
+        #expect(noAccount.status == 400 && noAccount.json?.objectValue?["code"] == 3, "\(String(decoding: noAccount.body, as: UTF8.self))")
+        try world.setFCMAccount()
+        let start = try notify(##"{"op":"OPERATION_START","id":"pizza_4521","progress":"4","segments":[{"color":"#705289","length":"8"}],"when":"1767225600000"}"##,
+                               title: "Pizza Margherita")
+        #expect(start.status == 200, "\(String(decoding: start.body, as: UTF8.self))")
+        let code = try #require(start.json?.objectValue?["message_code"]?.stringValue)
+        #expect(try eventually { try world.details(code)?.state == .done })
+        let details = try #require(try world.details(code))
+        #expect(details.sent == 1 && details.skipped[SkipReason.belowLiveUpdates] == 1 && details.targeted == 2,
+                "the two Android phones: Android 16 gets it, Android 14 drops Live Updates; the iPhone is not among them: \(details)")
+        let started = try #require(world.sends(atLeast: 1).last)
+        #expect(started["token"]?.stringValue == Self.pixelToken && Self.live(started)["op"] == "OPERATION_START" && Self.live(started)["id"] == "pizza_4521")
+        #expect(Self.live(started)["progress"] == 4 && Self.live(started)["segments"] == [["color": "#705289", "length": 8]]
+                && Self.live(started)["when"] == 1_767_225_600_000, "Pushwoosh's string integers and milliseconds, as the SDK reads them: \(started)")
+        #expect(Self.data(started)["header"] == "Pizza Margherita" && Self.data(started)["title"] == "Courier on the way")
+
+        let update = try notify(#"{"op":"OPERATION_UPDATE","id":"pizza_4521","progress":6}"#)
+        let updateCode = try #require(update.json?.objectValue?["message_code"]?.stringValue, "\(String(decoding: update.body, as: UTF8.self))")
+        #expect(try world.running.advanceUntil(world.clock, step: 1) { try world.details(updateCode)?.state == .done })
+        let updated = try #require(world.sends(atLeast: 2).last)
+        #expect(Self.live(updated)["op"] == "OPERATION_UPDATE" && Self.live(updated)["progress"] == 6 && Self.data(updated)["header"] == "Pizza Margherita")
+
+        let end = try notify(#"{"op":"OPERATION_END","id":"pizza_4521"}"#)
+        let endCode = try #require(end.json?.objectValue?["message_code"]?.stringValue)
+        #expect(try eventually { try world.details(endCode)?.state == .done })
+        #expect(Self.live(world.sends(atLeast: 3).last ?? [:])["op"] == "OPERATION_END")
+        #expect(try world.apns.requests().isEmpty, "nothing went to APNs")
+
+        // Errors are gRPC-Gateway's, naming the field.
+        let badOp = try notify(#"{"op":"start","id":"x"}"#)
+        #expect(badOp.status == 400 && badOp.json?.objectValue?["message"]?.stringValue
+                == "segment.payload.content.localized_content.default.android.live_update.op: must be OPERATION_START, OPERATION_UPDATE or OPERATION_END, got 'start'")
+        let unknownActivity = try notify(#"{"op":"OPERATION_UPDATE","id":"nope"}"#)
+        #expect(unknownActivity.status == 400 && unknownActivity.json?.objectValue?["message"]?.stringValue?
+            .hasPrefix("segment.payload.content.localized_content.default.android.live_update.id: no activity 'nope'") == true,
+                "\(String(decoding: unknownActivity.body, as: UTF8.self))")
+        let wrongToken = try notify(#"{"op":"OPERATION_END","id":"x"}"#, token: "nope")
+        #expect(wrongToken.status == 401 && wrongToken.json?.objectValue?["code"] == 16)
+        let transactional = try request(world.running.port, "/messaging/v2/notify", body: #"{"transactional":{}}"#, headers: ["Authorization": "Token \(world.auth)"])
+        #expect(transactional.status == 400 && transactional.json?.objectValue?["message"]?.stringValue?.hasPrefix("transactional: ") == true)
+    }
+
     @Test func withoutAServiceAccountAndroidPhonesAreSkippedWithTheReason() throws {
         let world = try World()
         let start = try world.send("startLiveActivity", startNotification(["devices": ["phone", "pixel"]]))

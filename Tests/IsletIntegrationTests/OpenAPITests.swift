@@ -30,7 +30,7 @@ struct OpenAPITests {
         let running = simulator ? try RunningServer() : try RunningServer(transport: RecordingTransport())
         let document = try document(running)
         #expect(document["openapi"]?.stringValue?.hasPrefix("3.1") == true)
-        var expected = Self.plainRoutes.union(running.server.router.methodNames.map { "POST /json/1.3/\($0)" })
+        var expected = Self.plainRoutes.union(running.server.router.methodNames.map { "POST /json/1.3/\($0)" }).union(["POST /messaging/v2/notify"])
         if simulator {
             expected.formUnion(["GET /simulator/devices", "POST /simulator/devices", "GET /simulator/devices/{hwid}", "POST /simulator/devices/{hwid}/activities",
                                 "POST /simulator/devices/{hwid}/state"])
@@ -41,7 +41,7 @@ struct OpenAPITests {
                 "documented but not served, or served but not documented: \(documented.symmetricDifference(expected).sorted())")
         if simulator { #expect(simulatorRoutes == expected.filter { $0.contains("/simulator/") }) }
         // The console (its page, and the calls the page makes with its session cookie) is docs/CONSOLE.md's, not the API document's.
-        #expect(running.server.prefixRoutes == (simulator ? ["/simulator/devices"] : []) + ["/console"])
+        #expect(running.server.prefixRoutes == (simulator ? ["/simulator/devices"] : []) + ["/console", "/messaging/v2/notify"])
 
         // Every documented operation reaches a handler: never "no such path" or "unknown method".
         for operation in documented where simulator || !operation.contains("/simulator/") {

@@ -45,11 +45,11 @@ struct OperatorMetricsTests {
         var during: [String: Double] = [:]
         #expect(try eventually {
             during = try Self.scrape(world.running.port)
-            return during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 3 && during["islet_delivery_jobs_due"] == 0
+            return during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\",service=\"apns\"}"] == 3 && during["islet_delivery_jobs_due"] == 0
         })
-        #expect(during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 3, "\(during)")
-        #expect(during["islet_pushes_total{result=\"skipped\",reason=\"no push-to-start token\"}"] == 1, "\(during)")
-        #expect(during["islet_pushes_total{result=\"sent\",reason=\"\"}"] == nil)
+        #expect(during["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\",service=\"apns\"}"] == 3, "\(during)")
+        #expect(during["islet_pushes_total{result=\"skipped\",reason=\"no push-to-start token\",service=\"\"}"] == 1, "\(during)")
+        #expect(during["islet_pushes_total{result=\"sent\",reason=\"\",service=\"apns\"}"] == nil)
         #expect(during["islet_delivery_retries_owed{state=\"retrying\"}"] == 3)
         #expect(during["islet_delivery_retries_owed{state=\"unconfirmed\"}"] == 0)
         #expect(during["islet_delivery_oldest_due_retry_age_seconds"] == 0, "not due yet")
@@ -57,7 +57,7 @@ struct OperatorMetricsTests {
 
         outage.on.store(false, ordering: .relaxed)
         #expect(try eventually {
-            if try Self.scrape(world.running.port)["islet_pushes_total{result=\"sent\",reason=\"\"}"] == 3 { return true }
+            if try Self.scrape(world.running.port)["islet_pushes_total{result=\"sent\",reason=\"\",service=\"apns\"}"] == 3 { return true }
             world.clock.advance(5)
             world.running.server.delivery?.kick()
             return false
@@ -65,7 +65,7 @@ struct OperatorMetricsTests {
         let after = try Self.scrape(world.running.port)
         #expect(after["islet_delivery_retries_owed{state=\"retrying\"}"] == 0)
         #expect(after["islet_delivery_oldest_due_retry_age_seconds"] == 0)
-        #expect(after["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\"}"] == 3, "a counter never goes down")
+        #expect(after["islet_pushes_total{result=\"retrying\",reason=\"ServiceUnavailable\",service=\"apns\"}"] == 3, "a counter never goes down")
     }
 
     /// An outage longer than a push's lifetime: the pushes settle as expired at the claim, and count.

@@ -30,6 +30,7 @@ private struct ModelDevice {
     let os: String?
     let user: String?
     let tags: [String: TagValue]
+    var platform = DevicePlatform.ios
 }
 
 /// What a condition means, written from the documentation (X1) and independent of the SQL: NOTEQ and
@@ -59,6 +60,7 @@ private func matches(_ condition: FilterCondition, _ device: ModelDevice) -> Boo
     case .timezone?: return compare([device.timezone].compactMap { $0 }, texts)
     case .userID?: return compare([device.user].compactMap { $0 }, texts)
     case .osVersion?: return compare([device.os.flatMap(VersionKey.make)].compactMap { $0 }, numbers)
+    case .platform?: return compare([device.platform.rawValue], texts)
     default:
         switch device.tags[condition.tag] {
         case .string(let s)?: return compare([s], texts)
@@ -95,13 +97,14 @@ struct FilterPropertyTests {
                 default: tags[name] = .string(random.pick(hostileStrings))
                 }
             }
-            let device = ModelDevice(hwid: "h\(n)", registered: n % 9 != 8, language: random.maybe(hostileStrings),
+            var device = ModelDevice(hwid: "h\(n)", registered: n % 9 != 8, language: random.maybe(hostileStrings),
                                      timezone: random.maybe(hostileStrings), os: random.maybe(versions + ["abc", "17.2.x"]),
                                      user: random.maybe(hostileStrings), tags: tags)
+            device.platform = random.pick(DevicePlatform.all)
             for app in [shop, other] {
                 _ = try s.devices.registerDevice(DeviceRegistration(hwid: device.hwid, pushToken: String(format: "%064x", n + (app == shop ? 0 : 1000)),
                                                                 language: device.language, timezone: device.timezone,
-                                                                osVersion: device.os, userID: device.user),
+                                                                osVersion: device.os, userID: device.user, platform: device.platform),
                                              tags: tags.sorted { $0.key < $1.key }.map { ($0.key, .set($0.value)) }, in: app, at: now)
             }
             if !device.registered { #expect(try s.devices.unregisterDevice(hwid: device.hwid, in: shop, at: now)) }
@@ -123,7 +126,7 @@ struct FilterPropertyTests {
                     case .version: .string(random.pick(versions))
                     case .boolean: .bool(Bool.random(using: &random))
                     case .date: .string(TagDate.text(random.pick(dates)))
-                    default: .string(random.pick(hostileStrings))
+                    default: name == BuiltInTag.platform.name ? .string(random.pick(DevicePlatform.all).rawValue) : .string(random.pick(hostileStrings))
                     }
                 }
                 let operand: JSONValue

@@ -113,18 +113,24 @@ public final class IsletServer: Sendable {
         if simulator != nil {
             simulatedKey = { @Sendable (code: ApplicationCode) throws -> APNsKeyInfo? in try wiring.signingKey(for: code)?.info }
         }
+        let liveActivities = LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
+                                                 pacing: configuration.updatePacing, broadcasts: storage.broadcasts, channels: storage.channels,
+                                                 kick: { delivery?.kick() })
         let methods = [ApplicationMethods.getApplication(apnsMode: configuration.apns.rawValue, simulatedKey: simulatedKey)]
             + DeviceMethods(store: devices, phoneStarted: configuration.phoneStartedActivities, kick: { delivery?.kick() }).all
             + SDKMethods(devices: devices, receipts: storage.messages).all
             + FilterMethods(store: devices, audit: configuration.auditLog).all
-            + LiveActivityMethods(devices: devices, messages: messages, schemas: schemas, pushLifetime: deliveryConfiguration.retry.pushLifetime,
-                                  pacing: configuration.updatePacing, broadcasts: storage.broadcasts, channels: storage.channels,
-                                  kick: { delivery?.kick() }).all
+            + liveActivities.all
             + SchemaMethods(store: schemas, audit: configuration.auditLog).all
             + ChannelMethods(store: storage.channels, transport: pushes, audit: configuration.auditLog).all
         let routes = SimulatorRoutes(wiring: wiring, authenticator: Authenticator(store: store))
+        // Pushwoosh's Messaging API v2, for the Android Live Updates it sends (issue 46).
+        let notify = PushwooshNotifyRoute(methods: liveActivities, applications: store, now: clock)
+        let extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)] =
+            [(PushwooshNotifyRoute.path, { @Sendable request in notify.handle(request) })]
+            + (simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })])
         let router = APIRouter(methods: methods, store: store, metrics: metrics, logger: logger.with(label: "islet.api"), now: clock,
-                               extraRoutes: simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })],
+                               extraRoutes: extraRoutes,
                                limits: configuration.rateLimits, readsWait: configuration.location.isNetworked,
                                healthDetails: { ["node": .string(node.id.rawValue), "liveness": .bool(delivery?.nodeIsAlive ?? true)] })
         self.router = router
@@ -136,7 +142,7 @@ public final class IsletServer: Sendable {
                                     logger: logger.with(label: "islet.console"), now: clock)
         self.console = console
         self.http = HTTPServer(configuration: configuration.http, handler: ServerRoutes(api: router, console: console, metrics: metrics))
-        self.prefixRoutes = (simulator == nil ? [] : ["/simulator/devices"]) + [ConsoleRouter.prefix]
+        self.prefixRoutes = (simulator == nil ? [] : ["/simulator/devices"]) + [ConsoleRouter.prefix, PushwooshNotifyRoute.path]
         let operatorMetrics = OperatorMetrics(delivery: delivery, messages: messages, client: client, now: clock)
         metrics.addCollector { operatorMetrics.render() }
     }

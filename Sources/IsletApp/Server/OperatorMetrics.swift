@@ -16,9 +16,9 @@ struct OperatorMetrics: Sendable {
         var out = ""
         if let delivery {
             var pushes = MetricFamily("islet_pushes_total", .counter,
-                                      help: "Push outcomes recorded since start, by result (delivery state) and reason (Apple's reason or the skip reason).")
+                                      help: "Push outcomes recorded since start, by result (delivery state), reason (Apple's or FCM's reason, or the skip reason) and service (apns, fcm, or none for a skip).")
             for (key, count) in delivery.metrics.snapshot().sorted(by: { $0.key < $1.key }) {
-                pushes.add(count, labels: ["result": key.result.rawValue, "reason": key.reason])
+                pushes.add(count, labels: ["result": key.result.rawValue, "reason": key.reason, "service": key.service])
             }
             out += pushes.text
             out += Self.lagHistogram(delivery.metrics.lagSnapshot())

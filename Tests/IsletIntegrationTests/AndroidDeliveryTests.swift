@@ -25,6 +25,7 @@ struct AndroidDeliveryTests {
         let clock = TestClock()
         let running: RunningServer
         let accountJSON: String
+        let certificate: String
         var application = ApplicationCode("XXXXX-XXXXX")!, auth = ""
 
         init() throws {
@@ -42,10 +43,10 @@ struct AndroidDeliveryTests {
                 "client_email": "islet@islet-demo.iam.gserviceaccount.com", "token_uri": .string("https://127.0.0.1:\(fcm.port)/token"),
             ]
             accountJSON = account.jsonText
-            let fcmURL = "https://127.0.0.1:\(fcm.port)"
+            self.certificate = certificate
             running = try RunningServer(demo: false, clock: clock, directory: directory.appendingPathComponent("server"),
-                                        apns: (apns.url.absoluteString, certificate)) {
-                $0.fcmURL = fcmURL
+                                        apns: (apns.url.absoluteString, certificate)) { [port = fcm.port] in
+                $0.fcmURL = "https://127.0.0.1:\(port)"
                 $0.fcmCA = certificate
             }
             let created = try running.serverAdmin().create(
@@ -62,6 +63,16 @@ struct AndroidDeliveryTests {
         deinit {
             running.stop()
             try? FileManager.default.removeItem(at: directory)
+        }
+
+        /// Another server on the same database, as after a restart (the first one stopped, its handle kept).
+        func restarted() throws -> RunningServer {
+            running.stop()
+            return try RunningServer(demo: false, clock: clock, directory: directory.appendingPathComponent("server"),
+                                     apns: (apns.url.absoluteString, certificate)) { [port = fcm.port, certificate] in
+                $0.fcmURL = "https://127.0.0.1:\(port)"
+                $0.fcmCA = certificate
+            }
         }
 
         func setFCMAccount() throws {
@@ -96,7 +107,10 @@ struct AndroidDeliveryTests {
     @Test func aStartUpdateAndEndReachBothPlatformsAndAndroidKeepsItsTitleAndText() throws {
         let world = try World()
         try world.setFCMAccount()
-        let start = try world.send("startLiveActivity", startNotification(["devices": ["phone", "pixel", "older"]]))
+        // A filter that picks both platforms: every device of the application, iPhone or Android.
+        #expect(try world.call("createFilter", ["auth": .string(world.auth), "name": "EVERYONE",
+                                                "conditions": [["Platform", "IN", ["ios", "android"]]]]).status == 200)
+        let start = try world.send("startLiveActivity", startNotification(["devices": nil, "filter": "EVERYONE"]))
         #expect(try eventually { try world.details(start)?.state == .done }, "\(String(describing: try? world.details(start)))")
         let started = world.sends(atLeast: 2)
         #expect(started.count == 2, "\(started)")
@@ -215,6 +229,21 @@ struct AndroidDeliveryTests {
         let update = try world.send("updateLiveActivity", updateNotification(["android": ["progress": 5]]))
         #expect(try world.running.advanceUntil(world.clock, step: 1) { try world.details(update)?.sent == 1 })
         #expect(Self.live(world.sends(atLeast: sends.count + 1).last ?? [:])["progress"] == 5)
+    }
+
+    /// A push FCM did not take before a restart is still owed after it, and goes once FCM takes it: nothing accepted is lost.
+    @Test func aRestartKeepsTheAndroidPushesStillOwed() throws {
+        let world = try World()
+        try world.setFCMAccount()
+        try world.fcm.command("fail \(Self.pixelToken) UNAVAILABLE")
+        let start = try world.send("startLiveActivity", startNotification(["devices": ["pixel"]]))
+        #expect(try eventually { try world.details(start)?.pending[.retrying] == 1 })
+        try world.fcm.command("heal \(Self.pixelToken)")
+        let second = try world.restarted()
+        let details = { try second.server.messages.messageDetails(code: start, in: world.application) }
+        #expect(try second.advanceUntil(world.clock, step: 2, seconds: 20) { try details()?.sent == 1 }, "\(String(describing: try? details()))")
+        let sends = world.fcm.events("send")
+        #expect(sends.filter { $0["status"] == 200 }.count == 1, "taken once, after the restart: \(sends)")
     }
 
     @Test func aDeadTokenIsRetiredAndAQuotaIsWaitedOut() throws {

@@ -73,6 +73,9 @@ public final class FCMClient: Sendable {
     /// The access token in hand; `fetching` is held while one is asked for, so callers at once ask once.
     private let token = Mutex<AccessToken?>(nil)
     private let fetching = NSLock()
+    /// The requests callers wait on now: answered at once at shutdown, so no caller waits out its deadline.
+    private let waiting = Mutex<[ObjectIdentifier: Results]>([:])
+    private let stopped = Atomic<Bool>(false)
 
     /// FCM's own address; `baseURL` points elsewhere (any FCM stand-in), and `caFile` trusts its certificate.
     public static let defaultBaseURL = "https://fcm.googleapis.com"
@@ -121,6 +124,9 @@ public final class FCMClient: Sendable {
     }
 
     private func sendOnce(_ messages: [FCMMessage], deadline: ContinuousClock.Instant, refreshingToken: Bool) -> [FCMOutcome] {
+        guard !stopped.load(ordering: .acquiring) else {
+            return messages.map { _ in FCMOutcome(status: 0, error: nil, retryAfter: nil, fate: .notSent, detail: "the FCM client stopped") }
+        }
         let bearer: String
         switch accessToken(deadline: deadline, refresh: refreshingToken) {
         case .success(let token): bearer = token
@@ -128,6 +134,8 @@ public final class FCMClient: Sendable {
             return messages.map { _ in FCMOutcome(status: 0, error: nil, retryAfter: nil, fate: .notSent, detail: failure.description) }
         }
         let results = Results(count: messages.count)
+        track(results)
+        defer { untrack(results) }
         for (index, message) in messages.enumerated() {
             let request = H2Message(headers: [(":method", "POST"), (":scheme", "https"), (":authority", authority), (":path", sendPath),
                                               ("authorization", "Bearer \(bearer)"), ("content-type", "application/json")],
@@ -161,6 +169,8 @@ public final class FCMClient: Sendable {
         let request = H2Message(headers: [(":method", "POST"), (":scheme", "https"), (":authority", tokenAuthority), (":path", tokenPath),
                                           ("content-type", "application/x-www-form-urlencoded")], body: body)
         let results = Results(count: 1)
+        track(results)
+        defer { untrack(results) }
         tokenEndpoint.request(request) { results.set(0, $0) }
         switch results.wait(until: deadline)[0] {
         case .response(let response)?:
@@ -182,8 +192,20 @@ public final class FCMClient: Sendable {
         }
     }
 
-    /// Stops the connections and the loop (within `deadline`).
+    /// Waits on `results` are answered at shutdown (`abandon`); one that starts after it is answered at once.
+    private func track(_ results: Results) {
+        waiting.withLock { $0[ObjectIdentifier(results)] = results }
+        if stopped.load(ordering: .acquiring) { results.abandon("the FCM client stopped") }
+    }
+
+    private func untrack(_ results: Results) { _ = waiting.withLock { $0.removeValue(forKey: ObjectIdentifier(results)) } }
+
+    /// Stops the connections and the loop (within `deadline`). Whoever waits for an answer gets one at once: a message on
+    /// the wire may have reached FCM (`.unknown`: resent later, a Live Update is refreshed in place), the others were not
+    /// sent; the caller records them so.
     public func shutdown(deadline: ContinuousClock.Instant = .now + .seconds(5)) {
+        stopped.store(true, ordering: .releasing)
+        for results in waiting.withLock({ Array($0.values) }) { results.abandon("the FCM client stopped before FCM answered") }
         _ = loop.submitAndWait(deadline: deadline) { [fcm, tokenEndpoint] in
             fcm.stop()
             tokenEndpoint.stop()
@@ -209,6 +231,15 @@ private final class Results: @unchecked Sendable {
             results[index] = result
             left -= 1
         }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Every request not answered yet as failed, now: whoever waits returns (the client is stopping).
+    func abandon(_ reason: String) {
+        condition.lock()
+        for index in results.indices where results[index] == nil { results[index] = .failed(.unknown, reason) }
+        left = 0
         condition.broadcast()
         condition.unlock()
     }

@@ -231,6 +231,29 @@ struct AndroidDeliveryTests {
         #expect(Self.live(world.sends(atLeast: sends.count + 1).last ?? [:])["progress"] == 5)
     }
 
+    /// SIGTERM's path with FCM stalled (a Live Update on the wire, never answered): the server stops within its grace,
+    /// not when FCM answers, and the push is owed after the restart.
+    @Test func aShutdownWithFCMStalledEndsInItsGrace() throws {
+        let world = try World()
+        try world.setFCMAccount()
+        try world.fcm.command("latency 600")
+        let start = try world.send("startLiveActivity", startNotification(["devices": ["pixel"]]))
+        #expect(world.fcm.events("token", atLeast: 1).count == 1, "the client got its access token")
+        Thread.sleep(forTimeInterval: 0.3)   // the send is on the wire
+        let stopping = ContinuousClock.now
+        world.running.stop()
+        let stopped = ContinuousClock.now - stopping
+        #expect(stopped < .seconds(5), "stopped after \(stopped) with FCM stalled")
+        try world.fcm.command("latency 0")
+        let second = try RunningServer(demo: false, clock: world.clock, directory: world.directory.appendingPathComponent("server"),
+                                       apns: (world.apns.url.absoluteString, world.certificate)) { [port = world.fcm.port, certificate = world.certificate] in
+            $0.fcmURL = "https://127.0.0.1:\(port)"
+            $0.fcmCA = certificate
+        }
+        let details = { try second.server.messages.messageDetails(code: start, in: world.application) }
+        #expect(try second.advanceUntil(world.clock, step: 2, seconds: 20) { try details()?.sent == 1 }, "\(String(describing: try? details()))")
+    }
+
     /// A push FCM did not take before a restart is still owed after it, and goes once FCM takes it: nothing accepted is lost.
     @Test func aRestartKeepsTheAndroidPushesStillOwed() throws {
         let world = try World()

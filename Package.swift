@@ -51,7 +51,7 @@ let package = Package(
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore", "IsletTestPeers"]),
         .testTarget(name: "IsletSimulatorTests", dependencies: ["IsletSimulator", "IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletSQL", "IsletSQLite", "IsletStore", "IsletCore", "IsletCrypto"]),
         .testTarget(name: "IsletDeliveryTests", dependencies: ["IsletDelivery", "IsletStore", "IsletCore", "IsletCrypto"]),
-        .testTarget(name: "IsletFCMTests", dependencies: ["IsletFCM", "IsletCore", "IsletCrypto", "IsletHTTP2", "IsletTestPeers"]),
+        .testTarget(name: "IsletFCMTests", dependencies: ["IsletFCM", "IsletCore", "IsletCrypto", "IsletHTTP2", "IsletDelivery", "IsletStore", "IsletTestPeers"]),
         .testTarget(name: "IsletAPNsTests", dependencies: ["IsletAPNs", "IsletHTTP2", "IsletDelivery", "IsletCore", "IsletStore", "IsletTestPeers"]),
         .testTarget(name: "IsletHTTPTests", dependencies: ["IsletHTTP", "IsletTestPeers"]),
         .testTarget(name: "IsletConsoleTests", dependencies: ["IsletConsole", "IsletCore", "IsletStore", "IsletHTTP"]),

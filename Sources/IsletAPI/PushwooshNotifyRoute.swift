@@ -85,6 +85,12 @@ extension LiveActivityMethods {
                                        text: notify.body, android: notify.android)
         try AndroidLiveUpdate.checkSize(update.dataBytes, path: String(live.dropLast(".live_update".count).dropLast(".android".count)))
         guard event == .start else {
+            // One started by startLiveActivity has iPhones too, and its own content-state: it takes updateLiveActivity
+            // (whose `android` object reaches its Android phones), not an Android-only update that would change both.
+            if let activity = try messages.activity(notify.activityID, in: application.code),
+               activity.attributesType != PushwooshNotify.attributesType {
+                throw APIError.invalid("\(live).id", "'\(notify.activityID.prefix(256))' was started by startLiveActivity: update or end it with updateLiveActivity, whose android object reaches its Android phones")
+            }
             var message = NewMessage(code: code, event: event, activityID: notify.activityID, target: nil, attributesType: nil, name: nil,
                                      contentState: [:], payload: [], fallbackPayload: nil, priority: 10, dueAt: dueAt,
                                      expiresAt: dueAt.addingTimeInterval(pushLifetime))

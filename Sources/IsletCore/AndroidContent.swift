@@ -141,6 +141,9 @@ public enum AndroidPush {
             guard let old = (try? JSONParser.parse(previous))?.objectValue else { continue }
             for key in ["header", "title"] where object[key] == nil { object[key] = old[key] }
         }
+        // Checked at acceptance without them: what they would push past FCM's limit is not carried.
+        let size = object.entries.reduce(0) { $0 + $1.key.utf8.count + ($1.value.stringValue?.utf8.count ?? 0) }
+        guard size <= AndroidLiveUpdate.maximumDataBytes else { return data }
         return JSONValue.object(Self.ordered(object)).jsonBytes
     }
 

@@ -81,17 +81,19 @@ public enum FCMError: Hashable, Sendable, CustomStringConvertible {
 extension PushVerdict {
     /// The verdict on one FCM answer: `status` 0 when none came, with what is known of the message (`fate`); a code
     /// FCM documents decides by name, any other by its status class. A dead token is one FCM no longer knows
-    /// (`UNREGISTERED`) or that belongs to another project (`SENDER_ID_MISMATCH`); `INVALID_ARGUMENT` and `NOT_FOUND`
-    /// fail the message without judging the token, as their causes are several.
+    /// (`UNREGISTERED`); a token of another project (`SENDER_ID_MISMATCH`) says the account is wrong, not the token;
+    /// `INVALID_ARGUMENT` and `NOT_FOUND` fail the message without judging the token, as their causes are several.
     public static func of(fcmStatus status: Int, error: FCMError?, fate: PushFate = .answered, retryAfter: Duration? = nil) -> PushVerdict {
         if status == 0 { return fate == .notSent ? .retry(after: nil) : .unconfirmed }
         if (200..<300).contains(status) { return .delivered }
         switch error {
-        case .unregistered?, .senderIdMismatch?:
+        case .unregistered?:
             return .deadToken(invalidSince: nil)
         case .unauthenticated?:
             return .refreshProviderToken
-        case .thirdPartyAuthError?, .permissionDenied?:
+        // A token of another Firebase project: the service account set is likely the wrong one, which fails every
+        // phone's push alike; the tokens are kept, to work once the right account is set.
+        case .senderIdMismatch?, .thirdPartyAuthError?, .permissionDenied?:
             return .invalidProviderToken
         case .quotaExceeded?, .unavailable?, .internalError?:
             return .retry(after: retryAfter)

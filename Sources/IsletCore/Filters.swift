@@ -115,7 +115,8 @@ public struct FilterDefinition: Sendable, Hashable {
     public static func tagNames(in conditions: JSONValue?) -> Set<String> {
         guard case .array(let items)? = conditions else { return [] }
         return Set(items.prefix(maximumConditions).compactMap { item in
-            guard case .array(let parts) = item, case .string(let tag)? = parts.first, BuiltInTag.named(tag) == nil else { return nil }
+            guard case .array(let parts) = item, case .string(let tag)? = parts.first,
+                  BuiltInTag.named(tag) == nil || tag == BuiltInTag.platform.name else { return nil }
             return tag
         })
     }
@@ -128,7 +129,8 @@ public struct FilterDefinition: Sendable, Hashable {
         guard case .string(let opText) = parts[1], let op = ConditionOperator(rawValue: opText) else {
             throw .invalid("\(path)[1]", "must be one of \(ConditionOperator.all.map(\.rawValue).joined(separator: " "))")
         }
-        let builtIn = BuiltInTag.named(tag)
+        // A custom tag of that name, set before Platform was built in, is the one its filters mean.
+        let builtIn = tag == BuiltInTag.platform.name && tagTypes[tag] != nil ? nil : BuiltInTag.named(tag)
         guard let type = builtIn?.type ?? tagTypes[tag] else {
             throw .invalid("\(path)[0]", "unknown tag '\(tag)'; built-in tags are \(BuiltInTag.all.map(\.name).joined(separator: ", ")), custom tags exist once a device sets them")
         }

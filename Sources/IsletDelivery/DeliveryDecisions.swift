@@ -89,7 +89,7 @@ public struct DeliveryDecisions: Sendable {
             if due.activityEnded { return .settle(.superseded, reason: "the activity ended before the start went out") }
         } else if due.newerMessage {
             return .settle(.superseded, reason: "a newer update or end of the activity went instead")
-        } else if ActivityLifetime.isOver(startedAt: due.activityStartedAt, now: now) {
+        } else if !due.pushType.isFCM, ActivityLifetime.isOver(startedAt: due.activityStartedAt, now: now) {
             return .settle(.skipped, reason: ActivityLifetime.skipReason)
         }
         if now >= due.expiresAt { return .settle(.expired, reason: "expired before it could be delivered") }

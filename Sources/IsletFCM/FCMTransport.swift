@@ -33,6 +33,8 @@ public final class FCMTransport: PushTransport, Sendable {
         /// Why the key could not be used.
         let problem: String?
         let readAt: ContinuousClock.Instant
+        /// The key could not be read at all (the store away, a master key missing): nothing is known of it yet.
+        var unreadable = false
     }
 
     private let configuration: FCMTransportConfiguration
@@ -59,8 +61,13 @@ public final class FCMTransport: PushTransport, Sendable {
         for (application, indices) in groups {
             let entry = client(for: application)
             guard let client = entry.client else {
-                let error = FCMError.unknown(entry.keyJSON == nil ? "NoFCMServiceAccount" : "FCMServiceAccountInvalid")
                 for index in indices {
+                    // The store away (or the key sealed with another master key): not sent, so tried again later.
+                    if entry.unreadable {
+                        outcomes[index] = .fcm(status: 0, error: nil, retryAfter: nil, fate: .notSent, detail: entry.problem)
+                        continue
+                    }
+                    let error = FCMError.unknown(entry.keyJSON == nil ? "NoFCMServiceAccount" : "FCMServiceAccountInvalid")
                     outcomes[index] = .fcm(status: 403, error: error, retryAfter: nil, fate: .answered, detail: entry.problem)
                 }
                 continue
@@ -109,7 +116,9 @@ public final class FCMTransport: PushTransport, Sendable {
         } catch {
             // The store is away: keep what was in hand, and look again on the next push.
             if let entry = entries.withLock({ $0[application] }) { return entry }
-            return Entry(keyJSON: nil, client: nil, problem: "could not read the FCM service account: \(error)", readAt: .now)
+            var entry = Entry(keyJSON: nil, client: nil, problem: "could not read the FCM service account: \(error)", readAt: .now)
+            entry.unreadable = true
+            return entry
         }
         let previous = entries.withLock { $0[application] }
         if let previous, previous.keyJSON == json {

@@ -126,7 +126,7 @@ extension SQLMessageStore: ActivitySchedule {
                 try c.run("UPDATE activity_renewals SET end_message = ?, due_at = ? WHERE activity = ?",
                           [.int(id), Self.milliseconds(date), .int(activity.id)])
             } else {
-                try Self.endSession(activity, at: date, c)
+                try Self.endSession(activity, at: date, keepingAndroid: true, c)
                 try c.run("""
                     UPDATE activities SET state = \(ActivityState.active.sql), updated_at = ?, priority_ten_log = NULL, started_at = ?, dismiss_at = NULL WHERE id = ?
                     """, [SQLValue.seconds(date), SQLValue.seconds(date), .int(activity.id)])

@@ -158,6 +158,12 @@ public struct SQLApplicationStore: ApplicationStore {
                 _ = try open(key.stored, application: key.application)
                 counts.sealed += 1
             }
+            // FCM service accounts are sealed the same way (issue 46).
+            for account in try storedAccounts(c) {
+                guard MasterKey.isSealed(account.stored) else { counts.plain += 1; continue }
+                _ = try open(account.stored, application: account.application, binding: Self.fcmBinding(account.application), what: "FCM service account")
+                counts.sealed += 1
+            }
             return counts
         }
     }

@@ -63,12 +63,15 @@ extension SQLMessageStore: MessageIntake {
     }
 
     /// A new session of an ended id: the old session's devices and update tokens are gone with it.
-    static func endSession(_ activity: ActivityRecord, at date: Date, _ c: any SQLConnection) throws(StoreError) {
+    /// `keepingAndroid`: a renewal (A8), which iPhones need and Android phones do not: their Live Update runs on, and
+    /// they stay the activity's devices (issue 46).
+    static func endSession(_ activity: ActivityRecord, at date: Date, keepingAndroid: Bool = false, _ c: any SQLConnection) throws(StoreError) {
         try c.send("""
             UPDATE activity_tokens SET token = NULL, updated_at = ?
             WHERE activity_id = ? AND device IN (SELECT device FROM activity_devices WHERE activity = ?)
             """, [SQLValue.seconds(date), .text(activity.activityID), .int(activity.id)])
-        try c.send("DELETE FROM activity_devices WHERE activity = ?", [.int(activity.id)])
+        let android = keepingAndroid ? " AND device NOT IN (SELECT id FROM devices WHERE platform = \(DevicePlatform.android.sql))" : ""
+        try c.send("DELETE FROM activity_devices WHERE activity = ?\(android)", [.int(activity.id)])
     }
 
     /// A8: the session whose start is `start` is renewed shortly before its 8 hours.

@@ -143,7 +143,7 @@ public protocol ApplicationStore: Sendable {
     func setFCMAccount(_ info: FCMAccountInfo, keyJSON: String, for application: ApplicationCode) throws(StoreError)
     /// The application's FCM service account key (its JSON text, opened); nil when it has none.
     func fcmAccountKey(for application: ApplicationCode) throws(StoreError) -> String?
-    /// How many stored APNs keys are sealed and how many are plain; throws `.locked` when a sealed one
-    /// cannot be opened with this store's master key.
+    /// How many stored APNs keys and FCM service accounts are sealed and how many are plain; throws `.locked` when a
+    /// sealed one cannot be opened with this store's master key.
     func checkAPNsKeys() throws(StoreError) -> (sealed: Int, plain: Int)
 }

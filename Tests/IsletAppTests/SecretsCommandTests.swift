@@ -70,7 +70,7 @@ struct SecretsCommandTests {
         #expect(!FileManager.default.fileExists(atPath: missing))
         _ = islet(["app", "create", "--name", "Shop", "--bundle-id", "com.example.shop", "--database", workspace.database])
         let empty = islet(["app", "rotate-master-key", "--new-key-file", keyFile, "--database", workspace.database])
-        #expect(empty.status == 1 && empty.errors.contains("holds no APNs key"))
+        #expect(empty.status == 1 && empty.errors.contains("holds no APNs key and no FCM service account"))
     }
 
     @Test func theServerWillNotStartWithoutTheKeyThatOpensItsKeys() throws {

@@ -8,7 +8,7 @@ import IsletCore
 struct FCMVerdictTests {
     /// FCM's `errorCode` values and the canonical statuses it answers with, by wire spelling, status and verdict.
     static let table: [(code: String, status: Int, verdict: PushVerdict)] = [
-        ("UNREGISTERED", 404, .deadToken(invalidSince: nil)), ("SENDER_ID_MISMATCH", 403, .deadToken(invalidSince: nil)),
+        ("UNREGISTERED", 404, .deadToken(invalidSince: nil)), ("SENDER_ID_MISMATCH", 403, .invalidProviderToken),
         ("INVALID_ARGUMENT", 400, .giveUp), ("QUOTA_EXCEEDED", 429, .retry(after: nil)), ("UNAVAILABLE", 503, .retry(after: nil)),
         ("INTERNAL", 500, .retry(after: nil)), ("THIRD_PARTY_AUTH_ERROR", 401, .invalidProviderToken),
         ("UNAUTHENTICATED", 401, .refreshProviderToken), ("PERMISSION_DENIED", 403, .invalidProviderToken),

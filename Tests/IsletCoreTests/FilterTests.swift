@@ -54,4 +54,16 @@ struct FilterDefinitionTests {
             #expect(HexToken.normalize(bad) == nil)
         }
     }
+
+    /// Issue 46: Platform is built in, unless the application already has a custom tag of that name.
+    @Test func platformIsBuiltInUnlessACustomTagHasItsName() throws {
+        let builtIn = try FilterDefinition.parse(name: "A", join: .and, conditions: [["Platform", "EQ", "android"]], tagTypes: [:])
+        #expect(builtIn.conditions.first?.builtIn == .platform)
+        #expect(throws: APIError.invalid("conditions[0][2]", "'Platform' is ios or android, got 'Android'")) {
+            try FilterDefinition.parse(name: "A", join: .and, conditions: [["Platform", "EQ", "Android"]], tagTypes: [:])
+        }
+        let custom = try FilterDefinition.parse(name: "A", join: .and, conditions: [["Platform", "EQ", "Android"]], tagTypes: ["Platform": .string])
+        #expect(custom.conditions.first?.builtIn == nil, "the application's own tag")
+        #expect(FilterDefinition.tagNames(in: [["Platform", "EQ", "x"], ["Language", "EQ", "en"]]) == ["Platform"], "its type is read")
+    }
 }

@@ -71,7 +71,7 @@ struct FCMClientTests {
         try world.peer.command("fail other SENDER_ID_MISMATCH")
         let outcomes = world.send(["gone", "busy", "down", "other", "fine"].map { Self.message($0) })
         #expect(outcomes.map(\.verdict) == [.deadToken(invalidSince: nil), .retry(after: .seconds(30)), .retry(after: nil),
-                                            .deadToken(invalidSince: nil), .delivered], "\(outcomes)")
+                                            .invalidProviderToken, .delivered], "\(outcomes)")
         #expect(outcomes[0].status == 404 && outcomes[0].error == .unregistered)
         #expect(outcomes[1].status == 429 && outcomes[1].error == .quotaExceeded && outcomes[1].retryAfter == .seconds(30))
     }

@@ -197,6 +197,12 @@ struct AndroidDeliveryTests {
                 "\(String(decoding: unknownActivity.body, as: UTF8.self))")
         let wrongToken = try notify(#"{"op":"OPERATION_END","id":"x"}"#, token: "nope")
         #expect(wrongToken.status == 401 && wrongToken.json?.objectValue?["code"] == 16)
+        // An activity of startLiveActivity's (iPhones too) takes updateLiveActivity, not an Android-only update.
+        _ = try world.send("startLiveActivity", startNotification(["devices": ["pixel"]], id: "ORDER_9"))
+        let mixed = try notify(#"{"op":"OPERATION_UPDATE","id":"ORDER_9","progress":1}"#)
+        #expect(mixed.status == 400 && mixed.json?.objectValue?["message"]?.stringValue?.hasSuffix(
+            "'ORDER_9' was started by startLiveActivity: update or end it with updateLiveActivity, whose android object reaches its Android phones") == true,
+                "\(String(decoding: mixed.body, as: UTF8.self))")
         let transactional = try request(world.running.port, "/messaging/v2/notify", body: #"{"transactional":{}}"#, headers: ["Authorization": "Token \(world.auth)"])
         #expect(transactional.status == 400 && transactional.json?.objectValue?["message"]?.stringValue?.hasPrefix("transactional: ") == true)
     }
@@ -252,6 +258,22 @@ struct AndroidDeliveryTests {
         }
         let details = { try second.server.messages.messageDetails(code: start, in: world.application) }
         #expect(try second.advanceUntil(world.clock, step: 2, seconds: 20) { try details()?.sent == 1 }, "\(String(describing: try? details()))")
+    }
+
+    /// An iOS renewal (A8) ends the iPhones' card and starts it again; the Android phone's Live Update runs on, and it
+    /// stays one of the activity's devices: the updates after the renewal reach it.
+    @Test func anIOSRenewalLeavesTheAndroidPhoneInTheActivity() throws {
+        let world = try World()
+        try world.setFCMAccount()
+        let start = try world.send("startLiveActivity", startNotification(["devices": ["phone", "pixel"], "renew": true]))
+        #expect(try eventually { try world.details(start)?.sent == 2 })
+        #expect(world.running.advanceUntil(world.clock, step: 300, seconds: 30) { ((try? world.apns.requests()) ?? []).count >= 3 },
+                "the iPhone got the renewal's end and its new start")
+        let update = try world.send("updateLiveActivity", updateNotification(["android": ["progress": 7]]))
+        #expect(try world.running.advanceUntil(world.clock, step: 1) { try world.details(update)?.state == .done })
+        let last = try #require(world.sends(atLeast: 2).last)
+        #expect(Self.live(last)["op"] == "OPERATION_UPDATE" && Self.live(last)["progress"] == 7, "\(last)")
+        #expect(world.fcm.events("send").count == 2, "the renewal sent Android nothing")
     }
 
     /// A push FCM did not take before a restart is still owed after it, and goes once FCM takes it: nothing accepted is lost.

@@ -97,3 +97,30 @@ struct SealedKeyTests {
         #expect(try sealed.apnsKey(for: Self.code)?.pem == Self.pem)
     }
 }
+
+/// Issue 46: an FCM service account is sealed as an APNs key is, and counted by the checks and the rotation.
+@Suite("FCM service accounts sealed at rest")
+struct SealedFCMAccountTests {
+    @Test(arguments: Engine.allCases) func anAccountIsSealedCheckedAndResealed(_ engine: Engine) throws {
+        let db = try engine.open()
+        let master = MasterKey.generate(), code = SealedKeyTests.code
+        let store = SQLApplicationStore(database: try db.reopen(), masterKey: master)
+        try store.createApplication(Application(code: code, name: "x", bundleID: "com.example.x", createdAt: Date()), tokens: [], apnsKey: nil)
+        let json = #"{"type":"service_account","project_id":"p","private_key":"-----BEGIN PRIVATE KEY-----\nsecret\n-----END PRIVATE KEY-----\n"}"#
+        try store.setFCMAccount(FCMAccountInfo(projectID: "p", clientEmail: "a@p.iam.gserviceaccount.com"), keyJSON: json, for: code)
+        let onDisk = try db.database.withConnection { (c) throws(StoreError) -> String in try c.query("SELECT key_json FROM fcm_accounts")[0]["key_json"].text ?? "" }
+        #expect(onDisk.hasPrefix("islet-sealed:") && !onDisk.contains("secret"), "the key is not on disk in clear")
+        #expect(try store.fcmAccountKey(for: code) == json)
+        #expect(try store.application(code)?.fcmAccount == FCMAccountInfo(projectID: "p", clientEmail: "a@p.iam.gserviceaccount.com"))
+        #expect(try store.checkAPNsKeys() == (1, 0) ? true : false, "the check counts it")
+        #expect(throws: StoreError.self, "another master key does not open it") {
+            _ = try SQLApplicationStore(database: try db.reopen(), masterKey: MasterKey.generate()).checkAPNsKeys()
+        }
+        #expect(throws: StoreError.self, "no master key: refused rather than stored in clear beside a sealed one") {
+            try SQLApplicationStore(database: try db.reopen(), masterKey: nil).setFCMAccount(FCMAccountInfo(projectID: "q", clientEmail: "b"), keyJSON: "{}", for: code)
+        }
+        let next = MasterKey.generate()
+        #expect(try store.resealAPNsKeys(with: next) == 1)
+        #expect(try SQLApplicationStore(database: try db.reopen(), masterKey: next).fcmAccountKey(for: code) == json)
+    }
+}

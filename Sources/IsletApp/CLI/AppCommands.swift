@@ -398,7 +398,7 @@ struct RotateMasterKeyCommand: CLICommand {
         do {
             let stored = try store.checkAPNsKeys()
             guard stored.sealed + stored.plain > 0 else {
-                throw CLIError.failure("\(database) holds no APNs key; nothing to seal (is --database the server's?)")
+                throw CLIError.failure("\(database) holds no APNs key and no FCM service account; nothing to seal (is --database the server's?)")
             }
             count = try store.resealAPNsKeys(with: newKey)
         } catch let error as StoreError {

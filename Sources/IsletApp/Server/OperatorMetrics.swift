@@ -16,7 +16,7 @@ struct OperatorMetrics: Sendable {
         var out = ""
         if let delivery {
             var pushes = MetricFamily("islet_pushes_total", .counter,
-                                      help: "Push outcomes recorded since start, by result (delivery state), reason (Apple's or FCM's reason, or the skip reason) and service (apns, fcm, or none for a skip).")
+                                      help: "Push outcomes recorded since start, by result (delivery state), reason (Apple's or FCM's reason, or the skip reason) and service (apns, fcm, or empty for a skip).")
             for (key, count) in delivery.metrics.snapshot().sorted(by: { $0.key < $1.key }) {
                 pushes.add(count, labels: ["result": key.result.rawValue, "reason": key.reason, "service": key.service])
             }

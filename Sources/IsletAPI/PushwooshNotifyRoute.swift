@@ -12,10 +12,14 @@ public struct PushwooshNotifyRoute: Sendable {
     let methods: LiveActivityMethods
     let authenticator: Authenticator
     let now: @Sendable () -> Date
+    /// The server API tokens' rate limit (E6), counted apart from the JSON API's.
+    let limiter: RateLimiter?
 
-    public init(methods: LiveActivityMethods, applications: any ApplicationStore, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(methods: LiveActivityMethods, applications: any ApplicationStore, limits: RateLimits = RateLimits(),
+                now: @escaping @Sendable () -> Date = { Date() }) {
         self.methods = methods
         authenticator = Authenticator(store: applications)
+        limiter = limits.serverPerToken.map { RateLimiter(limit: $0) }
         self.now = now
     }
 
@@ -28,6 +32,12 @@ public struct PushwooshNotifyRoute: Sendable {
         }
         do {
             let application = try authenticator.authenticate(application: nil, secret: APIRouter.headerToken(request), access: .server)
+            if let limiter, let wait = limiter.take(application.code.rawValue) {
+                var limited = Self.failure(APIError(.tooManyRequests, RateLimited.message("the server API tokens of \(application.code)", limit: limiter.limit,
+                                                                                          retryAfter: wait).message))
+                limited.headers.append(("Retry-After", String(wait)))
+                return limited
+            }
             let document: JSONValue
             do {
                 document = try JSONParser.parse(request.body)

@@ -95,11 +95,14 @@ public final class FCMTransport: PushTransport, Sendable {
         return outcomes.map { $0 ?? .unknown("no answer from FCM before the deadline") }
     }
 
-    /// The FCM message of an Android push: its token, its stored `data`, and as `ttl` what is left of its life.
+    /// The FCM message of an Android push: its token, its stored `data`, as `ttl` what is left of its life, and a Live
+    /// Update's id as its `collapse_key`, so a phone that was offline gets the activity's latest state, not each one
+    /// that waited (an end, last, still dismisses it).
     static func message(_ push: Push, now: Date) -> FCMMessage {
         let data = (try? JSONParser.parse(push.payload))?.objectValue ?? [:]
         let ttl = push.expiration.map { Duration.seconds(max(0, $0 - Int64(now.timeIntervalSince1970))) }
-        return FCMMessage(token: push.deviceToken, data: data, timeToLive: ttl)
+        let id = data["pw_live"]?.stringValue.flatMap { (try? JSONParser.parse(Array($0.utf8)))?.objectValue?["id"]?.stringValue }
+        return FCMMessage(token: push.deviceToken, data: data, timeToLive: ttl, collapseKey: id)
     }
 
     static func outcome(_ answer: FCMOutcome) -> PushOutcome {

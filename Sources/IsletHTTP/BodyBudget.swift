@@ -9,7 +9,8 @@ import Synchronization
 /// connection's own buffers); a larger one reserves its declared length when its headers are in, from the server's
 /// budget and from its client address's share, and gives it back when its request ends. A body that finds no room is
 /// answered 503 with `Retry-After` before it is read. When the bodies held return to none, after large ones were held,
-/// the free memory they leave is given back to the system (at most once a second): glibc keeps freed heap memory for
+/// the free memory they leave is given back to the system (at once, at most once a second, and again 0.2 and 1.5 s
+/// later while no large body came, for buffers freed after that moment): glibc keeps freed heap memory for
 /// reuse, and a burst of large bodies otherwise stayed in the process's memory for good. (Fixing glibc's mmap
 /// threshold at 64 KiB instead gave such bodies pages of their own, but made every allocation of that size a system
 /// call: 0.6 of the update rate.)
@@ -17,7 +18,7 @@ public final class BodyBudget: Sendable {
     public let total: Int
     public let perAddress: Int
     public let small: Int
-    private let held = Mutex<(total: Int, byAddress: CountsByKey, givenBack: ContinuousClock.Instant?, owed: Bool)>((0, CountsByKey(), nil, false))
+    private let held = Mutex<(total: Int, byAddress: CountsByKey, givenBack: ContinuousClock.Instant?, owed: Bool, quiet: Int)>((0, CountsByKey(), nil, false, 0))
 
     public init(total: Int = 64 << 20, perAddress: Int = 16 << 20, small: Int = 64 << 10) {
         self.total = total
@@ -34,6 +35,7 @@ public final class BodyBudget: Sendable {
             held.total += bytes
             held.byAddress.add(bytes, to: address)
             held.owed = true
+            held.quiet += 1   // the later trims of a quiet moment that ended are skipped
             return true
         }
     }
@@ -41,15 +43,25 @@ public final class BodyBudget: Sendable {
     /// Gives back what `reserve` took.
     public func release(_ bytes: Int, for address: String) {
         guard bytes > small else { return }
-        let giveBack = held.withLock { held -> Bool in
+        let quietMoment = held.withLock { held -> (trimNow: Bool, quiet: Int)? in
             held.total -= bytes
             held.byAddress.remove(bytes, from: address)
-            guard held.total == 0, held.owed, held.givenBack.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true else { return false }
+            guard held.total == 0, held.owed else { return nil }
             held.owed = false
-            held.givenBack = .now
-            return true
+            held.quiet += 1
+            let trimNow = held.givenBack.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true
+            if trimNow { held.givenBack = .now }
+            return (trimNow, held.quiet)
         }
-        if giveBack { islet_release_free_memory() }
+        guard let quietMoment else { return }
+        if quietMoment.trimNow { islet_release_free_memory() }
+        // Again shortly after, if no large body came meanwhile: what a closing connection frees after this moment, and
+        // what the once-a-second rate held back now, is given back too.
+        for delay in [0.2, 1.5] {
+            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [self] in
+                if held.withLock({ $0.total == 0 && $0.quiet == quietMoment.quiet }) { islet_release_free_memory() }
+            }
+        }
     }
 
     /// Bytes reserved now.

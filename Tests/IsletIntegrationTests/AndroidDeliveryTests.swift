@@ -119,7 +119,8 @@ struct AndroidDeliveryTests {
         #expect(Self.data(pixel)["header"] == "Food Delivery" && Self.data(pixel)["title"] == "Your order is being prepared", "\(pixel)")
         #expect(Self.data(pixel)["p"] == .string(start), "the SDK reports the delivery with the message's code")
         #expect(Self.live(pixel)["progress_bar"] == false, "no progress asked, so no empty bar: \(pixel)")
-        #expect(pixel["android"]?.objectValue?["priority"] == "HIGH")
+        #expect(pixel["android"]?.objectValue?["priority"] == "HIGH" && pixel["android"]?.objectValue?["collapse_key"] == "ORDER_1",
+                "a phone that was offline gets the activity's latest state: \(pixel)")
         let older = try #require(started.first { $0["token"]?.stringValue == Self.olderToken })
         #expect(older["op"] == "NOTIFICATION" && Self.data(older)["pw_live"] == nil && Self.data(older)["header"] == "Food Delivery",
                 "Android 14 drops Live Updates: it gets the start's title and content as a notification: \(older)")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import IsletAPI
 import IsletCore
 import IsletStore
 import IsletTestPeers
@@ -54,5 +55,16 @@ struct SimulatedAndroidTests {
         let details = try #require(try running.server.messages.messageDetails(code: again, in: app))
         #expect(details.failed == 1 && details.reasons["UNREGISTERED"] == 1, "\(details)")
         #expect(try running.server.devices.device(hwid: "android_phone", in: app)?.pushToken == nil)
+    }
+
+    /// The server API tokens' rate limit (E6) holds for Pushwoosh's notify call too.
+    @Test func theNotifyCallIsRateLimitedLikeTheServerMethods() throws {
+        let running = try RunningServer(demo: true, rateLimits: RateLimits(serverPerToken: RateLimit(perSecond: 0.01, burst: 1)))
+        let body = #"{"segment":{"platforms":["IOS"]}}"#
+        let first = try request(running.port, "/messaging/v2/notify", body: body, headers: Self.auth)
+        #expect(first.status == 400 && first.json?.objectValue?["code"] == 3, "the first call is read, and refused for its field")
+        let second = try request(running.port, "/messaging/v2/notify", body: body, headers: Self.auth)
+        #expect(second.status == 429 && second.json?.objectValue?["code"] == 8 && second.headers["retry-after"] != nil,
+                "\(String(decoding: second.body, as: UTF8.self))")
     }
 }

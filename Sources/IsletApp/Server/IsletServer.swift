@@ -125,7 +125,7 @@ public final class IsletServer: Sendable {
             + ChannelMethods(store: storage.channels, transport: pushes, audit: configuration.auditLog).all
         let routes = SimulatorRoutes(wiring: wiring, authenticator: Authenticator(store: store))
         // Pushwoosh's Messaging API v2, for the Android Live Updates it sends (issue 46).
-        let notify = PushwooshNotifyRoute(methods: liveActivities, applications: store, now: clock)
+        let notify = PushwooshNotifyRoute(methods: liveActivities, applications: store, limits: configuration.rateLimits, now: clock)
         let extraRoutes: [(prefix: String, handle: @Sendable (HTTPRequest) -> HTTPResponse)] =
             [(PushwooshNotifyRoute.path, { @Sendable request in notify.handle(request) })]
             + (simulator == nil ? [] : [("/simulator/devices", { @Sendable request in routes.handle(request) })])

@@ -154,7 +154,7 @@ public struct APIRouter: HTTPHandler {
         case let error as StoreError:
             logger.error("storage failure", ["method": .string(name), "error": .string(error.message)])
             // A database away (a failover, a restart, a cut network) is back within seconds; Islet reconnects by itself.
-            var response = Self.failure(APIError(.unavailable, "storage is unavailable; nothing was changed, retry later"))
+            var response = Self.failure(.storageUnavailable)
             response.headers.append(("Retry-After", "1"))
             return response
         default:

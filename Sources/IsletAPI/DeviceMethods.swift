@@ -215,8 +215,7 @@ public struct DeviceMethods: Sendable {
         for (name, value) in tags.object.entries {
             let path = "tags.\(name)"
             guard !name.isEmpty, name.count <= 128 else { throw APIError.invalid("tags", "tag names must be 1 to 128 characters") }
-            // Platform, built in late (issue 46), stays a name apps may already set as a custom tag.
-            guard BuiltInTag.named(name) == nil || name == BuiltInTag.platform.name else {
+            guard BuiltInTag.named(name) == nil || BuiltInTag.shadowable(name) else {
                 throw APIError.invalid(path, "is a built-in tag; registerDevice sets it")
             }
             switch value {

@@ -50,9 +50,8 @@ public struct PushwooshNotifyRoute: Sendable {
             return APIRouter.json(["message_code": .string(code)], status: 200)
         } catch let error as APIError {
             return Self.failure(error)
-        } catch let error as StoreError {
-            _ = error
-            var response = Self.failure(APIError(.unavailable, "storage is unavailable; nothing was changed, retry later"))
+        } catch is StoreError {
+            var response = Self.failure(.storageUnavailable)
             response.headers.append(("Retry-After", "1"))
             return response
         } catch {

@@ -27,6 +27,10 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(code.httpStatus): \(message)" }
 
+    /// The database could not be used: a failover, a restart or a cut network is back within seconds, and Islet
+    /// reconnects by itself (sent with `Retry-After: 1`).
+    public static let storageUnavailable = APIError(.unavailable, "storage is unavailable; nothing was changed, retry later")
+
     /// A validation failure of one field: `"<path>: <rule>"`.
     public static func invalid(_ path: String, _ rule: String) -> APIError {
         APIError(.badRequest, "\(path): \(rule)")

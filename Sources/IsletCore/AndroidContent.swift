@@ -119,11 +119,15 @@ extension AndroidLiveUpdate {
     /// The `data` as stored and sent: a JSON object of strings.
     public var dataBytes: [UInt8] { JSONValue.object(JSONObject(data.map { (key: $0.key, value: JSONValue.string($0.value)) })).jsonBytes }
 
+    /// What FCM counts of a message's `data` against its 4,096 bytes: its keys and values, not the JSON around them.
+    public static func dataSize(_ data: JSONObject) -> Int {
+        data.entries.reduce(0) { $0 + $1.key.utf8.count + ($1.value.stringValue?.utf8.count ?? 0) }
+    }
+
     /// Refuses `data` past FCM's 4,096 bytes, naming the notification at `path`.
     public static func checkSize(_ data: [UInt8], path: String) throws(APIError) {
-        // Keys and values count, not the JSON around them: the stored object is a little larger than what FCM counts.
         guard let object = (try? JSONParser.parse(data))?.objectValue else { return }
-        let size = object.entries.reduce(0) { $0 + $1.key.utf8.count + ($1.value.stringValue?.utf8.count ?? 0) }
+        let size = dataSize(object)
         guard size <= maximumDataBytes else {
             throw .invalid(path.isEmpty ? "android" : "\(path).android", "the Android Live Update's data is \(size) bytes; FCM takes at most \(maximumDataBytes) (keys and values): shorten the title, text or extras")
         }
@@ -142,8 +146,7 @@ public enum AndroidPush {
             for key in ["header", "title"] where object[key] == nil { object[key] = old[key] }
         }
         // Checked at acceptance without them: what they would push past FCM's limit is not carried.
-        let size = object.entries.reduce(0) { $0 + $1.key.utf8.count + ($1.value.stringValue?.utf8.count ?? 0) }
-        guard size <= AndroidLiveUpdate.maximumDataBytes else { return data }
+        guard AndroidLiveUpdate.dataSize(object) <= AndroidLiveUpdate.maximumDataBytes else { return data }
         return JSONValue.object(Self.ordered(object)).jsonBytes
     }
 

@@ -116,7 +116,7 @@ public struct FilterDefinition: Sendable, Hashable {
         guard case .array(let items)? = conditions else { return [] }
         return Set(items.prefix(maximumConditions).compactMap { item in
             guard case .array(let parts) = item, case .string(let tag)? = parts.first,
-                  BuiltInTag.named(tag) == nil || tag == BuiltInTag.platform.name else { return nil }
+                  BuiltInTag.named(tag) == nil || BuiltInTag.shadowable(tag) else { return nil }
             return tag
         })
     }
@@ -129,8 +129,7 @@ public struct FilterDefinition: Sendable, Hashable {
         guard case .string(let opText) = parts[1], let op = ConditionOperator(rawValue: opText) else {
             throw .invalid("\(path)[1]", "must be one of \(ConditionOperator.all.map(\.rawValue).joined(separator: " "))")
         }
-        // A custom tag of that name, set before Platform was built in, is the one its filters mean.
-        let builtIn = tag == BuiltInTag.platform.name && tagTypes[tag] != nil ? nil : BuiltInTag.named(tag)
+        let builtIn = BuiltInTag.named(tag, customTypes: tagTypes)
         guard let type = builtIn?.type ?? tagTypes[tag] else {
             throw .invalid("\(path)[0]", "unknown tag '\(tag)'; built-in tags are \(BuiltInTag.all.map(\.name).joined(separator: ", ")), custom tags exist once a device sets them")
         }

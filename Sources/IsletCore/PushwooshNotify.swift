@@ -28,7 +28,7 @@ public struct PushwooshNotify: Sendable, Equatable {
     /// The attributes type Islet keeps for an activity started this way (it has no iOS side).
     public static let attributesType = "PushwooshLiveUpdate"
     /// Where a request's fields are, for error messages.
-    public static let content = "segment.payload.content.localized_content"
+    static let content = "segment.payload.content.localized_content"
 
     /// Reads the request `document` of the application `application` at `now`; every error names the field and the rule.
     public static func parse(_ document: JSONValue, application: ApplicationCode, now: Date) throws(APIError) -> PushwooshNotify {

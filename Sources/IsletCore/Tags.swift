@@ -130,6 +130,15 @@ public struct BuiltInTag: Hashable, Sendable {
     public static let all: [BuiltInTag] = [.language, .osVersion, .timezone, .userID, .platform]
 
     public static func named(_ name: String) -> BuiltInTag? { all.first { $0.name == name } }
+
+    /// Platform was built in late (issue 46): an application may already have a custom tag of that name, which then
+    /// stays its own, in filters and in setTags. The other built-in names were never free.
+    public static func shadowable(_ name: String) -> Bool { name == platform.name }
+
+    /// The built-in tag a filter's `name` means for an application whose custom tags have `customTypes`.
+    public static func named(_ name: String, customTypes: [String: TagType]) -> BuiltInTag? {
+        shadowable(name) && customTypes[name] != nil ? nil : named(name)
+    }
 }
 
 /// Version numbers as one sortable integer, so `17.10 > 17.2` in SQL: major·10⁶ + minor·10³ + patch.

@@ -112,18 +112,18 @@ public final class FCMTransport: PushTransport, Sendable {
     /// The application's client: the one in hand while its key was read lately, else the key read again (and a new
     /// client made if it changed).
     func client(for application: ApplicationCode) -> Entry {
-        if let entry = entries.withLock({ $0[application] }), ContinuousClock.now - entry.readAt < configuration.accountRefresh { return entry }
+        let previous = entries.withLock { $0[application] }
+        if let previous, ContinuousClock.now - previous.readAt < configuration.accountRefresh { return previous }
         let json: String?
         do {
             json = try lookup(application)
         } catch {
             // The store is away: keep what was in hand, and look again on the next push.
-            if let entry = entries.withLock({ $0[application] }) { return entry }
+            if let previous { return previous }
             var entry = Entry(keyJSON: nil, client: nil, problem: "could not read the FCM service account: \(error)", readAt: .now)
             entry.unreadable = true
             return entry
         }
-        let previous = entries.withLock { $0[application] }
         if let previous, previous.keyJSON == json {
             let entry = Entry(keyJSON: json, client: previous.client, problem: previous.problem, readAt: .now)
             entries.withLock { $0[application] = entry }

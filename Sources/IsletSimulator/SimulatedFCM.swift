@@ -108,7 +108,7 @@ final class SimulatedFCM: Sendable {
         guard data.entries.allSatisfy({ $0.value.stringValue != nil }) else {
             return (400, Self.error(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Invalid value at 'message.data': every value must be a string"), [])
         }
-        guard data.entries.reduce(0, { $0 + $1.key.utf8.count + ($1.value.stringValue?.utf8.count ?? 0) }) <= AndroidLiveUpdate.maximumDataBytes else {
+        guard AndroidLiveUpdate.dataSize(data) <= AndroidLiveUpdate.maximumDataBytes else {
             return (400, Self.error(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Android message is too big"), [])
         }
         let number = messages.add(1, ordering: .relaxed).newValue

@@ -43,12 +43,30 @@ public struct APIMethod: Sendable {
     public let access: APIAccess
     public let effect: APIEffect
     public let run: @Sendable (APICall) throws -> JSONObject
+    /// `run` without waiting for its write's commit, where reads do not wait either (a local database): on the
+    /// connection's thread, it returns once the write is handed to the group commit, and answers through `LaterAnswer`
+    /// (what it throws is its answer).
+    public let later: (@Sendable (APICall, LaterAnswer) throws -> Void)?
 
-    public init(name: String, access: APIAccess, effect: APIEffect = .writes, run: @escaping @Sendable (APICall) throws -> JSONObject) {
+    public init(name: String, access: APIAccess, effect: APIEffect = .writes, run: @escaping @Sendable (APICall) throws -> JSONObject,
+                later: (@Sendable (APICall, LaterAnswer) throws -> Void)? = nil) {
         self.name = name
         self.access = access
         self.effect = effect
         self.run = run
+        self.later = later
+    }
+}
+
+/// How a method run with `APIMethod.later` answers, once: with what `run` would have returned or thrown, or by having
+/// `run` itself answer on a worker (for what would wait: a dry run's reads, broadcasts, a retry).
+public struct LaterAnswer: Sendable {
+    public let respond: @Sendable (Result<JSONObject, any Error>) -> Void
+    public let onWorker: @Sendable () -> Void
+
+    public init(respond: @escaping @Sendable (Result<JSONObject, any Error>) -> Void, onWorker: @escaping @Sendable () -> Void) {
+        self.respond = respond
+        self.onWorker = onWorker
     }
 }
 

@@ -75,7 +75,36 @@ public struct APIRouter: HTTPHandler {
             return extraRoute(for: request) != nil ? .workerPool : .connectionThread
         }
         guard let method = methods[String(request.path.dropFirst(Self.prefix.count))] else { return .connectionThread }
+        // On PostgreSQL a call reads across the network (its credential now and then), so it runs on a worker.
+        if method.later != nil, !readsWait, request.method == "POST" { return .later }
         return method.effect == .writes || readsWait ? .workerPool : .connectionThread
+    }
+
+    /// A method that answers later (`APIMethod.later`), on the connection's thread: its checks and reads (local) here, its
+    /// write handed to the group commit, its answer from the thread that commits it.
+    public func handleLater(_ request: HTTPRequest, _ answer: HTTPLaterAnswer) {
+        let started = ContinuousClock.now
+        let name = String(request.path.dropFirst(Self.prefix.count))
+        guard request.path.hasPrefix(Self.prefix), let method = methods[name], let later = method.later else {
+            return answer.onWorker { handle(request) }
+        }
+        let respond: @Sendable (Result<JSONObject, any Error>) -> Void = { [self] result in
+            let response = self.answer(name) { try result.get() }
+            metrics.record(route: name, status: response.status, since: started)
+            answer.respond(response)
+        }
+        do {
+            let call = try authorized(method, request)
+            try later(call, LaterAnswer(respond: respond, onWorker: { [self] in
+                answer.onWorker {
+                    let response = self.answer(name) { try method.run(call) }
+                    metrics.record(route: name, status: response.status, since: started)
+                    return response
+                }
+            }))
+        } catch {
+            respond(.failure(error))
+        }
     }
 
     public func unfinished(_ request: HTTPRequest, started: Bool) -> HTTPResponse {
@@ -217,6 +246,12 @@ public struct APIRouter: HTTPHandler {
     }
 
     private func call(_ method: APIMethod, _ request: HTTPRequest) throws -> JSONObject {
+        try method.run(try authorized(method, request))
+    }
+
+    /// The call `request` makes of `method`: its fields read, its token checked (E2, E3) and counted against the rate
+    /// limits (E6).
+    private func authorized(_ method: APIMethod, _ request: HTTPRequest) throws -> APICall {
         let receivedAt = now()
         let body = try Self.requestFields(request.body)
         var code: ApplicationCode?
@@ -247,7 +282,7 @@ public struct APIRouter: HTTPHandler {
             let what = kind == .device ? "the device API tokens of \(application.code)" : "the server API tokens of \(application.code)"
             throw RateLimited.message(what, limit: limiter.limit, retryAfter: wait)
         }
-        return try method.run(APICall(application: application, request: body, receivedAt: receivedAt, tokenKind: kind, tokenID: tokenID))
+        return APICall(application: application, request: body, receivedAt: receivedAt, tokenKind: kind, tokenID: tokenID)
     }
 
     /// `GET /openapi.json`: the document of every route, encoded once.

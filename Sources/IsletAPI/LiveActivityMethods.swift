@@ -134,90 +134,9 @@ public struct LiveActivityMethods: Sendable {
         }
     }
 
-    // MARK: - updateLiveActivity
-
-    var updateLiveActivity: APIMethod {
-        APIMethod(name: "updateLiveActivity", access: .server) { [self] call in
-            let now = call.receivedAt
-            let notifications = try LiveActivityRequests.notifications(call.request)
-            let dryRun = try LiveActivityRequests.dryRun(call.request, notifications)
-            // X5: notifications to channels are broadcasts, a request of their own (each store commits apart).
-            let toChannels = notifications.filter { $0.value("channel") != nil }
-            if !toChannels.isEmpty {
-                guard toChannels.count == notifications.count else {
-                    throw APIError.invalid("notifications", "a request holds broadcasts to channels or updates of activities, not both: send them apart (X5)")
-                }
-                return try broadcast(notifications, call, dryRun: dryRun)
-            }
-            var accepted: [(message: NewMessage, path: String)] = []
-            var requestWarnings: [[String]] = []
-            for n in notifications {
-                let update = try LiveActivityRequests.update(n, now: now)
-                requestWarnings.append(update.warnings)
-                // A11: one sent later carries its own send time, as a scheduled start does.
-                let dueAt = update.sendTime.date(now: now)
-                let payload = LiveActivityPayload.update(update, timestamp: Int64(dueAt.timeIntervalSince1970)).jsonBytes
-                try LiveActivityPayload.checkSize(payload, path: n.path)
-                var message = NewMessage(
-                    code: MessageCode.next(), event: update.event, activityID: update.activityID, target: nil, attributesType: nil,
-                    name: nil, contentState: update.contentState, payload: payload, fallbackPayload: nil, priority: update.priority,
-                    dueAt: dueAt, expiresAt: dueAt.addingTimeInterval(pushLifetime), dismissalDate: update.dismissalDate)
-                if call.application.fcmAccount != nil {
-                    message.androidPayload = AndroidLiveUpdate.update(update, messageCode: message.code, android: update.android).dataBytes
-                    try AndroidLiveUpdate.checkSize(message.androidPayload ?? [], path: n.path)
-                }
-                accepted.append((message, n.path))
-            }
-            // X2: each update checked against the schema its activity started with. An application that never saved a
-            // schema has nothing to read; the store refuses an update whose check does not hold, which is then checked.
-            var checking = try schemaPresence.mayHaveSchemas(call.application.code, schemas)
-            var decided: [AcceptedUpdate] = []
-            var schemaWarnings: [[String]] = []
-            for attempt in 1... {
-                schemaWarnings = []
-                for (index, n) in notifications.enumerated() {
-                    let (checked, warnings) = try checking ? checkSchema(of: accepted[index].message, n, call.application.code) : (nil, [])
-                    accepted[index].message.checkedSchema = .against(checked)
-                    schemaWarnings.append(warnings)
-                }
-                do {
-                    try refusalsAsErrors(accepted.map(\.path)) {
-                        decided = try messages.acceptUpdates(accepted.map(\.message), in: call.application.code,
-                                                             budget: call.application.updateBudget, pacing: pacing, at: now, validateOnly: dryRun)
-                    }
-                    break
-                } catch let outdated as SchemaCheckOutdated {
-                    schemaPresence.sawSchemas(call.application.code)
-                    // Checked once more at most: an activity started again and again meanwhile is not waited for.
-                    guard attempt < 3 else {
-                        throw APIError(.unavailable, ActivityRules.startedAgainWhileChecked(path: accepted[outdated.index].path))
-                    }
-                    checking = true
-                }
-            }
-            var warnings = zip(requestWarnings, schemaWarnings).flatMap { $0 + $1 }
-            for ((message, path), update) in zip(accepted, decided) {
-                if let endedBy = update.endedBy {
-                    warnings.append(ActivityRules.repeatedEndWarning(path: path, activityID: message.activityID, endedBy: endedBy))
-                } else if let started = update.activityStartedAt, ActivityLifetime.isOver(startedAt: started, now: update.dueAt) {
-                    warnings.append(ActivityLifetime.warning(path: path, activityID: message.activityID, startedAt: started, now: update.dueAt))
-                } else if let warning = call.application.updateBudget.warning(path: path, activityID: message.activityID,
-                                                                               requested: message.priority, priorities: update.priority) {
-                    warnings.append(warning)
-                }
-            }
-            // A repeated end is answered with the code of the end that ended the activity (issue 45).
-            let codes = zip(accepted, decided).map { entry, update in JSONValue.string(update.endedBy ?? entry.message.code) }
-            var response = dryRun ? try dryRunResponse(accepted.map(\.message), updates: decided, call.application) : ["Messages": .array(codes)]
-            if !dryRun { kick() }
-            if !warnings.isEmpty { response["warnings"] = .array(warnings.map { .string($0) }) }
-            return response
-        }
-    }
-
     /// X5: one broadcast per notification, one request per environment of its channel, sent at once; the
     /// payload is an update's (U3–U6) within Apple's 5 KB for broadcasts.
-    private func broadcast(_ notifications: [FieldReader], _ call: APICall, dryRun: Bool) throws -> JSONObject {
+    func broadcast(_ notifications: [FieldReader], _ call: APICall, dryRun: Bool) throws -> JSONObject {
         guard let broadcasts, let channels else { throw APIError(.unavailable, "this server does not send broadcasts (X5)") }
         let now = call.receivedAt
         var accepted: [NewBroadcast] = []
@@ -277,7 +196,7 @@ public struct LiveActivityMethods: Sendable {
 
     /// X2: `message`'s content-state checked against the schema its activity started with, if any: that schema (nil:
     /// none), and the check's warnings.
-    private func checkSchema(of message: NewMessage, _ n: FieldReader, _ application: ApplicationCode) throws -> (ActivitySchema?, [String]) {
+    func checkSchema(of message: NewMessage, _ n: FieldReader, _ application: ApplicationCode) throws -> (ActivitySchema?, [String]) {
         guard let started = try schemas.activitySchemaVersion(message.activityID, in: application) else { return (nil, []) }
         var warnings: [String] = []
         if let schema = try schemas.schema(started.attributesType, version: started.version, in: application)?.schema {
@@ -287,19 +206,25 @@ public struct LiveActivityMethods: Sendable {
     }
 
     /// A refusal by stored state (S3, U1) becomes the 400 that names the notification and field.
-    private func refusalsAsErrors(_ paths: [String], _ body: () throws -> Void) throws {
+    func refusalsAsErrors(_ paths: [String], _ body: () throws -> Void) throws {
         do {
             try body()
-        } catch let refusal as AcceptRefusal {
-            throw APIError.invalid("\(paths[refusal.index]).\(refusal.field)", refusal.message)
+        } catch {
+            throw Self.refusalAsError(error, paths)
         }
+    }
+
+    /// `error`, or the 400 naming the notification and field when it is a refusal by stored state (S3, U1).
+    static func refusalAsError(_ error: any Error, _ paths: [String]) -> any Error {
+        guard let refusal = error as? AcceptRefusal else { return error }
+        return APIError.invalid("\(paths[refusal.index]).\(refusal.field)", refusal.message)
     }
 
     // MARK: - Dry run (X3)
 
     /// The exact pushes each notification would make, for its first targets, with the target count.
     /// `updates`: what accepting each update decided, its priority (A7) and its turn (A9); starts go as asked.
-    private func dryRunResponse(_ messages: [NewMessage], updates: [AcceptedUpdate] = [], _ application: Application) throws -> JSONObject {
+    func dryRunResponse(_ messages: [NewMessage], updates: [AcceptedUpdate] = [], _ application: Application) throws -> JSONObject {
         var results: [JSONValue] = []
         for (index, message) in messages.enumerated() {
             let decided = index < updates.count ? updates[index] : nil

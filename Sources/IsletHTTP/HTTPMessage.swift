@@ -62,6 +62,10 @@ public enum HTTPExecution: Sendable {
     /// On a worker thread while the connection waits, suspended: for handlers that wait on I/O (a durable
     /// commit, a database across the network), so the few connection threads are never all stuck waiting.
     case workerPool
+    /// On the connection's thread, which hands the request's one wait on (a write to the group commit) and returns:
+    /// `handleLater` answers through its `HTTPLaterAnswer` once that is done, from whichever thread did it, while the
+    /// connection waits suspended. No thread waits for it, so no worker's wake-up is paid for it.
+    case later
 }
 
 /// What the server calls; runs on the server's threads, so it must be thread-safe.
@@ -78,6 +82,9 @@ public protocol HTTPHandler: Sendable {
     func clientKey(_ request: HTTPRequest) -> String
     /// Where `handle` runs for this request (decided from the method and path; the body is complete).
     func execution(for request: HTTPRequest) -> HTTPExecution
+    /// Runs a request of `HTTPExecution.later` on the connection's thread; it must not wait, and must answer through
+    /// `answer` once (`onWorker` hands what would wait to a worker).
+    func handleLater(_ request: HTTPRequest, _ answer: HTTPLaterAnswer)
     /// The answer (503) for a request the server stops before handling it (`started` false: nothing was
     /// done), or before its handler, still running, returned (`started` true: the outcome is unknown).
     func unfinished(_ request: HTTPRequest, started: Bool) -> HTTPResponse
@@ -85,6 +92,8 @@ public protocol HTTPHandler: Sendable {
 
 extension HTTPHandler {
     public func execution(for request: HTTPRequest) -> HTTPExecution { .connectionThread }
+
+    public func handleLater(_ request: HTTPRequest, _ answer: HTTPLaterAnswer) { answer.onWorker { handle(request) } }
 
     public func clientKey(_ request: HTTPRequest) -> String { request.clientAddress }
 

@@ -466,10 +466,12 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         return queue(context.handler.bodyTooLarge(state.request, limit: context.maximumBodyBytes), on: connection, context)
     }
     let request = state.request
-    if context.handler.execution(for: request) == .workerPool, let connection {
+    let execution = context.handler.execution(for: request)
+    if execution != .connectionThread, let connection {
         let answer = PendingAnswer()
         state.answer = answer
-        if context.handOff(request, answer: answer, connection: connection) { return .YES }
+        if execution == .later ? context.handLater(request, answer: answer, connection: connection)
+            : context.handOff(request, answer: answer, connection: connection) { return .YES }
         state.answer = nil
         return queue(context.handler.unfinished(request, started: false), on: connection, context)
     }

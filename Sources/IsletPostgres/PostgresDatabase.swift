@@ -79,6 +79,11 @@ public final class PostgresDatabase: SQLDatabase {
         try pool.inWriteTransaction(reading: reads, body)
     }
 
+    public func inWriteTransaction<T>(reading reads: GroupReads?, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> T,
+                                      then: @escaping (Result<T, any Error>) -> Void) {
+        pool.inWriteTransaction(reading: reads, body, then: then)
+    }
+
     /// A plain READ COMMITTED transaction: claims lock their rows with SKIP LOCKED. A row they must wait for (a
     /// scheduled start's activity, which a write may hold while it waits for a message this claim has locked) is
     /// waited for `claimLockWait` at most: then the claim gives up with `.busy` and the write goes on, where waiting

@@ -7,7 +7,8 @@ import IsletStore
 /// shared, the cost is paid once per group. Each request still sees its own outcome: an error rolls back
 /// its savepoint only, and the others commit. No thread of its own: the first writer to find no group
 /// committing leads the next one, running the others' bodies on its connection while they wait, and hands the
-/// lead to the oldest writer waiting when its group is done.
+/// lead to the oldest writer waiting when its group is done. A write that does not wait (`writeLater`: an API call
+/// whose connection is suspended meanwhile) has no thread to lead: a thread of the group commit's own leads for it.
 ///
 /// Bulk writes (a fan-out page's thousand records) run after the others of their group, and a group stops
 /// taking members once its bodies have run for `budget`: the rest lead the next group. So a small write (an
@@ -35,12 +36,25 @@ public final class GroupCommit: @unchecked Sendable {
         var retries = 0
         /// Signalled once: when the job is done, or when its thread is to lead.
         let wake = DispatchSemaphore(value: 0)
-        init(bulk: Bool = false, reads: GroupReads? = nil, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> Void) {
+        /// A write that does not wait (`writeLater`): no thread sleeps on `wake`.
+        let later: Later?
+        init(bulk: Bool = false, reads: GroupReads? = nil, later: Later? = nil, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> Void) {
             self.bulk = bulk
             self.reads = reads
+            self.later = later
             self.body = body
         }
     }
+
+    /// What a write that does not wait brings: the transaction its group runs in (when it leads one), and what to
+    /// call with the job once it is done.
+    struct Later {
+        let transaction: Transaction
+        let finished: (Job) -> Void
+    }
+
+    /// Opens one transaction on a connection of the leader's, runs the group in it and commits it.
+    public typealias Transaction = (_ group: (any SQLConnection) throws -> Void) throws -> Void
 
     /// Guards `pending`, `leading` and `leader`. Each waiting writer sleeps on its own job's semaphore, so a finished
     /// group wakes its members and the next leader only, and the next leader first: with a broadcast, every waiting
@@ -53,6 +67,9 @@ public final class GroupCommit: @unchecked Sendable {
     private var leader: pthread_t?
     /// Bodies run in one group for at most about this long (the one running when it passes finishes).
     let budget: Duration
+    /// Where groups are led when the oldest waiting write does not wait (`writeLater`): one at a time, on a thread
+    /// of Dispatch's that sleeps when there is none.
+    private let leaders = DispatchQueue(label: "islet.group-commit")
 
     public init(budget: Duration = .milliseconds(10)) {
         self.budget = budget
@@ -67,7 +84,7 @@ public final class GroupCommit: @unchecked Sendable {
     /// (or rethrows what `body` threw, having rolled back only its own changes). `transaction` opens one
     /// transaction on a connection of the leader's and commits it.
     public func write<T>(bulk: Bool = false, _ body: (any SQLConnection) throws -> T,
-                         transaction: (_ group: (any SQLConnection) throws -> Void) throws -> Void) throws -> T {
+                         transaction: Transaction) throws -> T {
         try write(bulk: bulk, reading: nil, { connection, _ in try body(connection) }, transaction: transaction)
     }
 
@@ -95,17 +112,13 @@ public final class GroupCommit: @unchecked Sendable {
                 precondition(job.leads, "a writer woke neither done nor leading")
                 // Members that ran: woken once the group's jobs are let go (a job must not outlive its write).
                 var wakes = leadOneGroup(for: job, transaction)
-                if job.done {
-                    if let next = pending.first {
-                        next.leads = true
-                        wakes.insert(next.wake, at: 0)   // the next leader first
-                    } else {
-                        leading = false
-                    }
+                if job.done, let next = handOver() {
+                    wakes.sync.insert(next, at: 0)   // the next leader first
                 }
                 // Otherwise the budget left this writer's own job out: it leads the next group too.
                 lock.unlock()
-                for wake in wakes { wake.signal() }
+                for wake in wakes.sync { wake.signal() }
+                for member in wakes.later { member.later?.finished(member) }
                 lock.lock()
             }
             lock.unlock()
@@ -117,10 +130,81 @@ public final class GroupCommit: @unchecked Sendable {
         return result
     }
 
+    /// `write` that does not wait: `body` runs in the next group, and `then` is called with what it returned (or
+    /// threw) once the group is committed (or failed), on the thread that led the group. `then` must not wait, and
+    /// must not write (the group's leader runs it: a write would wait for itself).
+    public func writeLater<T>(bulk: Bool = false, reading reads: GroupReads?, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> T,
+                              transaction: @escaping Transaction, then: @escaping (Result<T, any Error>) -> Void) {
+        let result = Outcome<T>()
+        let later = Later(transaction: transaction) { job in
+            if let error = job.error {
+                then(.failure(error))
+            } else if let value = result.value {
+                then(.success(value))
+            } else if job.madeTogether, let none = () as? T {
+                then(.success(none))   // made together with others: its results are in its `WriteTogether`
+            } else {
+                then(.failure(StoreError(.io, "a grouped write finished without a result")))
+            }
+        }
+        let job = Job(bulk: bulk, reads: reads, later: later) { connection, rows in result.value = try body(connection, rows) }
+        lock.withLock {
+            pending.append(job)
+            guard !leading else { return }
+            leading = true
+            leaders.async { self.leadLater() }
+        }
+    }
+
+    /// What a write that does not wait returned, set by its group's leader before `finished` reads it.
+    private final class Outcome<T> {
+        var value: T?
+    }
+
+    /// Gives the lead to the oldest waiting write (`lock` held): the semaphore of its thread to signal, or nil when a
+    /// thread of the group commit's leads for it (a write that does not wait) or when none waits.
+    private func handOver() -> DispatchSemaphore? {
+        guard let next = pending.first else {
+            leading = false
+            return nil
+        }
+        next.leads = true
+        guard next.later == nil else {
+            leaders.async { self.leadLater() }
+            return nil
+        }
+        return next.wake
+    }
+
+    /// Leads groups on a thread of the group commit's own while the oldest waiting write is one that does not wait,
+    /// then hands the lead on as a writer does.
+    private func leadLater() {
+        lock.lock()
+        while let first = pending.first, let later = first.later {
+            precondition(leading, "a group led for writes that do not wait without the lead")
+            var finished = leadOneGroup(for: nil, later.transaction)
+            // The oldest waiting write leads next: on this thread when it does not wait either.
+            let again = pending.first.map { $0.later != nil } ?? false
+            if !again, let wake = handOver() { finished.sync.insert(wake, at: 0) }
+            lock.unlock()
+            for wake in finished.sync { wake.signal() }
+            for member in finished.later { member.later?.finished(member) }
+            lock.lock()
+            guard again else { break }
+        }
+        lock.unlock()
+    }
+
+    /// The members of a group that ran: the semaphores of the writers that wait, and the writes that do not.
+    struct Finished {
+        var sync: [DispatchSemaphore] = []
+        var later: [Job] = []
+    }
+
     /// Runs the writes pending now as one group, from the calling thread (the leader; `lock` held on entry and on
     /// return, not while the group runs). Marks the members that ran done, puts the ones the budget left out back
-    /// first in line, and returns the semaphores of those that ran, but for the leader's `own`.
-    private func leadOneGroup(for own: Job, _ transaction: ((any SQLConnection) throws -> Void) throws -> Void) -> [DispatchSemaphore] {
+    /// first in line, and returns those that ran, but for the leader's `own`.
+    private func leadOneGroup(for own: Job?, _ transaction: Transaction) -> Finished {
         leader = pthread_self()
         defer { leader = nil }
         // Small writes first, each kind in arrival order.
@@ -143,7 +227,8 @@ public final class GroupCommit: @unchecked Sendable {
         for member in group[..<ran] where !again.contains(where: { $0 === member }) { member.done = true }
         // Members the budget left out, and those to run again, lead the next group, ahead of writes that came since.
         pending = again + Array(group[ran...]) + pending
-        return group[..<ran].filter { $0 !== own && $0.done }.map(\.wake)
+        let finished = group[..<ran].filter { $0 !== own && $0.done }
+        return Finished(sync: finished.filter { $0.later == nil }.map(\.wake), later: finished.filter { $0.later != nil })
     }
 
     /// How many times a write that gave way to another's lock is run again before its caller gets the `.busy`:
@@ -159,7 +244,7 @@ public final class GroupCommit: @unchecked Sendable {
     /// member's body. The first statement that failed (`SQLConnection.firstFailure`) names whose it is: that
     /// member is rolled back to its savepoint and fails, and the members after it, whose statements the server
     /// skipped, run again.
-    private static func run(_ group: [Job], budget: Duration, _ transaction: ((any SQLConnection) throws -> Void) throws -> Void) -> Int {
+    private static func run(_ group: [Job], budget: Duration, _ transaction: Transaction) -> Int {
         if group.count == 1, let only = group.first {
             do {
                 try transaction { connection in try only.body(connection, try only.reads.map { try connection.queries($0.statements) } ?? []) }

@@ -228,6 +228,11 @@ public protocol SQLDatabase: Sendable {
     /// `inWriteTransaction` for a body that begins with `reads` and is given their rows, read with the reads of the
     /// writes grouped with it (`GroupReads`).
     func inWriteTransaction<T>(reading reads: GroupReads, _ body: (any SQLConnection, [[SQLRow]]) throws -> T) throws -> T
+    /// `inWriteTransaction` that does not wait (an API call whose connection waits suspended): `then` gets what `body`
+    /// returned, or the error, once the write is committed or failed, on the thread that committed it. `then` must not
+    /// wait, nor write.
+    func inWriteTransaction<T>(reading reads: GroupReads?, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> T,
+                               then: @escaping (Result<T, any Error>) -> Void)
     /// Runs a claim, or the records of a claim's small jobs, in a transaction of its own. SQLite: a write transaction
     /// like any other. PostgreSQL: one outside the group commit, with a short wait for locks, so the nodes' claims run
     /// at once, each skipping the rows another is claiming (`SQLDialect.skipLocked`), and records take no turn in the

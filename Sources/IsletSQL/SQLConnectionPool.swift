@@ -134,20 +134,30 @@ public final class SQLConnectionPool<Connection: SQLConnection & Sendable>: @unc
     /// `inWriteTransaction` for a body that begins with `reads` (`GroupReads`).
     public func inWriteTransaction<T>(bulk: Bool = false, reading reads: GroupReads?,
                                       _ body: (any SQLConnection, [[SQLRow]]) throws -> T) throws -> T {
-        try writers.write(bulk: bulk, reading: reads, body) { group in
-            var retried = false
-            while true {
-                let connection = try retried ? checkOut(fresh: true) : takeWriter() ?? checkOut()
-                var began = false
-                do {
-                    try connection.transaction(rethrowing: { began = true; try group(connection) })
-                    keepWriter(connection)
-                    return
-                } catch {
-                    keepWriter(connection)   // dropped when it lost its server
-                    guard !began, !retried, !reusable(connection) else { throw error }
-                    retried = true
-                }
+        try writers.write(bulk: bulk, reading: reads, body) { group in try groupTransaction(group) }
+    }
+
+    /// `inWriteTransaction` that does not wait: `then` gets what `body` returned, or the error, once its group is
+    /// committed or failed, on the thread that led the group (see `GroupCommit.writeLater`).
+    public func inWriteTransaction<T>(reading reads: GroupReads?, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> T,
+                                      then: @escaping (Result<T, any Error>) -> Void) {
+        writers.writeLater(reading: reads, body, transaction: { group in try self.groupTransaction(group) }, then: then)
+    }
+
+    /// One group's transaction, on the writers' connection.
+    private func groupTransaction(_ group: (any SQLConnection) throws -> Void) throws {
+        var retried = false
+        while true {
+            let connection = try retried ? checkOut(fresh: true) : takeWriter() ?? checkOut()
+            var began = false
+            do {
+                try connection.transaction(rethrowing: { began = true; try group(connection) })
+                keepWriter(connection)
+                return
+            } catch {
+                keepWriter(connection)   // dropped when it lost its server
+                guard !began, !retried, !reusable(connection) else { throw error }
+                retried = true
             }
         }
     }

@@ -28,7 +28,6 @@ public struct SQLMessageStore: Sendable {
     /// `accept` for a body that begins with `reads` and is given their rows (`GroupReads`: read with the reads of the
     /// writes grouped with it).
     func accept(validateOnly: Bool, reading reads: GroupReads?, _ body: (any SQLConnection, [[SQLRow]]) throws -> Void) throws {
-        struct RollBack: Error {}
         do {
             try withoutActuallyEscaping(body) { body in
                 let write = { (c: any SQLConnection, rows: [[SQLRow]]) throws in
@@ -48,6 +47,22 @@ public struct SQLMessageStore: Sendable {
         } catch is RollBack {
             return
         }
+    }
+
+    /// `accept` that does not wait for the commit: `then` gets nil once the write is committed (a dry run: rolled back),
+    /// or its error, on the thread that committed it.
+    func accept(validateOnly: Bool, reading reads: GroupReads?, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> Void,
+                then: @escaping ((any Error)?) -> Void) {
+        database.inWriteTransaction(reading: reads, { c, rows in
+            try body(c, rows)
+            if validateOnly {
+                try c.flush()
+                throw RollBack()
+            }
+        }, then: { result in
+            guard case .failure(let error) = result, !(error is RollBack) else { return then(nil) }
+            then(error)
+        })
     }
 
     /// `budgeted`: the priority by kind of device when the update budget lowered it (A7); stored only then.
@@ -401,3 +416,6 @@ public struct SQLMessageStore: Sendable {
     static func optional(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }
     static func milliseconds(_ date: Date) -> SQLValue { .int(Int64((date.timeIntervalSince1970 * 1000).rounded())) }
 }
+
+/// Thrown by a dry run's write after its statements ran, so its transaction rolls back and nothing is kept.
+private struct RollBack: Error {}

@@ -63,6 +63,11 @@ public final class SQLiteDatabase: SQLDatabase {
         try pool.inWriteTransaction(reading: reads, body)
     }
 
+    public func inWriteTransaction<T>(reading reads: GroupReads?, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> T,
+                                      then: @escaping (Result<T, any Error>) -> Void) {
+        pool.inWriteTransaction(reading: reads, body, then: then)
+    }
+
     /// Writes a consistent copy of the whole database to `destination` while the server keeps running
     /// (`VACUUM INTO` reads one snapshot; writers are not blocked). The copy holds the APNs keys, so it is
     /// created readable by its owner only; an existing non-empty file is refused rather than overwritten.

@@ -14,6 +14,11 @@ public protocol MessageIntake: Sendable {
     @discardableResult
     func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget, pacing: UpdatePacing,
                        at date: Date, validateOnly: Bool) throws -> [AcceptedUpdate]
+    /// `acceptUpdates` that does not wait for the durable commit (an API call whose connection waits suspended):
+    /// `then` gets what it decided, or its error, once the write is committed or failed, on the thread that
+    /// committed it. `then` must not wait, nor write.
+    func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget, pacing: UpdatePacing,
+                       at date: Date, validateOnly: Bool, then: @escaping @Sendable (Result<[AcceptedUpdate], any Error>) -> Void)
     /// Cancels a start that has not fired; its scheduled activity goes with it.
     func cancelMessage(code: String, in application: ApplicationCode, at date: Date) throws(StoreError) -> CancelResult
 }

@@ -5,7 +5,8 @@ import IsletHTTP
 
 /// Where the router runs each request: writes wait for their durable commit on a worker (so concurrent
 /// writes share a sync, issue 13), local reads answer on the connection's thread, and on PostgreSQL every
-/// storage call waits on a worker (each is a network round trip).
+/// storage call waits on a worker (each is a network round trip). An update on a local database is answered
+/// later: its thread hands the write to the group commit, whose leader answers it (issue 43).
 @Suite("Where requests run")
 struct ExecutionPlacementTests {
     static func post(_ method: String) -> HTTPRequest {
@@ -16,10 +17,12 @@ struct ExecutionPlacementTests {
         let running = try RunningServer()
         let router = running.server.router
         for write in ["registerDevice", "unregisterDevice", "setTags", "setActivityToken", "setActivityPushToStartToken",
-                      "startLiveActivity", "updateLiveActivity", "deleteMessage", "createFilter", "deleteFilter",
+                      "startLiveActivity", "deleteMessage", "createFilter", "deleteFilter",
                       "setLiveActivitySchema", "deleteLiveActivitySchema"] {
             #expect(router.execution(for: Self.post(write)) == .workerPool, "\(write)")
         }
+        #expect(router.execution(for: Self.post("updateLiveActivity")) == (IntegrationEngine.isPostgreSQL ? .workerPool : .later))
+        #expect(router.execution(for: HTTPRequest(method: "GET", path: "/json/1.3/updateLiveActivity")) == .workerPool, "a wrong verb: its 405 on a worker")
         let reads = ["getTags", "getApplication", "getLiveActivity", "getMessageDetails", "listFilters", "getLiveActivitySchemas"]
         for read in reads {
             #expect(router.execution(for: Self.post(read)) == (IntegrationEngine.isPostgreSQL ? .workerPool : .connectionThread), "\(read)")

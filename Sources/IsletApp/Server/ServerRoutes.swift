@@ -28,6 +28,11 @@ struct ServerRoutes: HTTPHandler {
         isConsole(request) ? console.execution(for: request) : api.execution(for: request)
     }
 
+    func handleLater(_ request: HTTPRequest, _ answer: HTTPLaterAnswer) {
+        guard isConsole(request) else { return api.handleLater(request, answer) }
+        answer.onWorker { handle(request) }
+    }
+
     func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse { api.bodyTooLarge(request, limit: limit) }
     func bodiesBusy(_ request: HTTPRequest, retryAfter: Int) -> HTTPResponse { api.bodiesBusy(request, retryAfter: retryAfter) }
     /// The client address the rate limits count (behind a proxy on this machine, what it forwards), by its /64 for IPv6.

@@ -5,7 +5,19 @@ import IsletStore
 /// Accepting messages: starts and updates into the queue, all or none, and a start taken back before it fires.
 extension SQLMessageStore: MessageIntake {
     public func acceptStarts(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws {
-        try accept(validateOnly: validateOnly) { c in
+        try accept(validateOnly: validateOnly, startsWrite(messages, in: application, at: date))
+    }
+
+    public func acceptStarts(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool,
+                             then: @escaping @Sendable ((any Error)?) -> Void) {
+        let write = startsWrite(messages, in: application, at: date)
+        accept(validateOnly: validateOnly, reading: nil, { c, _ in try write(c) }, then: then)
+    }
+
+    /// The write of `acceptStarts`: each activity created or started again (S3), its start stored, its end and renewal
+    /// scheduled.
+    private func startsWrite(_ messages: [NewMessage], in application: ApplicationCode, at date: Date) -> (any SQLConnection) throws -> Void {
+        { [self] c in
             for (index, message) in messages.enumerated() {
                 let state: ActivityState = message.dueAt > date ? .scheduled : .active
                 // A scheduled start's activity starts when it fires (A8).

@@ -7,6 +7,10 @@ public protocol MessageIntake: Sendable {
     /// Stores start messages with their jobs, all or none; refuses an id that is still scheduled or active (S3).
     /// With `validateOnly` (a dry run) it checks exactly the same and stores nothing.
     func acceptStarts(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool) throws
+    /// `acceptStarts` that does not wait for the durable commit: `then` gets nil once it is committed, or its error, on
+    /// the thread that committed it. `then` must not wait, nor write.
+    func acceptStarts(_ messages: [NewMessage], in application: ApplicationCode, at date: Date, validateOnly: Bool,
+                      then: @escaping @Sendable ((any Error)?) -> Void)
     /// Stores update/end messages, all or none; refuses unknown and ended activities (U1).
     /// What was decided of each update: its priority by kind of device, the one asked or 5 past the activity's
     /// `budget` (A7), and when its activity started (A8). An update accepted within `pacing`'s interval of the

@@ -5,8 +5,8 @@ import IsletHTTP
 
 /// Where the router runs each request: writes wait for their durable commit on a worker (so concurrent
 /// writes share a sync, issue 13), local reads answer on the connection's thread, and on PostgreSQL every
-/// storage call waits on a worker (each is a network round trip). An update on a local database is answered
-/// later: its thread hands the write to the group commit, whose leader answers it (issue 43).
+/// storage call waits on a worker (each is a network round trip). A start or an update on a local database is
+/// answered later: its thread hands the write to the group commit, whose leader answers it (issue 43).
 @Suite("Where requests run")
 struct ExecutionPlacementTests {
     static func post(_ method: String) -> HTTPRequest {
@@ -17,11 +17,13 @@ struct ExecutionPlacementTests {
         let running = try RunningServer()
         let router = running.server.router
         for write in ["registerDevice", "unregisterDevice", "setTags", "setActivityToken", "setActivityPushToStartToken",
-                      "startLiveActivity", "deleteMessage", "createFilter", "deleteFilter",
+                      "deleteMessage", "createFilter", "deleteFilter",
                       "setLiveActivitySchema", "deleteLiveActivitySchema"] {
             #expect(router.execution(for: Self.post(write)) == .workerPool, "\(write)")
         }
-        #expect(router.execution(for: Self.post("updateLiveActivity")) == (IntegrationEngine.isPostgreSQL ? .workerPool : .later))
+        for answeredLater in ["startLiveActivity", "updateLiveActivity"] {
+            #expect(router.execution(for: Self.post(answeredLater)) == (IntegrationEngine.isPostgreSQL ? .workerPool : .later), "\(answeredLater)")
+        }
         #expect(router.execution(for: HTTPRequest(method: "GET", path: "/json/1.3/updateLiveActivity")) == .workerPool, "a wrong verb: its 405 on a worker")
         let reads = ["getTags", "getApplication", "getLiveActivity", "getMessageDetails", "listFilters", "getLiveActivitySchemas"]
         for read in reads {

@@ -37,6 +37,24 @@ struct RateLimitTests {
         for hwid in ["h", "i", "j"] { #expect(try register(running, token: "SECRET_API_TOKEN", hwid: hwid).status == 200) }
     }
 
+    /// An update is answered later on SQLite (issue 43): its token, limit and refusals answer as any call's do.
+    @Test func anUpdateIsAuthenticatedLimitedAndRefusedAsAnyCall() throws {
+        let running = try RunningServer(rateLimits: RateLimits(serverPerToken: RateLimit(perSecond: 1.0 / 60, burst: 2)))
+        func update(token: String) throws -> RawHTTPResponse {
+            let body = JSONValue.object(["request": ["application": "XXXXX-XXXXX", "auth": .string(token), "notifications": [[
+                "live_activity": ["event": "update", "content-state": ["n": 1]], "live_activity_id": "NO_SUCH_ACTIVITY"]]]]).jsonText
+            return try request(running.port, "/json/1.3/updateLiveActivity", body: body)
+        }
+        let wrong = try update(token: "NOT_A_TOKEN")
+        #expect(wrong.status == 401 && wrong.message?.contains("not a valid server API token") == true, "\(wrong)")
+        let unknown = try update(token: "SECRET_API_TOKEN")
+        #expect(unknown.status == 400 && unknown.message?.hasPrefix("notifications[0].live_activity_id") == true, "\(unknown)")
+        #expect(try update(token: "SECRET_API_TOKEN").status == 400)
+        let refused = try update(token: "SECRET_API_TOKEN")
+        #expect(refused.status == 429 && refused.statusCode == 429, "\(refused)")
+        #expect(refused.headers["retry-after"].flatMap(Int.init).map { (1...60).contains($0) } == true, "\(refused.headers)")
+    }
+
     @Test func theApplicationsDeviceTokensShareOneLimit() throws {
         let running = try RunningServer(rateLimits: RateLimits(devicePerAddress: nil, devicePerToken: RateLimit(perSecond: 1.0 / 60, burst: 1)))
         let admin = try running.admin()

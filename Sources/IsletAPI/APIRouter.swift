@@ -88,20 +88,16 @@ public struct APIRouter: HTTPHandler {
         guard request.path.hasPrefix(Self.prefix), let method = methods[name], let later = method.later else {
             return answer.onWorker { handle(request) }
         }
-        let respond: @Sendable (Result<JSONObject, any Error>) -> Void = { [self] result in
-            let response = self.answer(name) { try result.get() }
+        // The envelope, counted under the method's name from the request's start, as `handle` counts it.
+        let answered: @Sendable (_ body: () throws -> JSONObject) -> HTTPResponse = { [self] body in
+            let response = self.answer(name, body)
             metrics.record(route: name, status: response.status, since: started)
-            answer.respond(response)
+            return response
         }
+        let respond: @Sendable (Result<JSONObject, any Error>) -> Void = { result in answer.respond(answered { try result.get() }) }
         do {
             let call = try authorized(method, request)
-            try later(call, LaterAnswer(respond: respond, onWorker: { [self] in
-                answer.onWorker {
-                    let response = self.answer(name) { try method.run(call) }
-                    metrics.record(route: name, status: response.status, since: started)
-                    return response
-                }
-            }))
+            try later(call, LaterAnswer(respond: respond, onWorker: { answer.onWorker { answered { try method.run(call) } } }))
         } catch {
             respond(.failure(error))
         }

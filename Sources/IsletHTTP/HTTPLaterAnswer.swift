@@ -26,12 +26,8 @@ public final class HTTPLaterAnswer: Sendable {
     /// connection's thread must not wait for (a read of the database across the network, a retry).
     public func onWorker(_ work: @escaping @Sendable () -> HTTPResponse) {
         guard take() else { return }
-        let submitted = context.workers.submit { [id, context] in
-            guard context.suspensions.begin(id) else { return }   // answered 503 at shutdown meanwhile
-            context.suspensions.finish(id, with: work())
-        }
-        // The request's work may have begun (a `later` handler ran): its outcome is unknown.
-        if !submitted { context.suspensions.finish(id, with: context.handler.unfinished(request, started: true)) }
+        // Begun: its `later` handler ran, so a refusal cannot say nothing was changed.
+        context.onWorker(id, request, begun: true, work)
     }
 
     /// True the first time: a second answer is a handler's mistake, caught in debug builds and dropped otherwise.

@@ -217,12 +217,18 @@ final class ServerContext: Sendable {
     /// calls back after the resume. False when the server is stopping (answer at once instead).
     func handOff(_ request: HTTPRequest, answer: PendingAnswer, connection: OpaquePointer) -> Bool {
         guard let id = suspensions.suspend(connection, answer: answer, request: request) else { return false }
-        let submitted = workers.submit { [handler, suspensions] in
-            guard suspensions.begin(id) else { return }   // answered 503 at shutdown before it ran
-            suspensions.finish(id, with: handler.handle(request))
-        }
-        if !submitted { suspensions.finish(id, with: handler.unfinished(request, started: false)) }
+        onWorker(id, request, begun: false) { [handler] in handler.handle(request) }
         return true
+    }
+
+    /// Runs `work` for the suspended request `id` on a worker and leaves its answer, unless shutdown answered it first;
+    /// a pool that no longer takes work answers 503 at once (`begun`: whether anything of the request may have run).
+    func onWorker(_ id: UInt64, _ request: HTTPRequest, begun: Bool, _ work: @escaping @Sendable () -> HTTPResponse) {
+        let submitted = workers.submit { [suspensions] in
+            guard suspensions.begin(id) else { return }   // answered 503 at shutdown before it ran
+            suspensions.finish(id, with: work())
+        }
+        if !submitted { suspensions.finish(id, with: handler.unfinished(request, started: begun)) }
     }
 }
 

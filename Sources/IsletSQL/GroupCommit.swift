@@ -117,8 +117,7 @@ public final class GroupCommit: @unchecked Sendable {
                 }
                 // Otherwise the budget left this writer's own job out: it leads the next group too.
                 lock.unlock()
-                for wake in wakes.sync { wake.signal() }
-                for member in wakes.later { member.later?.finished(member) }
+                wakes.announce()
                 lock.lock()
             }
             lock.unlock()
@@ -133,7 +132,7 @@ public final class GroupCommit: @unchecked Sendable {
     /// `write` that does not wait: `body` runs in the next group, and `then` is called with what it returned (or
     /// threw) once the group is committed (or failed), on the thread that led the group. `then` must not wait, and
     /// must not write (the group's leader runs it: a write would wait for itself).
-    public func writeLater<T>(bulk: Bool = false, reading reads: GroupReads?, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> T,
+    public func writeLater<T>(reading reads: GroupReads?, _ body: @escaping (any SQLConnection, [[SQLRow]]) throws -> T,
                               transaction: @escaping Transaction, then: @escaping (Result<T, any Error>) -> Void) {
         let result = Outcome<T>()
         let later = Later(transaction: transaction) { job in
@@ -147,7 +146,7 @@ public final class GroupCommit: @unchecked Sendable {
                 then(.failure(StoreError(.io, "a grouped write finished without a result")))
             }
         }
-        let job = Job(bulk: bulk, reads: reads, later: later) { connection, rows in result.value = try body(connection, rows) }
+        let job = Job(reads: reads, later: later) { connection, rows in result.value = try body(connection, rows) }
         lock.withLock {
             pending.append(job)
             guard !leading else { return }
@@ -187,8 +186,7 @@ public final class GroupCommit: @unchecked Sendable {
             let again = pending.first.map { $0.later != nil } ?? false
             if !again, let wake = handOver() { finished.sync.insert(wake, at: 0) }
             lock.unlock()
-            for wake in finished.sync { wake.signal() }
-            for member in finished.later { member.later?.finished(member) }
+            finished.announce()
             lock.lock()
             guard again else { break }
         }
@@ -199,6 +197,13 @@ public final class GroupCommit: @unchecked Sendable {
     struct Finished {
         var sync: [DispatchSemaphore] = []
         var later: [Job] = []
+
+        /// Wakes the writers (the next leader first, when it is one of them), then answers the writes that do not wait;
+        /// called without `lock`.
+        func announce() {
+            for wake in sync { wake.signal() }
+            for member in later { member.later?.finished(member) }
+        }
     }
 
     /// Runs the writes pending now as one group, from the calling thread (the leader; `lock` held on entry and on

@@ -145,17 +145,88 @@ extension SQLMessageStore: MessageIntake {
     @discardableResult
     public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget = .standard,
                               pacing: UpdatePacing = .off, at date: Date, validateOnly: Bool) throws -> [AcceptedUpdate] {
-        let acceptance = UpdateAcceptance(self, messages, application, budget: budget, pacing: pacing, at: date, validateOnly: validateOnly)
-        try accept(validateOnly: validateOnly, reading: acceptance.reads) { c, readAhead in try acceptance.run(c, readAhead) }
-        return acceptance.decided
+        let acceptance = updateAcceptance(messages, application, budget: budget, pacing: pacing, at: date, validateOnly: validateOnly)
+        try accept(validateOnly: validateOnly, reading: acceptance.reads, acceptance.write)
+        return acceptance.decided()
     }
 
     public func acceptUpdates(_ messages: [NewMessage], in application: ApplicationCode, budget: UpdateBudget, pacing: UpdatePacing,
                               at date: Date, validateOnly: Bool, then: @escaping @Sendable (Result<[AcceptedUpdate], any Error>) -> Void) {
-        let acceptance = UpdateAcceptance(self, messages, application, budget: budget, pacing: pacing, at: date, validateOnly: validateOnly)
-        accept(validateOnly: validateOnly, reading: acceptance.reads, { c, readAhead in try acceptance.run(c, readAhead) }) { error in
-            then(error.map { .failure($0) } ?? .success(acceptance.decided))
+        let acceptance = updateAcceptance(messages, application, budget: budget, pacing: pacing, at: date, validateOnly: validateOnly)
+        accept(validateOnly: validateOnly, reading: acceptance.reads, acceptance.write) { error in
+            then(error.map { .failure($0) } ?? .success(acceptance.decided()))
         }
+    }
+
+    /// What each update of one `acceptUpdates` call came to, set by its write on the group leader's thread before the
+    /// call's answer reads it.
+    private final class UpdateOutcome {
+        var accepted: [AcceptedUpdate] = []
+        var ranAlone = false
+    }
+
+    /// One `acceptUpdates` call, for the call that waits for the commit and the one that does not: what it reads first,
+    /// its write, and what it decided once written (alone, or together with others).
+    private func updateAcceptance(_ messages: [NewMessage], _ application: ApplicationCode, budget: UpdateBudget, pacing: UpdatePacing,
+                                  at date: Date, validateOnly: Bool)
+        -> (reads: GroupReads?, write: (any SQLConnection, [[SQLRow]]) throws -> Void, decided: () -> [AcceptedUpdate]) {
+        // Each activity locked and read first, with the reads of the writes grouped with this one (one round trip on
+        // PostgreSQL); a request that names one activity twice reads the second after the first's writes.
+        let keys = messages.map { Self.lockKey($0.activityID, application) }
+        let apart = Set(keys).count == keys.count
+        // PostgreSQL: plain updates of the requests grouped with this one are written together (`UpdatesTogether`).
+        let together = apart && !validateOnly && database.dialect.writesRowsTogether
+            ? UpdatesTogether(store: self, messages: messages, application: application, budget: budget, pacing: pacing, at: date) : nil
+        let reads = apart
+            ? GroupReads(messages.flatMap { lockedForUpdate($0.activityID, application, heldDueBy: date) }, keys: Set(keys), together: together)
+            : nil
+        let perMessage = reads.map { $0.statements.count / messages.count } ?? 0
+        let outcome = UpdateOutcome()
+        let write = { (c: any SQLConnection, readAhead: [[SQLRow]]) throws in
+            outcome.ranAlone = true
+            outcome.accepted = []
+            for (index, message) in messages.enumerated() {
+                // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14),
+                // and the activity's priority-10 count is read and written by one transaction at a time (A7).
+                var (existing, latest) = reads == nil ? try lockedForUpdate(message.activityID, application, heldDueBy: date, c)
+                    : Self.lockedForUpdate(readAhead[index * perMessage..<(index + 1) * perMessage], heldDueBy: date)
+                // X2: checked by the caller against the schema its activity started with, before anything is written.
+                if let record = existing?.record, !message.checkedSchema.holds(for: record.schema) { throw SchemaCheckOutdated(index: index) }
+                // A11: what was held for this activity and is due goes first, so a newer update never goes before it.
+                if let held = existing, held.heldDue,
+                   try release(try c.query(Self.selectHeld + " WHERE s.activity = ? AND s.due_at <= ? ORDER BY s.due_at, s.id",
+                                           [.int(held.record.id), Self.milliseconds(date)]), pacing: pacing, at: date, c) > 0 {
+                    (existing, latest) = try lockedForUpdate(message.activityID, application, c)
+                }
+                if let ended = existing?.record, ActivityRules.isRepeatedEnd(message.event, state: ended.state) {
+                    let last = try c.query("SELECT code FROM messages WHERE activity = ? ORDER BY id DESC LIMIT 1", [.int(ended.id)]).first?["code"].text
+                    var repeated = AcceptedUpdate(priority: BudgetedPriority(requested: message.priority), activityStartedAt: ended.startedAt, dueAt: date)
+                    repeated.endedBy = last ?? ""
+                    outcome.accepted.append(repeated)
+                    continue
+                }
+                if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
+                    throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
+                }
+                guard let (activity, log, _, channel) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
+                if message.dueAt > date {
+                    // A11: held apart until due; then it joins the queue as if accepted at that time, in this session only.
+                    let start = try Self.currentStart(activity.id, c)
+                    try schedule(message, event: message.event, activity: activity.id, application: application, start: start, at: date, c)
+                    outcome.accepted.append(AcceptedUpdate(priority: BudgetedPriority(requested: message.priority),
+                                                           activityStartedAt: activity.startedAt, dueAt: message.dueAt,
+                                                           channel: channel.text.map(Self.decode(sessionChannel:))))
+                } else {
+                    outcome.accepted.append(try enqueue(message, activity: activity, log: log, channel: channel, application: application,
+                                                        budget: budget, pacing: pacing, latest: latest, at: date, c))
+                }
+            }
+            try notifyNodes(c)
+        }
+        return (reads, write, {
+            if !outcome.ranAlone, let made = together?.accepted { return made }
+            return outcome.accepted
+        })
     }
 
     /// An accepted update or end into the queue: the activity takes its state, the budget (A7) and its turn
@@ -244,91 +315,5 @@ extension SQLMessageStore: MessageIntake {
             try c.run("DELETE FROM activity_renewals WHERE activity = ?", [row["activity"]])
             return .cancelled
         }
-    }
-}
-
-/// One `acceptUpdates` call: what it reads first, its body, and what it decided, for the call that waits for the commit
-/// and for the one that does not.
-final class UpdateAcceptance: @unchecked Sendable {
-    let store: SQLMessageStore
-    let messages: [NewMessage]
-    let application: ApplicationCode
-    let budget: UpdateBudget
-    let pacing: UpdatePacing
-    let date: Date
-    /// Each activity locked and read first, with the reads of the writes grouped with this one (one round trip on
-    /// PostgreSQL); a request that names one activity twice reads the second after the first's writes.
-    let reads: GroupReads?
-    /// PostgreSQL: plain updates of the requests grouped with this one are written together (`UpdatesTogether`).
-    let together: UpdatesTogether?
-    private let perMessage: Int
-    // Set by `run`, on the thread of the group's leader, before the call's answer reads them.
-    private var accepted: [AcceptedUpdate] = []
-    private var ranAlone = false
-
-    init(_ store: SQLMessageStore, _ messages: [NewMessage], _ application: ApplicationCode, budget: UpdateBudget, pacing: UpdatePacing,
-         at date: Date, validateOnly: Bool) {
-        self.store = store
-        self.messages = messages
-        self.application = application
-        self.budget = budget
-        self.pacing = pacing
-        self.date = date
-        let keys = messages.map { SQLMessageStore.lockKey($0.activityID, application) }
-        let apart = Set(keys).count == keys.count
-        together = apart && !validateOnly && store.database.dialect.writesRowsTogether
-            ? UpdatesTogether(store: store, messages: messages, application: application, budget: budget, pacing: pacing, at: date) : nil
-        reads = apart
-            ? GroupReads(messages.flatMap { store.lockedForUpdate($0.activityID, application, heldDueBy: date) }, keys: Set(keys), together: together)
-            : nil
-        perMessage = reads.map { $0.statements.count / messages.count } ?? 0
-    }
-
-    /// What each update came to, once its write is done: written alone, or together with others (`together`).
-    var decided: [AcceptedUpdate] {
-        if !ranAlone, let made = together?.accepted { return made }
-        return accepted
-    }
-
-    /// The write, alone: each activity locked (read ahead or now), each update decided and written.
-    func run(_ c: any SQLConnection, _ readAhead: [[SQLRow]]) throws {
-        ranAlone = true
-        accepted = []
-        for (index, message) in messages.enumerated() {
-            // Locked to the commit: an update accepted after another is enqueued after it on every node (issue 14),
-            // and the activity's priority-10 count is read and written by one transaction at a time (A7).
-            var (existing, latest) = reads == nil ? try store.lockedForUpdate(message.activityID, application, heldDueBy: date, c)
-                : SQLMessageStore.lockedForUpdate(readAhead[index * perMessage..<(index + 1) * perMessage], heldDueBy: date)
-            // X2: checked by the caller against the schema its activity started with, before anything is written.
-            if let record = existing?.record, !message.checkedSchema.holds(for: record.schema) { throw SchemaCheckOutdated(index: index) }
-            // A11: what was held for this activity and is due goes first, so a newer update never goes before it.
-            if let held = existing, held.heldDue,
-               try store.release(try c.query(SQLMessageStore.selectHeld + " WHERE s.activity = ? AND s.due_at <= ? ORDER BY s.due_at, s.id",
-                                             [.int(held.record.id), SQLMessageStore.milliseconds(date)]), pacing: pacing, at: date, c) > 0 {
-                (existing, latest) = try store.lockedForUpdate(message.activityID, application, c)
-            }
-            if let ended = existing?.record, ActivityRules.isRepeatedEnd(message.event, state: ended.state) {
-                let last = try c.query("SELECT code FROM messages WHERE activity = ? ORDER BY id DESC LIMIT 1", [.int(ended.id)]).first?["code"].text
-                var repeated = AcceptedUpdate(priority: BudgetedPriority(requested: message.priority), activityStartedAt: ended.startedAt, dueAt: date)
-                repeated.endedBy = last ?? ""
-                accepted.append(repeated)
-                continue
-            }
-            if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
-                throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
-            }
-            guard let (activity, log, _, channel) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
-            if message.dueAt > date {
-                // A11: held apart until due; then it joins the queue as if accepted at that time, in this session only.
-                let start = try SQLMessageStore.currentStart(activity.id, c)
-                try store.schedule(message, event: message.event, activity: activity.id, application: application, start: start, at: date, c)
-                accepted.append(AcceptedUpdate(priority: BudgetedPriority(requested: message.priority), activityStartedAt: activity.startedAt,
-                                               dueAt: message.dueAt, channel: channel.text.map(SQLMessageStore.decode(sessionChannel:))))
-            } else {
-                accepted.append(try store.enqueue(message, activity: activity, log: log, channel: channel, application: application, budget: budget,
-                                                  pacing: pacing, latest: latest, at: date, c))
-            }
-        }
-        try store.notifyNodes(c)
     }
 }

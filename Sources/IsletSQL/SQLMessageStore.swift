@@ -32,11 +32,7 @@ public struct SQLMessageStore: Sendable {
             try withoutActuallyEscaping(body) { body in
                 let write = { (c: any SQLConnection, rows: [[SQLRow]]) throws in
                     try body(c, rows)
-                    // A dry run answers for the writes sent on too: their errors come before the rollback, which drops them.
-                    if validateOnly {
-                        try c.flush()
-                        throw RollBack()
-                    }
+                    try Self.endDryRun(validateOnly, c)
                 }
                 if let reads {
                     try database.inWriteTransaction(reading: reads, write)
@@ -55,14 +51,19 @@ public struct SQLMessageStore: Sendable {
                 then: @escaping ((any Error)?) -> Void) {
         database.inWriteTransaction(reading: reads, { c, rows in
             try body(c, rows)
-            if validateOnly {
-                try c.flush()
-                throw RollBack()
-            }
+            try Self.endDryRun(validateOnly, c)
         }, then: { result in
             guard case .failure(let error) = result, !(error is RollBack) else { return then(nil) }
             then(error)
         })
+    }
+
+    /// A dry run's write, its statements run, rolls back (`RollBack`). It answers for the writes sent on too: their
+    /// errors come before the rollback, which drops them.
+    private static func endDryRun(_ validateOnly: Bool, _ c: any SQLConnection) throws {
+        guard validateOnly else { return }
+        try c.flush()
+        throw RollBack()
     }
 
     /// `budgeted`: the priority by kind of device when the update budget lowered it (A7); stored only then.

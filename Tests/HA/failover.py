@@ -92,7 +92,17 @@ class Formation:
                               *common])
             # One at a time: the second joins the first as its secondary.
             wait_until(f"{name} to join", 120, lambda: self.states().get(name) in ("single", "primary", "secondary"), every=0.5)
+            if name == "pg1":
+                self.quick_checkpoints(self.ports[name])
         wait_until("a primary and a secondary", 120, self.settled, every=0.5)
+
+    def quick_checkpoints(self, port):
+        """A lost primary that pg_rewind cannot bring back joins again by pg_basebackup, which first waits for a
+        checkpoint on the new primary; with the defaults (5 min, spread over 90 % of it) that wait alone can outlast
+        the test's. Set on the first node before the second copies it, so both have it."""
+        for setting in ["checkpoint_timeout = '30s'", "checkpoint_completion_target = 0.5"]:
+            self.psql(port, "postgres", f"ALTER SYSTEM SET {setting}")
+        self.psql(port, "postgres", "SELECT pg_reload_conf()")
 
     def try_psql(self, port, database, sql):
         try:

@@ -29,20 +29,21 @@ struct ClusterBenchmark {
 
     /// CPU seconds (user + system) used so far by this process, and by every process named `name`.
     static func cpuSeconds(named name: String? = nil) -> Double {
-        let tick = Double(sysconf(Int32(_SC_CLK_TCK)))
-        func seconds(_ stat: String) -> Double {
-            // Fields after the command (which may hold spaces, in parentheses): utime and stime are the 12th and 13th.
-            guard let close = stat.lastIndex(of: ")") else { return 0 }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-            return (user + system) / tick
-        }
         guard let name else { return seconds((try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8)) ?? "") }
         let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { Int($0) != nil }
         return pids.reduce(0) { total, pid in
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), stat.contains("(\(name))") else { return total }
             return total + seconds(stat)
         }
+    }
+
+    /// The CPU seconds of a line of `/proc/…/stat`.
+    static func seconds(_ stat: String) -> Double {
+        // Fields after the command (which may hold spaces, in parentheses): utime and stime are the 12th and 13th.
+        guard let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     func run() throws {

@@ -73,15 +73,23 @@ struct ReadLoad {
     let rate: Double
     let p50: Double
     let p99: Double
+    /// The CPU a read cost Islet (this process but the clients), the clients and PostgreSQL (0 when not used), in µs.
+    let isletCPU: Double
+    let clientsCPU: Double
+    let postgresCPU: Double
 
-    /// "N reads/s, p50 X ms, p99 Y ms".
-    var summary: String { String(format: "%.0f reads/s, p50 %.2f ms, p99 %.2f ms", rate, p50, p99) }
+    /// "N reads/s, p50 X ms, p99 Y ms, CPU a read: …".
+    var summary: String {
+        String(format: "%.0f reads/s, p50 %.2f ms, p99 %.2f ms, CPU a read: Islet %.0f µs, the clients %.0f µs", rate, p50, p99, isletCPU, clientsCPU)
+            + (postgresCPU > 0 ? String(format: ", PostgreSQL %.0f µs", postgresCPU) : "")
+    }
 }
 
 func getTagsRate(port: Int, app: String, auth: String, clients: Int, seconds: Int = 5, hwid: @escaping @Sendable (Int) -> String) -> ReadLoad {
     let latencies = Mutex<[Double]>([])
     let until = ContinuousClock.now + .seconds(seconds)
-    onThreads(clients) { client in
+    let processCPUBefore = ClusterBenchmark.cpuSeconds(), postgresCPUBefore = ClusterBenchmark.cpuSeconds(named: "postgres")
+    let clientsCPU = onThreads(clients) { client in
         guard let http = try? KeepAliveClient(port: port) else { return }
         var n = client
         var mine: [Double] = []
@@ -93,20 +101,31 @@ func getTagsRate(port: Int, app: String, auth: String, clients: Int, seconds: In
         }
         latencies.withLock { $0 += mine }
     }
+    let isletCPU = ClusterBenchmark.cpuSeconds() - processCPUBefore - clientsCPU
+    let postgresCPU = ClusterBenchmark.cpuSeconds(named: "postgres") - postgresCPUBefore
     let sorted = latencies.withLock { $0 }.sorted()
-    return ReadLoad(rate: Double(sorted.count) / Double(seconds), p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99))
+    let reads = Double(max(1, sorted.count))
+    return ReadLoad(rate: Double(sorted.count) / Double(seconds), p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99),
+                    isletCPU: isletCPU / reads * 1e6, clientsCPU: clientsCPU / reads * 1e6, postgresCPU: postgresCPU / reads * 1e6)
 }
 
 /// Runs `body(0..<count)` on as many threads at once and waits for all: a load of `count` concurrent clients
-/// (DispatchQueue.concurrentPerform would run only as many at once as there are cores).
-func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+/// (DispatchQueue.concurrentPerform would run only as many at once as there are cores). Returns the CPU seconds the
+/// clients used: the load generator shares the machine's cores with the server it measures.
+@discardableResult
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) -> Double {
     let finished = DispatchGroup()
+    let cpu = Mutex(0.0)
     for index in 0..<count {
         finished.enter()
         Thread.detachNewThread {
             defer { finished.leave() }
             body(index)
+            var used = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used)
+            cpu.withLock { $0 += Double(used.tv_sec) + Double(used.tv_nsec) / 1e9 }
         }
     }
     finished.wait()
+    return cpu.withLock { $0 }
 }

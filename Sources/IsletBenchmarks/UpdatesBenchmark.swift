@@ -99,7 +99,8 @@ struct UpdatesBenchmark {
         let loadEnd = ContinuousClock.now + .seconds(seconds)
         started = ContinuousClock.now
         let interval = rate > 0 ? Double(clients) / Double(rate) : 0
-        onThreads(clients) { client in
+        let processCPUBefore = ClusterBenchmark.cpuSeconds(), nginxCPUBefore = ClusterBenchmark.cpuSeconds(named: "nginx")
+        let clientsCPU = onThreads(clients) { client in
             let ports = rotateNodes ? nodePorts : [nodePorts[client % nodePorts.count]]
             let https = ports.compactMap { try? KeepAliveClient(port: $0) }
             guard https.count == ports.count else { failures.add(1, ordering: .relaxed); return }
@@ -128,6 +129,8 @@ struct UpdatesBenchmark {
             latencies.withLock { $0 += mine }
         }
         let loadTime = (ContinuousClock.now - started).seconds
+        let cpu = (islet: ClusterBenchmark.cpuSeconds() - processCPUBefore - clientsCPU, clients: clientsCPU,
+                   nginx: ClusterBenchmark.cpuSeconds(named: "nginx") - nginxCPUBefore)
         let postgresCPU = postgres ? ClusterBenchmark.cpuSeconds(named: "postgres") - postgresCPUBefore : 0
         let duringLoad = nginx.requests() - before
 
@@ -154,6 +157,10 @@ struct UpdatesBenchmark {
         let acceptance = Double(total) / loadTime
         print(method + String(format: ": %d accepted in %.1f s: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
                      total, loadTime, acceptance, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0, failures.load(ordering: .relaxed)))
+        if total > 0 {
+            print("CPU during the load, per accepted \(noun.dropLast()): " + String(format: "Islet %.0f µs, the benchmark's clients %.0f µs, nginx %.0f µs",
+                  cpu.islet / Double(total) * 1e6, cpu.clients / Double(total) * 1e6, cpu.nginx / Double(total) * 1e6))
+        }
         if postgres {
             print(String(format: "PostgreSQL CPU during the load: %.1f s, %.0f µs per accepted ", postgresCPU, total > 0 ? postgresCPU / Double(total) * 1e6 : 0)
                   + String(noun.dropLast()) + " (its delivery included)")

@@ -52,8 +52,9 @@ struct RegisterBenchmark {
             let elapsed = (ContinuousClock.now - started).seconds
             let sorted = latencies.withLock { $0 }.sorted()
             // Reads in the same run, for scale: getTags of registered devices for 5 s from the same clients.
-            let readRate = getTagsRate(port: port, app: app, auth: auth, clients: clients) { "bench-\($0 % devices)" }
-            let engine = if case .postgresql = location { "PostgreSQL" } else { "SQLite" }
+            let postgres = if case .postgresql = location { true } else { false }
+            let readRate = getTagsRate(port: port, app: app, auth: auth, clients: clients, postgres: postgres) { "bench-\($0 % devices)" }
+            let engine = postgres ? "PostgreSQL" : "SQLite"
             print(String(format: "%@ (%@): %.0f devices/s (%.1f s), latency p50 %.2f ms, p99 %.2f ms, max %.1f ms, %d failed",
                          engine, location.description, Double(devices) / elapsed, elapsed, percentile(sorted, 0.5), percentile(sorted, 0.99),
                          sorted.last ?? 0, failures.load(ordering: .relaxed)))
@@ -73,19 +74,20 @@ struct ReadLoad {
     let rate: Double
     let p50: Double
     let p99: Double
-    /// The CPU a read cost Islet (this process but the clients), the clients and PostgreSQL (0 when not used), in µs.
+    /// The CPU a read cost Islet (this process but the clients), the clients and PostgreSQL (nil when not used), in µs.
     let isletCPU: Double
     let clientsCPU: Double
-    let postgresCPU: Double
+    let postgresCPU: Double?
 
     /// "N reads/s, p50 X ms, p99 Y ms, CPU a read: …".
     var summary: String {
         String(format: "%.0f reads/s, p50 %.2f ms, p99 %.2f ms, CPU a read: Islet %.0f µs, the clients %.0f µs", rate, p50, p99, isletCPU, clientsCPU)
-            + (postgresCPU > 0 ? String(format: ", PostgreSQL %.0f µs", postgresCPU) : "")
+            + (postgresCPU.map { String(format: ", PostgreSQL %.0f µs", $0) } ?? "")
     }
 }
 
-func getTagsRate(port: Int, app: String, auth: String, clients: Int, seconds: Int = 5, hwid: @escaping @Sendable (Int) -> String) -> ReadLoad {
+func getTagsRate(port: Int, app: String, auth: String, clients: Int, seconds: Int = 5, postgres: Bool,
+                 hwid: @escaping @Sendable (Int) -> String) -> ReadLoad {
     let latencies = Mutex<[Double]>([])
     let until = ContinuousClock.now + .seconds(seconds)
     let processCPUBefore = ClusterBenchmark.cpuSeconds(), postgresCPUBefore = ClusterBenchmark.cpuSeconds(named: "postgres")
@@ -106,7 +108,7 @@ func getTagsRate(port: Int, app: String, auth: String, clients: Int, seconds: In
     let sorted = latencies.withLock { $0 }.sorted()
     let reads = Double(max(1, sorted.count))
     return ReadLoad(rate: Double(sorted.count) / Double(seconds), p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99),
-                    isletCPU: isletCPU / reads * 1e6, clientsCPU: clientsCPU / reads * 1e6, postgresCPU: postgresCPU / reads * 1e6)
+                    isletCPU: isletCPU / reads * 1e6, clientsCPU: clientsCPU / reads * 1e6, postgresCPU: postgres ? postgresCPU / reads * 1e6 : nil)
 }
 
 /// Runs `body(0..<count)` on as many threads at once and waits for all: a load of `count` concurrent clients

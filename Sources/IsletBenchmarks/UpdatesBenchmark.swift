@@ -150,7 +150,7 @@ struct UpdatesBenchmark {
 
         // 4. getTags in the same run, same clients, 5 s: the read ceiling.
         let count = activities
-        let readRate = getTagsRate(port: port, app: app, auth: auth, clients: clients) { "phone-\($0 % count)" }
+        let readRate = getTagsRate(port: port, app: app, auth: auth, clients: clients, postgres: postgres) { "phone-\($0 % count)" }
 
         let sorted = latencies.withLock { $0 }.sorted()
         let total = accepted.load(ordering: .relaxed)

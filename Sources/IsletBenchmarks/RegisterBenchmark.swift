@@ -90,7 +90,8 @@ func getTagsRate(port: Int, app: String, auth: String, clients: Int, seconds: In
                  hwid: @escaping @Sendable (Int) -> String) -> ReadLoad {
     let latencies = Mutex<[Double]>([])
     let until = ContinuousClock.now + .seconds(seconds)
-    let processCPUBefore = ClusterBenchmark.cpuSeconds(), postgresCPUBefore = ClusterBenchmark.cpuSeconds(named: "postgres")
+    // PostgreSQL's processes are looked up in /proc only when it serves the reads.
+    let processCPUBefore = ClusterBenchmark.cpuSeconds(), postgresCPUBefore = postgres ? ClusterBenchmark.cpuSeconds(named: "postgres") : nil
     let clientsCPU = onThreads(clients) { client in
         guard let http = try? KeepAliveClient(port: port) else { return }
         var n = client
@@ -104,11 +105,11 @@ func getTagsRate(port: Int, app: String, auth: String, clients: Int, seconds: In
         latencies.withLock { $0 += mine }
     }
     let isletCPU = ClusterBenchmark.cpuSeconds() - processCPUBefore - clientsCPU
-    let postgresCPU = ClusterBenchmark.cpuSeconds(named: "postgres") - postgresCPUBefore
+    let postgresCPU = postgresCPUBefore.map { ClusterBenchmark.cpuSeconds(named: "postgres") - $0 }
     let sorted = latencies.withLock { $0 }.sorted()
     let reads = Double(max(1, sorted.count))
     return ReadLoad(rate: Double(sorted.count) / Double(seconds), p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99),
-                    isletCPU: isletCPU / reads * 1e6, clientsCPU: clientsCPU / reads * 1e6, postgresCPU: postgres ? postgresCPU / reads * 1e6 : nil)
+                    isletCPU: isletCPU / reads * 1e6, clientsCPU: clientsCPU / reads * 1e6, postgresCPU: postgresCPU.map { $0 / reads * 1e6 })
 }
 
 /// Runs `body(0..<count)` on as many threads at once and waits for all: a load of `count` concurrent clients

@@ -34,8 +34,7 @@ struct LaterAnswerServerTests {
     @Test func requestsWaitForTheirAnswersWithoutAThreadEach() throws {
         let handler = LaterHandler()
         // One worker: twelve requests waiting at once show that none of them holds it.
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, workerThreads: 1), handler: handler)
-        try server.start()
+        let server = try WorkerPoolServerTests.started(handler, workerThreads: 1)
         defer { server.shutdown(gracePeriod: .seconds(1)) }
         let port = server.port
         let requests = (0..<12).map { _ in RawHTTPClient.onThread { try RawHTTPClient.send("POST", "/later", port: port) } }
@@ -57,8 +56,7 @@ struct LaterAnswerServerTests {
 
     @Test func aRequestAnsweredLaterCanGoOnAWorker() throws {
         let handler = LaterHandler()
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, workerThreads: 2), handler: handler)
-        try server.start()
+        let server = try WorkerPoolServerTests.started(handler, workerThreads: 2)
         defer { server.shutdown(gracePeriod: .seconds(1)) }
         let response = try RawHTTPClient.send("POST", "/later-on-worker", port: server.port)
         #expect(response.status == 200 && response.body.hasPrefix("islet-http-"), "\(response)")
@@ -66,8 +64,7 @@ struct LaterAnswerServerTests {
 
     @Test func shutdownAnswersARequestStillWaitingAsOfUnknownOutcome() throws {
         let handler = LaterHandler()
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, workerThreads: 1), handler: handler)
-        try server.start()
+        let server = try WorkerPoolServerTests.started(handler, workerThreads: 1)
         let port = server.port
         let request = RawHTTPClient.onThread { try RawHTTPClient.send("POST", "/later", port: port) }
         #expect(WorkerPoolServerTests.waitUntil { handler.waiting.withLock { $0.count } == 1 })

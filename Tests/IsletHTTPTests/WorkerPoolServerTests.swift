@@ -39,6 +39,14 @@ struct WorkerPoolServerTests {
         func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse { HTTPResponse(status: 413) }
     }
 
+    /// A server on a free port of 127.0.0.1 with `handler`, started.
+    static func started(_ handler: any HTTPHandler, threads: Int = 2, workerThreads: Int) throws -> HTTPServer {
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: threads, workerThreads: workerThreads),
+                                handler: handler)
+        try server.start()
+        return server
+    }
+
     // The tests block their own thread (synchronous tests): once started, they never wait for a turn on
     // the cooperative threads, which other suites may keep busy for seconds.
     static func waitUntil(_ condition: () -> Bool) -> Bool {
@@ -52,8 +60,7 @@ struct WorkerPoolServerTests {
 
     @Test func moreRequestsWaitAtOnceThanThereAreConnectionThreads() throws {
         let handler = GatedHandler()
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, workerThreads: 16), handler: handler)
-        try server.start()
+        let server = try Self.started(handler, workerThreads: 16)
         defer { server.shutdown(gracePeriod: .seconds(1)) }
         let port = server.port
 
@@ -79,8 +86,7 @@ struct WorkerPoolServerTests {
     @Test func shutdownAnswersWhatIsStillWaitingByItsDeadline() throws {
         let handler = GatedHandler()
         // One worker: the first request runs and holds it, the second waits in the queue, never started.
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, workerThreads: 1), handler: handler)
-        try server.start()
+        let server = try Self.started(handler, workerThreads: 1)
         let port = server.port
         let running = RawHTTPClient.onThread { try RawHTTPClient.send("POST", "/wait", port: port) }
         #expect(Self.waitUntil { handler.arrived.load(ordering: .acquiring) == 1 })
@@ -103,8 +109,7 @@ struct WorkerPoolServerTests {
 
     @Test func aCleanShutdownWaitsForTheWaitingRequests() throws {
         let handler = GatedHandler()
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, workerThreads: 4), handler: handler)
-        try server.start()
+        let server = try Self.started(handler, workerThreads: 4)
         let port = server.port
         let request = RawHTTPClient.onThread { try RawHTTPClient.send("POST", "/wait", port: port) }
         #expect(Self.waitUntil { handler.arrived.load(ordering: .acquiring) == 1 })
@@ -131,8 +136,7 @@ struct QueryStringTests {
     }
 
     @Test func argumentsArriveDecodedAndInOrder() throws {
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1, workerThreads: 1), handler: EchoQuery())
-        try server.start()
+        let server = try WorkerPoolServerTests.started(EchoQuery(), threads: 1, workerThreads: 1)
         defer { server.shutdown(gracePeriod: .seconds(1)) }
         #expect(try RawHTTPClient.send("GET", "/list?limit=2&cursor=a%20b%26c&cursor=second", port: server.port).body
                 == "/list|limit=2|cursor=a b&c|cursor=second")

@@ -39,7 +39,7 @@ extension SQLMessageStore: ActivitySchedule {
         for candidate in rows {
             guard let application = ApplicationCode(candidate["application"].text ?? "") else { continue }
             let activityID = candidate["activity_id"].text ?? ""
-            guard let (activity, log, _, channel) = try lockedActivity(activityID, application, c) else { continue }
+            guard let (activity, log, _, channel, _) = try lockedActivity(activityID, application, c) else { continue }
             // Read again under its activity's lock: another node may have released or cancelled it, or a renewal moved
             // it to the new session, since the unlocked read.
             guard let row = try c.query(Self.selectHeld + " WHERE s.id = ?", [candidate["id"]]).first else { continue }

@@ -23,6 +23,7 @@ extension SQLMessageStore: JobQueue {
                              sharding: ShardPolicy, leavingSmall: Int?, lease: ClaimLease) throws(StoreError) -> MessageJob? {
         // One transaction: the claim, its lease, the activity's id and the decoded target, so a failure leaves nothing claimed.
         try database.inClaimTransaction { (c) throws(StoreError) -> MessageJob? in
+            _ = try queueWaitingUpdates(dueBy: date, limit: Self.waitingUpdatesQueuedAtOnce, c)
             // First a shard of a fan-out under way, so a large message is sent by several workers (and nodes) at once.
             if let shard = try c.query("""
                 SELECT s.message, s.shard, s.up_to, s.cursor FROM message_shards s JOIN messages m ON m.id = s.message
@@ -72,6 +73,7 @@ extension SQLMessageStore: JobQueue {
                                lease: ClaimLease) throws(StoreError) -> [MessageJob] {
         guard limit > 0 else { return [] }
         return try database.inClaimTransaction { (c) throws(StoreError) -> [MessageJob] in
+            _ = try queueWaitingUpdates(dueBy: date, limit: Self.waitingUpdatesQueuedAtOnce, c)
             // `claimable` lets only the oldest unfinished message of an activity through, so one claim never
             // holds two of the same activity. Small: no device past the first `devicesAtMost` (an index probe).
             let claimed = try c.query("""
@@ -103,6 +105,10 @@ extension SQLMessageStore: JobQueue {
             return jobs
         }
     }
+
+    /// Waiting updates a claim queues before it looks (`queueWaitingUpdates`): more than a claim takes, so it finds
+    /// the updates whose turn has come in the queue.
+    static let waitingUpdatesQueuedAtOnce = 200
 
     /// The condition that message `m` is small, what `claimSmallJobs` takes: an update or end of an activity
     /// with at most `devicesAtMost` devices (an index probe, not a count), or a start to a short list of
@@ -213,9 +219,10 @@ extension SQLMessageStore: JobQueue {
                 SELECT MIN(m.due_at) AS due FROM message_shards s JOIN messages m ON m.id = s.message
                 WHERE s.state != \(MessageState.done.sql) AND s.claimed = 0 \(Self.notIn(excluding.union(shardsExcluding), column: "m.application"))
                 """, [], planning: .fresh)[0]["due"].int
-            // A11 and A8: held updates join the queue, and renewals are taken, when due.
+            // A11 and A8: held updates join the queue, and renewals are taken, when due; waiting updates are queued at their turn.
             let held = try c.query("""
-                SELECT MIN(due) AS due FROM (SELECT MIN(due_at) AS due FROM scheduled_updates UNION ALL SELECT MIN(due_at) FROM activity_renewals) x
+                SELECT MIN(due) AS due FROM (SELECT MIN(due_at) AS due FROM scheduled_updates UNION ALL SELECT MIN(due_at) FROM activity_renewals
+                                             UNION ALL SELECT MIN(waiting_due_at) FROM activities WHERE waiting_update IS NOT NULL) x
                 """, [], planning: .fresh)[0]["due"].int
             // Applications at their share of workers are left out: their due work must not wake idle workers.
             let delivery = try c.query(excluding.isEmpty ? "SELECT MIN(next_at) AS due FROM deliveries WHERE state IN \([DeliveryState.retrying, .unconfirmed].sqlList)" : """
@@ -264,14 +271,15 @@ extension SQLMessageStore: JobQueue {
         """
 
     public func queueStatistics(at date: Date) throws(StoreError) -> DeliveryQueueStatistics {
-        // Both read the backlog (the queue, the partial index deliveries_due), not the history.
+        // Both read the backlog (the queue with the activities' waiting updates, the partial index deliveries_due), not
+        // the history.
         try database.withConnection { (c) throws(StoreError) -> DeliveryQueueStatistics in
             var statistics = DeliveryQueueStatistics()
             let now = Self.milliseconds(date)
             let jobs = try c.query("""
                 SELECT COUNT(*) FILTER (WHERE due_at <= ?1) AS due, MIN(due_at) FILTER (WHERE due_at <= ?1) AS oldest,
                        COUNT(*) FILTER (WHERE due_at > ?1) AS scheduled
-                FROM message_queue
+                FROM (SELECT due_at FROM message_queue UNION ALL SELECT waiting_due_at FROM activities WHERE waiting_update IS NOT NULL) j
                 """, [now])[0]
             statistics.jobsDue = Int(jobs["due"].int ?? 0)
             statistics.oldestDueAt = jobs["oldest"].int.map(Self.date(milliseconds:))

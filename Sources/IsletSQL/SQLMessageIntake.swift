@@ -123,6 +123,17 @@ extension SQLMessageStore: MessageIntake {
                     SELECT q.message FROM message_queue q JOIN messages o ON o.id = q.message WHERE q.activity = ? AND o.state = \(MessageState.done.sql))
                 """, [.int(activity)])
         }
+        try supersedeOwedPushes(newest: newest, id: id, activity: activity, owed: owed, c)
+    }
+
+    /// Pushes still owed (retrying, or an unconfirmed start's) for the updates and ends of `activity` older than its
+    /// message `id`, settled as superseded; `owed` as for `supersedeOlder`.
+    func supersedeOwedPushes(olderThan id: Int64, activity: Int64, owed: Bool?, _ c: any SQLConnection) throws(StoreError) {
+        try supersedeOwedPushes(newest: "?1", id: id, activity: activity, owed: owed, c)
+    }
+
+    /// `newest`: the newest message's id, `?1` (`id`) or an expression of the activity (`?2`).
+    private func supersedeOwedPushes(newest: String, id: Int64?, activity: Int64, owed: Bool?, _ c: any SQLConnection) throws(StoreError) {
         // Owed pushes are rare outside an outage: one probe of their index spares listing the activity's history.
         let anyOwed: Bool
         if let owed { anyOwed = owed } else { anyOwed = try !c.query(Self.owedPushesProbe, [], planning: .fresh).isEmpty }
@@ -208,7 +219,7 @@ extension SQLMessageStore: MessageIntake {
                 if let refusal = ActivityRules.updateRefusal(message.activityID, state: existing?.record.state) {
                     throw AcceptRefusal(index: index, field: "live_activity_id", message: refusal)
                 }
-                guard let (activity, log, _, channel) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
+                guard let (activity, log, _, channel, waiting) = existing else { throw StoreError(.io, "U1 admitted an update of an unknown activity") }
                 if message.dueAt > date {
                     // A11: held apart until due; then it joins the queue as if accepted at that time, in this session only.
                     let start = try Self.currentStart(activity.id, c)
@@ -216,7 +227,15 @@ extension SQLMessageStore: MessageIntake {
                     outcome.accepted.append(AcceptedUpdate(priority: BudgetedPriority(requested: message.priority),
                                                            activityStartedAt: activity.startedAt, dueAt: message.dueAt,
                                                            channel: channel.text.map(Self.decode(sessionChannel:))))
+                } else if mayWait(message, latest: latest, at: date) {
+                    outcome.accepted.append(try acceptWaiting(message, activity: activity, log: log, channel: channel, latest: latest,
+                                                              application: application, budget: budget, pacing: pacing, at: date, c))
                 } else {
+                    if waiting != nil {
+                        // Its waiting update goes first: this one supersedes it in the queue, or follows it there.
+                        try queueWaitingUpdate(of: activity.id, c)
+                        latest = try latestUpdate(of: activity.id, c)
+                    }
                     outcome.accepted.append(try enqueue(message, activity: activity, log: log, channel: channel, application: application,
                                                         budget: budget, pacing: pacing, latest: latest, at: date, c))
                 }

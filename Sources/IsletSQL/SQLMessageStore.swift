@@ -233,23 +233,33 @@ public struct SQLMessageStore: Sendable {
     static func date(milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
 
     /// An activity; `locking` it to the commit (PostgreSQL) when a decision and an enqueue depend on it.
+    /// Locked, its waiting update is queued first (`queueWaitingUpdate`), so what the caller queues for it goes after.
     func activityRow(_ activityID: String, _ application: ApplicationCode, locking: Bool,
                              _ c: any SQLConnection) throws(StoreError) -> ActivityRecord? {
-        try activityQuery(activityID, application, locking: locking, c).map(Self.activity)
+        guard let row = try activityQuery(activityID, application, locking: locking, c) else { return nil }
+        if locking, let id = row["id"].int, row["waiting_update"] != .null { try queueWaitingUpdate(of: id, c) }
+        return Self.activity(row)
     }
 
     /// The activity locked to the commit, with its priority-10 updates of the last hour (A7) and the channel
     /// column of its current start (X5: its updates and ends copy it).
+    /// Its waiting update, if any, is queued first, so what the caller queues for it goes after.
     func lockedActivity(_ activityID: String, _ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> LockedActivity? {
-        try activityQuery(activityID, application, locking: true, c).map { Self.locked($0, heldDueBy: nil) }
+        guard let row = try activityQuery(activityID, application, locking: true, c) else { return nil }
+        let locked = Self.locked(row, heldDueBy: nil)
+        guard locked.waiting != nil else { return locked }
+        try queueWaitingUpdate(of: locked.record.id, c)
+        return (locked.record, locked.log, locked.heldDue, locked.channel, nil)
     }
 
-    typealias LockedActivity = (record: ActivityRecord, log: PriorityTenLog, heldDue: Bool, channel: SQLValue)
+    /// `waiting`: the activity's waiting update, accepted and not queued yet (`queueWaitingUpdates`).
+    typealias LockedActivity = (record: ActivityRecord, log: PriorityTenLog, heldDue: Bool, channel: SQLValue, waiting: Int64?)
 
     /// A row of `activityStatement(locking: true)` as `LockedActivity`; with `heldDueBy`, whether it has held updates
     /// due by then (A11), read in the same statement.
     static func locked(_ row: SQLRow, heldDueBy: Date?) -> LockedActivity {
-        (activity(row), PriorityTenLog(json: row["priority_ten_log"].text), heldDueBy != nil && row["held_due"].bool, row["session_channel"])
+        (activity(row), PriorityTenLog(json: row["priority_ten_log"].text), heldDueBy != nil && row["held_due"].bool, row["session_channel"],
+         row["waiting_update"].int)
     }
 
     /// What `enqueue` reads besides the activity: its session's latest update, whether this transaction holds it,
@@ -263,12 +273,21 @@ public struct SQLMessageStore: Sendable {
         let held: Bool
         /// Nil when not read with it.
         let owedPushes: Bool?
+        /// It is its activity's waiting update: accepted, not queued yet, so no claim can take it (`queueWaitingUpdates`).
+        let unqueued: Bool
 
-        /// From the row `latestUpdate` read (nil: the session has no update yet).
-        init(_ row: SQLRow?, owedPushes: Bool?) {
+        /// From the row `latestUpdate` read (nil: the session has no update yet); `waiting`: the activity's waiting update.
+        init(_ row: SQLRow?, owedPushes: Bool?, waiting: Int64? = nil) {
             self.row = row
             held = row.map { $0["held"] != .null } ?? false
             self.owedPushes = owedPushes
+            unqueued = waiting != nil && row?["id"].int == waiting
+        }
+
+        /// It waits in the queue, unclaimed and locked by this transaction: a newer update supersedes it there.
+        var waitsInQueue: Bool {
+            guard let row, held, MessageState(rawValue: row["state"].text ?? "") == .pending else { return false }
+            return !row["claimed"].bool
         }
     }
 
@@ -277,7 +296,7 @@ public struct SQLMessageStore: Sendable {
     /// (`LatestUpdate.held`). One row at most, so the lock is taken once.
     func latestUpdate(of activity: String, _ parameters: [SQLValue]) -> SQLStatement {
         SQLStatement("""
-            SELECT m.due_at, m.state, \(Self.claimed("m")) AS claimed, m.priority, m.priority_standard, m.priority_frequent,
+            SELECT m.id, m.due_at, m.state, \(Self.claimed("m")) AS claimed, m.priority, m.priority_standard, m.priority_frequent,
                    (SELECT l.message FROM message_queue l WHERE l.message = m.id AND l.lease IS NULL \(database.dialect.skipLocked(of: "l", updatingKey: false))) AS held
             FROM messages m WHERE m.id = (
                 SELECT id FROM messages
@@ -332,7 +351,8 @@ public struct SQLMessageStore: Sendable {
     /// `lockedForUpdate` from the rows its statements read.
     static func lockedForUpdate(_ read: ArraySlice<[SQLRow]>, heldDueBy: Date?) -> (activity: LockedActivity?, latest: LatestUpdate) {
         let rows = Array(read)
-        return (rows[0].first.map { locked($0, heldDueBy: heldDueBy) }, LatestUpdate(rows[1].first, owedPushes: !rows[2].isEmpty))
+        let activity = rows[0].first.map { locked($0, heldDueBy: heldDueBy) }
+        return (activity, LatestUpdate(rows[1].first, owedPushes: !rows[2].isEmpty, waiting: activity?.waiting))
     }
 
     /// What an activity's writers lock first, as `GroupReads` name it.
@@ -346,7 +366,7 @@ public struct SQLMessageStore: Sendable {
 
     func activityStatement(_ activityID: String, _ application: ApplicationCode, locking: Bool, heldDueBy: Date? = nil) -> SQLStatement {
         let held = heldDueBy == nil ? "" : ", EXISTS (SELECT 1 FROM scheduled_updates s WHERE s.activity = activities.id AND s.due_at <= ?3) AS held_due"
-        let channel = locking ? ", \(Self.sessionChannel(of: "activities.id")) AS session_channel" : ""
+        let channel = locking ? ", waiting_update, \(Self.sessionChannel(of: "activities.id")) AS session_channel" : ""
         return SQLStatement("""
             SELECT id, activity_id, state, attributes_type, name, content_state, updated_at, priority_ten_log, started_at, dismiss_at,
                    schema_version\(held)\(channel)

@@ -535,6 +535,14 @@ public enum SQLMigrations {
             ALTER TABLE messages ADD COLUMN android_payload BLOB;
             ALTER TABLE scheduled_updates ADD COLUMN android_payload BLOB;
             """),
+        // An accepted update that need not be queued at once (issue 43): a plain update, due now, of an active activity
+        // with nothing waiting in the queue. Its message is written, and the activity names it as its waiting update,
+        // with its turn (A9); delivery queues it when that comes (`queueWaitingUpdates`).
+        Migration(version: 34, name: "updates queued by delivery", sql: """
+            ALTER TABLE activities ADD COLUMN waiting_update INTEGER;
+            ALTER TABLE activities ADD COLUMN waiting_due_at INTEGER;
+            CREATE INDEX activities_waiting ON activities (waiting_due_at) WHERE waiting_update IS NOT NULL;
+            """),
     ]
 
     public static var latestVersion: Int { all.last!.version }

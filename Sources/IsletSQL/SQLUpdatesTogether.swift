@@ -24,7 +24,8 @@ struct UpdateDecision {
         // at this moment is being sent: not waiting.
         let previous = latest.row
         let previousState = previous.flatMap { MessageState(rawValue: $0["state"].text ?? "") }
-        let waiting = latest.held && previousState == .pending && previous.map { !$0["claimed"].bool } == true
+        // One accepted as its activity's waiting update is not queued yet: no claim can have taken it.
+        let waiting = latest.waitsInQueue || latest.unqueued
         var log = stored
         if waiting, let previous { log = log.returning(SQLMessageStore.priorities(previous)) }
         var priority = BudgetedPriority(requested: message.priority)
@@ -120,7 +121,7 @@ final class UpdatesTogether: WriteTogether, @unchecked Sendable {
                 let ord = first + Int64(offset)
                 guard let row = activities[ord] else { break }
                 let locked = SQLMessageStore.locked(row, heldDueBy: request.date)
-                guard message.event == .update, message.dueAt <= request.date, !locked.heldDue, message.checkedSchema.holds(for: locked.record.schema),
+                guard message.event == .update, message.dueAt <= request.date, !locked.heldDue, locked.waiting == nil, message.checkedSchema.holds(for: locked.record.schema),
                       ActivityRules.updateRefusal(message.activityID, state: locked.record.state) == nil else { break }
                 let session = SQLMessageStore.LatestUpdate(latest[ord], owedPushes: owed)
                 let decision = UpdateDecision(message, activity: locked.record, log: locked.log, latest: session, budget: request.budget,
@@ -165,7 +166,7 @@ final class UpdatesTogether: WriteTogether, @unchecked Sendable {
     static let locking = """
         SELECT k.ord, a.* FROM \(keys) CROSS JOIN LATERAL (
             SELECT a.id, a.activity_id, a.state, a.attributes_type, a.name, a.content_state, a.updated_at, a.priority_ten_log, a.started_at,
-                   a.dismiss_at, a.schema_version, EXISTS (SELECT 1 FROM scheduled_updates s WHERE s.activity = a.id AND s.due_at <= k.now) AS held_due,
+                   a.dismiss_at, a.schema_version, a.waiting_update, EXISTS (SELECT 1 FROM scheduled_updates s WHERE s.activity = a.id AND s.due_at <= k.now) AS held_due,
                    \(SQLMessageStore.sessionChannel(of: "a.id")) AS session_channel
             FROM activities a WHERE a.application = k.application AND a.activity_id = k.activity_id FOR NO KEY UPDATE OF a) a
         """

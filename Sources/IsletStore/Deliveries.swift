@@ -207,7 +207,8 @@ public struct JobOutcome: Sendable {
 
 /// What waits to be sent, as operators watch it.
 public struct DeliveryQueueStatistics: Sendable, Equatable {
-    /// Messages (or shards of one) due now and not finished: waiting for a worker or being sent.
+    /// Messages (or shards of one) due now and not finished: waiting for a worker or being sent (an activity's waiting
+    /// update counts, queued or not).
     public var jobsDue = 0
     /// Scheduled starts not due yet.
     public var jobsScheduled = 0

@@ -161,8 +161,12 @@ public struct SQLConsoleStore: ConsoleStore {
 
     public func consoleChanges(afterMessage: Int64, open: [Int64]?) throws(StoreError) -> ConsoleChanges {
         try database.withConnection { (c) throws(StoreError) in
-            // New messages by their key range; whether a message is finished by its job in the queue.
-            let queued = "EXISTS (SELECT 1 FROM message_queue q WHERE q.message = m.id) AS queued"
+            // New messages by their key range; whether a message is finished by its job in the queue, or its activity's
+            // naming it as its waiting update (not queued yet).
+            let queued = """
+                (EXISTS (SELECT 1 FROM message_queue q WHERE q.message = m.id)
+                 OR EXISTS (SELECT 1 FROM activities a WHERE a.id = m.activity AND a.waiting_update = m.id)) AS queued
+                """
             let created = try c.query("SELECT m.id, m.application, \(queued) FROM messages m WHERE m.id > ? ORDER BY m.id", [.int(afterMessage)])
             let watched: [SQLRow]
             if let open {
@@ -171,7 +175,9 @@ public struct SQLConsoleStore: ConsoleStore {
                     """, [.text(JSONValue.array(open.map { .int($0) }).jsonText)])
             } else {
                 watched = try c.query("""
-                    SELECT m.id, m.application, 1 AS queued FROM message_queue q JOIN messages m ON m.id = q.message ORDER BY q.message DESC LIMIT ?
+                    SELECT m.id, m.application, 1 AS queued FROM messages m
+                    WHERE m.id IN (SELECT message FROM message_queue UNION ALL SELECT waiting_update FROM activities WHERE waiting_update IS NOT NULL)
+                    ORDER BY m.id DESC LIMIT ?
                     """, [.int(Int64(Self.watchedAtMost))])
             }
             var changes = ConsoleChanges(created: [], finished: [], open: [])

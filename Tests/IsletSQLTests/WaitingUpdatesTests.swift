@@ -122,6 +122,21 @@ struct WaitingUpdatesTests {
         #expect(try f.claim(at: now.addingTimeInterval(2)) == nil)
     }
 
+    /// The console's live view tells a finished message by its job leaving the queue: a waiting update is unfinished too.
+    @Test(arguments: Engine.allCases) func theConsoleWatchesAWaitingUpdateUntilItIsSent(_ engine: Engine) throws {
+        let f = try Fixture(engine)
+        let before = try f.db.console.lastMessageID()
+        try f.update("U1", at: now.addingTimeInterval(1))
+        let accepted = try f.db.console.consoleChanges(afterMessage: before, open: nil)
+        #expect(accepted.created.count == 1 && accepted.finished.isEmpty && accepted.open.count == 1, "\(accepted)")
+        let u1 = try #require(accepted.created.first?.id)
+        #expect(try f.db.console.consoleChanges(afterMessage: u1, open: accepted.open).open == [u1], "still open")
+        let job = try #require(try f.claim(at: now.addingTimeInterval(1)))
+        try f.db.messages.finish(job, at: now.addingTimeInterval(1))
+        let sent = try f.db.console.consoleChanges(afterMessage: u1, open: [u1])
+        #expect(sent.finished.map(\.id) == [u1] && sent.open.isEmpty, "\(sent)")
+    }
+
     @Test(arguments: Engine.allCases) func aWaitingUpdateOutlivesTheProcess(_ engine: Engine) throws {
         let f = try Fixture(engine)
         try f.update("U1", at: now.addingTimeInterval(1))

@@ -23,7 +23,7 @@ extension SQLMessageStore: JobQueue {
                              sharding: ShardPolicy, leavingSmall: Int?, lease: ClaimLease) throws(StoreError) -> MessageJob? {
         // One transaction: the claim, its lease, the activity's id and the decoded target, so a failure leaves nothing claimed.
         try database.inClaimTransaction { (c) throws(StoreError) -> MessageJob? in
-            _ = try queueWaitingUpdates(dueBy: date, limit: Self.waitingUpdatesQueuedAtOnce, c)
+            try queueWaitingUpdates(dueBy: date, limit: Self.waitingUpdatesQueuedAtOnce, c)
             // First a shard of a fan-out under way, so a large message is sent by several workers (and nodes) at once.
             if let shard = try c.query("""
                 SELECT s.message, s.shard, s.up_to, s.cursor FROM message_shards s JOIN messages m ON m.id = s.message
@@ -73,7 +73,7 @@ extension SQLMessageStore: JobQueue {
                                lease: ClaimLease) throws(StoreError) -> [MessageJob] {
         guard limit > 0 else { return [] }
         return try database.inClaimTransaction { (c) throws(StoreError) -> [MessageJob] in
-            _ = try queueWaitingUpdates(dueBy: date, limit: Self.waitingUpdatesQueuedAtOnce, c)
+            try queueWaitingUpdates(dueBy: date, limit: Self.waitingUpdatesQueuedAtOnce, c)
             // `claimable` lets only the oldest unfinished message of an activity through, so one claim never
             // holds two of the same activity. Small: no device past the first `devicesAtMost` (an index probe).
             let claimed = try c.query("""

@@ -231,9 +231,9 @@ extension SQLMessageStore: MessageIntake {
                     outcome.accepted.append(try acceptWaiting(message, activity: activity, log: log, channel: channel, latest: latest,
                                                               application: application, budget: budget, pacing: pacing, at: date, c))
                 } else {
-                    if waiting != nil {
+                    if let waiting {
                         // Its waiting update goes first: this one supersedes it in the queue, or follows it there.
-                        try queueWaitingUpdate(of: activity.id, c)
+                        try queueWaitingUpdate(waiting, of: activity.id, c)
                         latest = try latestUpdate(of: activity.id, c)
                     }
                     outcome.accepted.append(try enqueue(message, activity: activity, log: log, channel: channel, application: application,

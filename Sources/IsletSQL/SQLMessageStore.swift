@@ -233,23 +233,27 @@ public struct SQLMessageStore: Sendable {
     static func date(milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
 
     /// An activity; `locking` it to the commit (PostgreSQL) when a decision and an enqueue depend on it.
-    /// Locked, its waiting update is queued first (`queueWaitingUpdate`), so what the caller queues for it goes after.
     func activityRow(_ activityID: String, _ application: ApplicationCode, locking: Bool,
                              _ c: any SQLConnection) throws(StoreError) -> ActivityRecord? {
-        guard let row = try activityQuery(activityID, application, locking: locking, c) else { return nil }
-        if locking, let id = row["id"].int, row["waiting_update"] != .null { try queueWaitingUpdate(of: id, c) }
-        return Self.activity(row)
+        try (locking ? lockedRow(activityID, application, c) : activityQuery(activityID, application, locking: false, c)).map(Self.activity)
     }
 
     /// The activity locked to the commit, with its priority-10 updates of the last hour (A7) and the channel
     /// column of its current start (X5: its updates and ends copy it).
-    /// Its waiting update, if any, is queued first, so what the caller queues for it goes after.
     func lockedActivity(_ activityID: String, _ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> LockedActivity? {
+        try lockedRow(activityID, application, c).map { row in
+            var locked = Self.locked(row, heldDueBy: nil)
+            locked.waiting = nil
+            return locked
+        }
+    }
+
+    /// The activity's row locked to the commit, its waiting update queued first (`queueWaitingUpdate`), so what the
+    /// caller queues for it goes after.
+    private func lockedRow(_ activityID: String, _ application: ApplicationCode, _ c: any SQLConnection) throws(StoreError) -> SQLRow? {
         guard let row = try activityQuery(activityID, application, locking: true, c) else { return nil }
-        let locked = Self.locked(row, heldDueBy: nil)
-        guard locked.waiting != nil else { return locked }
-        try queueWaitingUpdate(of: locked.record.id, c)
-        return (locked.record, locked.log, locked.heldDue, locked.channel, nil)
+        if let activity = row["id"].int, let waiting = row["waiting_update"].int { try queueWaitingUpdate(waiting, of: activity, c) }
+        return row
     }
 
     /// `waiting`: the activity's waiting update, accepted and not queued yet (`queueWaitingUpdates`).

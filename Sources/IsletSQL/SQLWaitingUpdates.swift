@@ -43,27 +43,27 @@ extension SQLMessageStore {
         return decision.accepted(activity, channel: channel)
     }
 
-    /// The waiting updates whose turn has come by `date`, queued (at most `limit`, the earliest turns first); how many.
+    /// The waiting updates whose turn has come by `date`, queued (at most `limit`, the earliest turns first).
     /// A claim's transaction begins with it. On PostgreSQL an activity another transaction holds is left for the next.
-    func queueWaitingUpdates(dueBy date: Date, limit: Int, _ c: any SQLConnection) throws(StoreError) -> Int {
+    func queueWaitingUpdates(dueBy date: Date, limit: Int, _ c: any SQLConnection) throws(StoreError) {
         let rows = try c.query("""
             SELECT id, waiting_update FROM activities
             WHERE waiting_update IS NOT NULL AND waiting_due_at <= ? ORDER BY waiting_due_at LIMIT ? \(database.dialect.skipLocked(of: "activities", updatingKey: false))
             """, [Self.milliseconds(date), .int(Int64(limit))], planning: .fresh)
-        try queueWaiting(rows, c)
-        return rows.count
+        try queueWaiting(rows.compactMap { row in row["id"].int.flatMap { id in row["waiting_update"].int.map { (id, $0) } } }, c)
     }
 
-    /// The waiting update of the activity `activity`, locked by the caller, queued now whatever its turn (it keeps it).
-    func queueWaitingUpdate(of activity: Int64, _ c: any SQLConnection) throws(StoreError) {
-        try queueWaiting(try c.query("SELECT id, waiting_update FROM activities WHERE id = ? AND waiting_update IS NOT NULL", [.int(activity)]), c)
+    /// The waiting update `waiting` of the activity `activity`, locked by the caller, queued now whatever its turn (it
+    /// keeps it).
+    func queueWaitingUpdate(_ waiting: Int64, of activity: Int64, _ c: any SQLConnection) throws(StoreError) {
+        try queueWaiting([(activity, waiting)], c)
     }
 
-    /// The waiting updates of activities (rows of `activities`: `id`, `waiting_update`) into the queue at their turns, and
-    /// the activities naming none, by two statements for all; then pushes owed for their older messages superseded.
-    private func queueWaiting(_ rows: [SQLRow], _ c: any SQLConnection) throws(StoreError) {
-        guard !rows.isEmpty else { return }
-        let ids = SQLValue.text(JSONValue.array(rows.compactMap { $0["id"].int.map { .int($0) } }).jsonText)
+    /// The waiting updates of activities into the queue at their turns, and the activities naming none, by two
+    /// statements for all; then pushes owed for their older messages superseded.
+    private func queueWaiting(_ waiting: [(activity: Int64, update: Int64)], _ c: any SQLConnection) throws(StoreError) {
+        guard !waiting.isEmpty else { return }
+        let ids = SQLValue.text(JSONValue.array(waiting.map { .int($0.activity) }).jsonText)
         let inList = database.dialect.isIn("CAST(value AS BIGINT)", of: "?1")
         try c.send("""
             INSERT INTO message_queue (message, activity, due_at)
@@ -71,10 +71,6 @@ extension SQLMessageStore {
             """, [ids])
         try c.send("UPDATE activities SET waiting_update = NULL, waiting_due_at = NULL WHERE id \(inList)", [ids])
         guard try !c.query(Self.owedPushesProbe, [], planning: .fresh).isEmpty else { return }
-        for row in rows {
-            if let activity = row["id"].int, let waiting = row["waiting_update"].int {
-                try supersedeOwedPushes(olderThan: waiting, activity: activity, owed: true, c)
-            }
-        }
+        for (activity, update) in waiting { try supersedeOwedPushes(olderThan: update, activity: activity, owed: true, c) }
     }
 }
